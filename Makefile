@@ -1,0 +1,110 @@
+# memtrace-bpf: build, test, lint, demo, bench.
+# The pipeline follows libbpf-bootstrap: bpf/X.bpf.c -> .output/X.bpf.o ->
+# bpftool gen skeleton -> .output/X.skel.h -> user space.
+
+OUTPUT := .output
+CLANG ?= clang
+BPFTOOL ?= bpftool
+CC ?= gcc
+CUDA_HOME ?= /usr/local/cuda
+ARCH := x86
+
+CFLAGS ?= -O2 -g
+WARN := -Wall -Wextra -Werror -Wno-unused-parameter
+USER_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -I$(OUTPUT) -Ibpf -Iuser
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf \
+	      -Wall -Werror
+
+USER_SRCS := $(filter-out user/memtrace.c,$(wildcard user/*.c))
+USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
+MAIN_OBJ := $(OUTPUT)/memtrace.o
+LIBS := -lbpf -lelf -lz
+STATIC_LIBS := -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a
+
+UNIT_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
+ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=all
+
+FIXDIR := $(OUTPUT)/fixtures
+include tests/fixtures/fixtures.mk
+
+.PHONY: all static test unit unit-asan e2e lint demo bench setup clean fmt
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+all: memtrace-bpf
+
+$(OUTPUT):
+	mkdir -p $@ $@/asan $@/static
+
+$(OUTPUT)/memtrace.tmp.bpf.o: bpf/memtrace.bpf.c bpf/memtrace.h vmlinux/vmlinux.h | $(OUTPUT)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/memtrace.bpf.o: $(OUTPUT)/memtrace.tmp.bpf.o
+	$(BPFTOOL) gen object $@ $<
+
+$(OUTPUT)/memtrace.skel.h: $(OUTPUT)/memtrace.bpf.o
+	$(BPFTOOL) gen skeleton $< name memtrace_bpf > $@
+
+$(OUTPUT)/%.o: user/%.c $(wildcard user/*.h) bpf/memtrace.h user/cuda_errors.def $(OUTPUT)/memtrace.skel.h | $(OUTPUT)
+	$(CC) $(CFLAGS) $(USER_CFLAGS) -c $< -o $@
+
+memtrace-bpf: $(MAIN_OBJ) $(USER_OBJS)
+	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+
+# One file to copy onto a production host: libbpf, libelf, zlib and zstd in.
+static: $(OUTPUT)/static/memtrace-bpf
+$(OUTPUT)/static/memtrace-bpf: $(MAIN_OBJ) $(USER_OBJS)
+	$(CC) $(CFLAGS) -static $^ $(STATIC_LIBS) -o $@
+	@echo "static binary: $@"
+
+# Unit tests, plain and under ASan/UBSan.
+$(OUTPUT)/%: tests/unit/%.c $(USER_OBJS)
+	$(CC) $(CFLAGS) $(USER_CFLAGS) -I$(CUDA_HOME)/include $^ $(LIBS) -lcmocka -o $@
+
+$(OUTPUT)/asan/%.o: user/%.c $(wildcard user/*.h) bpf/memtrace.h $(OUTPUT)/memtrace.skel.h | $(OUTPUT)
+	$(CC) -O1 -g $(ASAN) $(USER_CFLAGS) -c $< -o $@
+
+$(OUTPUT)/asan/%: tests/unit/%.c $(patsubst user/%.c,$(OUTPUT)/asan/%.o,$(USER_SRCS))
+	$(CC) -O1 -g $(ASAN) $(USER_CFLAGS) -I$(CUDA_HOME)/include $^ $(LIBS) -lcmocka -o $@
+
+unit: $(addprefix $(OUTPUT)/,$(UNIT_TESTS))
+	@set -e; for t in $^; do echo "== $$t"; $$t; done
+
+unit-asan: $(addprefix $(OUTPUT)/asan/,$(UNIT_TESTS))
+	@set -e; for t in $^; do echo "== $$t (asan/ubsan)"; \
+		ASAN_OPTIONS=detect_leaks=1 $$t; done
+
+e2e: memtrace-bpf fixtures
+	bats --print-output-on-failure tests/e2e
+
+C_SOURCES := $(wildcard user/*.c user/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/fixtures/*.c tests/fixtures/*.cpp)
+
+lint:
+	clang-format --dry-run -Werror $(C_SOURCES)
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+		--inline-suppr --std=c11 -D__x86_64__ -Ibpf -Iuser \
+		user tests/unit tests/fixtures/*.c
+
+fmt:
+	clang-format -i $(C_SOURCES)
+
+setup:
+	scripts/setup.sh
+
+test: setup
+	$(MAKE) lint
+	$(MAKE) unit
+	$(MAKE) unit-asan
+	$(MAKE) e2e
+
+demo: setup
+	$(MAKE) memtrace-bpf
+	./memtrace-bpf -- /usr/bin/python3 scripts/demo_train.py --steps 5
+
+bench: setup
+	$(MAKE) memtrace-bpf fixtures
+	bench/run.sh
+
+clean:
+	rm -rf $(OUTPUT) memtrace-bpf

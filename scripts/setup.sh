@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install every Debian package the build, the demo and the tests need. Idempotent.
+set -euo pipefail
+
+pkgs=(
+	make clang llvm gcc g++ pkg-config
+	libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
+	libcmocka-dev bats bpftrace
+	cppcheck clang-format
+	python3 python3-torch libopenblas0-serial
+	util-linux procps binutils
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "setup.sh: run as root (apt-get needs it): sudo $0" >&2
+	exit 2
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ ! -e /usr/local/cuda/include/cuda_runtime_api.h ]; then
+	echo "setup.sh: note: no CUDA toolkit under /usr/local/cuda; cudart tests will be skipped" >&2
+fi

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Finding a target's libraries and attaching our probes to them. */
+#ifndef __ATTACH_H
+#define __ATTACH_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "kinds.h"
+#include "target.h"
+
+struct memtrace_bpf;
+struct bpf_link;
+
+struct mt_attacher {
+	struct memtrace_bpf *skel;
+	struct bpf_link **links;
+	size_t nlinks, cap;
+	bool no_cpu, no_cuda;
+	FILE *log; /* "# attach" lines; NULL for none */
+};
+
+/*
+ * Attach every probe of lib to t, for the file t maps at path. Returns the
+ * number of probes attached, or -errno with a message in err.
+ */
+int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
+		  const char *path, char *err, size_t errlen);
+
+/*
+ * Read t's maps and attach to each of our libraries not yet attached.
+ * Returns the number of libraries newly attached, or -errno with err set.
+ */
+int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
+		   size_t errlen);
+
+void mt_attach_destroy(struct mt_attacher *a);
+
+#endif /* __ATTACH_H */

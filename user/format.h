@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The perf-script-style event line; its grammar is documented in README. */
+#ifndef __FORMAT_H
+#define __FORMAT_H
+
+#include <stddef.h>
+#include "kinds.h"
+
+/*
+ * Format r as one line, newline included:
+ *   <comm> <pid>/<tid> [<cpu>] <secs>.<usecs>: <event>: key=value ...
+ * caller is the calling library's basename (NULL: unknown). Returns the
+ * length, or -1 if buf is too small.
+ */
+int mt_format_event(char *buf, size_t len, const struct mt_rec *r,
+		    const char *caller);
+
+/* "cuda:0", "cuda:?", "host", "cpu" or "-" */
+const char *mt_format_dev(char *buf, size_t len, enum mt_dev_type type,
+			  int index);
+
+#endif /* __FORMAT_H */

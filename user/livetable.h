@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Allocations not yet freed, by (pid, address space, pointer). */
+#ifndef __LIVETABLE_H
+#define __LIVETABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+struct mt_live {
+	__u64 ptr;
+	__u64 size;
+	__u64 ts;
+	const char *event; /* the allocating call's event name */
+	const char *caller; /* interned library basename */
+	__u32 pid; /* 0 marks an empty slot */
+	__u16 space; /* enum mt_space */
+	__u8 dev_type; /* enum mt_dev_type */
+	__s8 dev; /* device index, -1 unknown */
+};
+
+struct mt_livetable;
+
+/* A table that never holds more than max entries (bounded memory). */
+struct mt_livetable *mt_live_new(size_t max);
+void mt_live_free(struct mt_livetable *t);
+
+/*
+ * Insert or replace (an address reused after a free we did not see).
+ * Returns 0, -ENOSPC when full (the caller counts it), -ENOMEM.
+ */
+int mt_live_insert(struct mt_livetable *t, const struct mt_live *e);
+
+/* Remove a key; true and *out filled if it was there. */
+bool mt_live_remove(struct mt_livetable *t, __u32 pid, __u16 space, __u64 ptr,
+		    struct mt_live *out);
+
+size_t mt_live_count(const struct mt_livetable *t);
+
+void mt_live_foreach(const struct mt_livetable *t,
+		     void (*fn)(const struct mt_live *e, void *ctx), void *ctx);
+
+#endif /* __LIVETABLE_H */

@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * memtrace-bpf: trace the CUDA runtime, CUDA driver and PyTorch allocator
+ * calls of running processes with uprobes, one line per event.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "attach.h"
+#include "format.h"
+#include "livetable.h"
+#include "memtrace.skel.h"
+#include "options.h"
+#include "preflight.h"
+#include "strpool.h"
+#include "summary.h"
+#include "target.h"
+
+#define POLL_MS 100
+#define RESCAN_NS (250 * 1000000ULL)
+#define LDSO_PATH "/lib64/ld-linux-x86-64.so.2"
+
+static volatile sig_atomic_t exiting;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	exiting = 1;
+}
+
+/* everything the event callback needs */
+struct tracer {
+	const struct mt_options *opt;
+	struct memtrace_bpf *skel;
+	struct mt_attacher att;
+	struct mt_target targets[MT_MAX_PIDS];
+	int ntargets;
+	struct mt_livetable *live;
+	struct mt_strpool *names;
+	struct mt_summary sum;
+	FILE *out;
+	__u64 lost_reported;
+	int err; /* fatal error inside the callback */
+};
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt,
+			va_list args)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+static int libbpf_print_verbose(enum libbpf_print_level level,
+				const char *fmt, va_list args)
+{
+	(void)level;
+	return vfprintf(stderr, fmt, args);
+}
+
+static struct mt_target *find_target(struct tracer *tr, __u32 pid)
+{
+	for (int i = 0; i < tr->ntargets; i++)
+		if ((__u32)tr->targets[i].pid == pid)
+			return &tr->targets[i];
+	return NULL;
+}
+
+/* the library a return address lies in, interned */
+static const char *caller_name(struct tracer *tr, struct mt_target *t,
+			       __u64 addr)
+{
+	const struct mt_mapping *m;
+
+	if (!t || !addr)
+		return NULL;
+	m = mt_maps_find(&t->maps, addr);
+	if (!m && mt_maps_read(t->pid, &t->maps) == 0)
+		m = mt_maps_find(&t->maps, addr);
+	if (!m || !m->path)
+		return NULL;
+	return mt_intern(tr->names, mt_basename(m->path));
+}
+
+static void rescan(struct tracer *tr, struct mt_target *t)
+{
+	char err[512];
+
+	if (t->exited)
+		return;
+	if (mt_attach_scan(&tr->att, t, err, sizeof(err)) < 0 &&
+	    !mt_target_poll_exit(t))
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+}
+
+/* a library came: attach before the (held) process goes on */
+static void on_loader(struct tracer *tr, const struct mt_event *ev)
+{
+	struct mt_target *t = find_target(tr, ev->pid);
+
+	if (!t)
+		return;
+	rescan(tr, t);
+	if (t->spawned && kill(t->pid, SIGCONT))
+		fprintf(stderr, "memtrace-bpf: resume pid %d: %s\n", t->pid,
+			strerror(errno));
+}
+
+static void track_live(struct tracer *tr, struct mt_rec *r, const char *caller)
+{
+	const struct mt_event *ev = r->ev;
+	struct mt_live e;
+	bool counted = r->ki->space != MT_SP_C10; /* c10 reports totals */
+
+	if (r->role == MT_ROLE_ALLOC && r->has_ptr && !r->failed) {
+		e = (struct mt_live){ .ptr = r->ptr,
+				      .size = r->size,
+				      .ts = ev->ts,
+				      .event = r->event,
+				      .caller = caller,
+				      .pid = ev->pid,
+				      .space = (__u16)r->ki->space,
+				      .dev_type = (__u8)r->dev_type,
+				      .dev = (__s8)r->dev_index };
+		/* an address reused without the free we missed: undo it */
+		if (counted) {
+			struct mt_live old;
+
+			if (mt_live_remove(tr->live, ev->pid, e.space, e.ptr,
+					   &old))
+				mt_summary_live(&tr->sum, old.pid,
+						old.dev_type, old.dev,
+						old.space, -(__s64)old.size);
+		}
+		if (mt_live_insert(tr->live, &e))
+			tr->sum.live_full++;
+		else if (counted)
+			mt_summary_live(&tr->sum, ev->pid, r->dev_type,
+					r->dev_index, r->ki->space,
+					(__s64)r->size);
+	} else if (r->role == MT_ROLE_FREE && r->has_ptr && !r->failed) {
+		if (!mt_live_remove(tr->live, ev->pid, (__u16)r->ki->space,
+				    r->ptr, &e))
+			return;
+		if (r->size_state == MT_SIZE_UNKNOWN) {
+			r->size_state = MT_SIZE_KNOWN;
+			r->size = e.size;
+		}
+		if (counted)
+			mt_summary_live(&tr->sum, e.pid, e.dev_type, e.dev,
+					e.space, -(__s64)e.size);
+	}
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct tracer *tr = ctx;
+	const struct mt_event *ev = data;
+	struct mt_target *t;
+	const char *caller;
+	struct mt_rec r;
+	char line[1024];
+	int n;
+
+	if (len < sizeof(*ev))
+		return 0;
+	if (ev->kind == MT_K_LOADER) {
+		on_loader(tr, ev);
+		return 0;
+	}
+	t = find_target(tr, ev->pid);
+	if (!mt_decode(ev, t && t->spawned ? 0 : -1, &r))
+		return 0;
+	/* a free of NULL frees nothing */
+	if (r.role == MT_ROLE_FREE && r.has_ptr && !r.ptr && !r.failed)
+		return 0;
+	caller = caller_name(tr, t, ev->caller);
+	track_live(tr, &r, caller);
+	mt_summary_event(&tr->sum, &r);
+	if (tr->opt->quiet)
+		return 0;
+	if (tr->opt->min_size &&
+	    (r.size_state != MT_SIZE_KNOWN || r.size < tr->opt->min_size))
+		return 0;
+	n = mt_format_event(line, sizeof(line), &r, caller);
+	if (n > 0)
+		fwrite(line, 1, (size_t)n, tr->out);
+	return 0;
+}
+
+static __u64 lost_now(const struct tracer *tr)
+{
+	return tr->skel->bss->lost_events + tr->skel->bss->lost_inflight;
+}
+
+static void report_lost(struct tracer *tr)
+{
+	__u64 lost = lost_now(tr);
+
+	if (lost == tr->lost_reported)
+		return;
+	fprintf(tr->out, "# LOST %llu events\n",
+		(unsigned long long)(lost - tr->lost_reported));
+	tr->lost_reported = lost;
+}
+
+static bool all_exited(struct tracer *tr)
+{
+	bool all = true;
+
+	for (int i = 0; i < tr->ntargets; i++)
+		if (!mt_target_poll_exit(&tr->targets[i]))
+			all = false;
+	return all;
+}
+
+static const char *const wanted_libs = "libcudart, libcuda, libc10";
+
+/* the first attach of each target; errors here end the run (exit 2) */
+static int attach_targets(struct tracer *tr)
+{
+	const unsigned int ours = ~(1u << MT_LIB_LDSO);
+	char err[512];
+
+	for (int i = 0; i < tr->ntargets; i++) {
+		struct mt_target *t = &tr->targets[i];
+
+		if (t->spawned)
+			continue; /* attached as its loader maps them */
+		if (mt_attach_scan(&tr->att, t, err, sizeof(err)) < 0) {
+			fprintf(stderr, "memtrace-bpf: %s\n", err);
+			return 2;
+		}
+		if (!(t->libs & ours) && !tr->opt->wait_libs) {
+			fprintf(stderr,
+				"memtrace-bpf: pid %d (%s) maps none of %s; "
+				"use --wait to wait for them\n",
+				t->pid, t->comm, wanted_libs);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+/* -- mode: the loader probe goes on before the command's first exec */
+static int spawn_command(struct tracer *tr, int gate[2])
+{
+	struct mt_target *t = &tr->targets[0];
+	char ldso[4096], err[512];
+	struct stat st;
+	int ret;
+
+	if (!realpath(LDSO_PATH, ldso) || stat(ldso, &st)) {
+		fprintf(stderr, "memtrace-bpf: %s: %s (glibc x86-64 needed)\n",
+			LDSO_PATH, strerror(errno));
+		return 2;
+	}
+	ret = mt_target_spawn(t, tr->opt->command, gate, err, sizeof(err));
+	tr->ntargets = 1;
+	if (ret) {
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		return 2;
+	}
+	ret = mt_attach_lib(&tr->att, t, MT_LIB_LDSO, ldso, err, sizeof(err));
+	if (ret <= 0) {
+		fprintf(stderr, "memtrace-bpf: %s\n",
+			ret ? err : "no _dl_debug_state in the loader");
+		return 2;
+	}
+	t->files[t->nfiles++] = (struct mt_file_id){ .dev = st.st_dev,
+						     .inode = st.st_ino };
+	return 0;
+}
+
+static int open_targets(struct tracer *tr)
+{
+	char err[512];
+
+	for (int i = 0; i < tr->opt->npids; i++) {
+		if (mt_target_open(&tr->targets[i], tr->opt->pids[i], err,
+				   sizeof(err))) {
+			fprintf(stderr, "memtrace-bpf: %s\n", err);
+			return 2;
+		}
+		tr->ntargets++;
+	}
+	return 0;
+}
+
+static void print_header(struct tracer *tr)
+{
+	fprintf(tr->out, "# memtrace-bpf %s:", MT_VERSION);
+	for (int i = 0; i < tr->ntargets; i++)
+		fprintf(tr->out, " pid=%d(%s)", tr->targets[i].pid,
+			tr->targets[i].comm);
+	fprintf(tr->out, "\n");
+}
+
+static int trace_loop(struct tracer *tr, struct ring_buffer *rb)
+{
+	__u64 start = now_ns(), last_scan = start;
+	__u64 end = tr->opt->duration > 0 ?
+			    start + (__u64)(tr->opt->duration * 1e9) :
+			    0;
+	int ret;
+
+	while (!exiting) {
+		ret = ring_buffer__poll(rb, POLL_MS);
+		if (ret < 0 && ret != -EINTR) {
+			fprintf(stderr, "memtrace-bpf: ring buffer: %s\n",
+				strerror(-ret));
+			return 2;
+		}
+		report_lost(tr);
+		fflush(tr->out);
+		if (end && now_ns() >= end)
+			break;
+		if (all_exited(tr))
+			break;
+		if (now_ns() - last_scan >= RESCAN_NS) {
+			for (int i = 0; i < tr->ntargets; i++)
+				rescan(tr, &tr->targets[i]);
+			last_scan = now_ns();
+		}
+	}
+	/* what the targets did before they exited or we stopped */
+	ring_buffer__consume(rb);
+	report_lost(tr);
+	return 0;
+}
+
+static int run(struct tracer *tr)
+{
+	const struct mt_options *o = tr->opt;
+	struct ring_buffer *rb = NULL;
+	struct mt_summary_end end;
+	int gate[2] = { -1, -1 };
+	char err[512];
+	__u64 start;
+	int ret;
+
+	tr->skel = memtrace_bpf__open();
+	if (!tr->skel) {
+		fprintf(stderr, "memtrace-bpf: open BPF object: %s\n",
+			strerror(errno));
+		return 2;
+	}
+	ret = bpf_map__set_max_entries(tr->skel->maps.events,
+				       o->ringbuf_mb << 20);
+	if (!ret)
+		ret = memtrace_bpf__load(tr->skel);
+	if (ret) {
+		fprintf(stderr, "memtrace-bpf: load BPF programs: %s\n",
+			strerror(-ret));
+		return 2;
+	}
+	tr->att.skel = tr->skel;
+	tr->att.no_cpu = o->no_cpu;
+	tr->att.no_cuda = o->no_cuda;
+	tr->att.log = o->quiet ? NULL : tr->out;
+
+	ret = o->command ? spawn_command(tr, gate) : open_targets(tr);
+	if (ret)
+		return ret;
+	if (!o->quiet)
+		print_header(tr);
+	ret = attach_targets(tr);
+	if (ret)
+		return ret;
+	rb = ring_buffer__new(bpf_map__fd(tr->skel->maps.events), on_event,
+			      tr, NULL);
+	if (!rb) {
+		fprintf(stderr, "memtrace-bpf: ring buffer: %s\n",
+			strerror(errno));
+		return 2;
+	}
+	if (o->command &&
+	    mt_target_start(&tr->targets[0], gate, o->command, err,
+			    sizeof(err))) {
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		ring_buffer__free(rb);
+		return 2;
+	}
+	start = now_ns();
+	ret = trace_loop(tr, rb);
+	end = (struct mt_summary_end){
+		.seconds = (double)(now_ns() - start) / 1e9,
+		.lost = lost_now(tr),
+		.top_live = o->top_live,
+	};
+	mt_summary_print(&tr->sum, tr->live, &end, tr->out);
+	fflush(tr->out);
+	ring_buffer__free(rb);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct tracer tr = { 0 };
+	struct mt_options opt;
+	char err[512];
+	int ret;
+
+	ret = mt_parse_options(argc, argv, &opt);
+	if (ret)
+		return ret;
+	if (mt_preflight(err, sizeof(err))) {
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		return 2;
+	}
+	libbpf_set_print(opt.verbose ? libbpf_print_verbose : libbpf_print);
+	tr.opt = &opt;
+	tr.out = stdout;
+	if (opt.output) {
+		tr.out = fopen(opt.output, "we");
+		if (!tr.out) {
+			fprintf(stderr, "memtrace-bpf: cannot write %s: %s\n",
+				opt.output, strerror(errno));
+			return 2;
+		}
+	}
+	tr.live = mt_live_new(opt.max_live);
+	tr.names = mt_strpool_new(4096);
+	if (!tr.live || !tr.names) {
+		fprintf(stderr, "memtrace-bpf: out of memory\n");
+		return 2;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+
+	ret = run(&tr);
+
+	mt_attach_destroy(&tr.att);
+	for (int i = 0; i < tr.ntargets; i++) {
+		/* never leave a held command stopped behind us */
+		if (tr.targets[i].spawned && !tr.targets[i].exited)
+			kill(tr.targets[i].pid, SIGCONT);
+		mt_target_close(&tr.targets[i]);
+	}
+	memtrace_bpf__destroy(tr.skel);
+	mt_live_free(tr.live);
+	mt_strpool_free(tr.names);
+	if (tr.out != stdout && fclose(tr.out)) {
+		fprintf(stderr, "memtrace-bpf: write %s: %s\n", opt.output,
+			strerror(errno));
+		return 2;
+	}
+	return ret;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Command line of memtrace-bpf. */
+#ifndef __OPTIONS_H
+#define __OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define MT_VERSION "0.1.0"
+#define MT_MAX_PIDS 64
+
+struct mt_options {
+	int pids[MT_MAX_PIDS];
+	int npids;
+	char **command; /* after "--", NULL-terminated; NULL if none */
+	const char *output; /* -o */
+	double duration; /* -d seconds, 0 = until the targets exit */
+	unsigned long long min_size;
+	bool quiet;
+	bool no_cpu;
+	bool no_cuda;
+	bool wait_libs;
+	int verbose;
+	unsigned int ringbuf_mb;
+	size_t max_live;
+	size_t top_live;
+};
+
+/*
+ * Parse argv into *o. Returns 0, or 2 after printing a one-line error (the
+ * exit code for bad usage), or -1 when argp already printed help/version.
+ */
+int mt_parse_options(int argc, char **argv, struct mt_options *o);
+
+#endif /* __OPTIONS_H */

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Totals kept while tracing and printed at the end. */
+#ifndef __SUMMARY_H
+#define __SUMMARY_H
+
+#include <stdio.h>
+#include "kinds.h"
+#include "livetable.h"
+
+#define MT_SUM_KINDS 48
+#define MT_SUM_FAILS 64
+#define MT_SUM_DEVS 256
+
+struct mt_kind_stat {
+	const char *event;
+	__u64 count, bytes;
+};
+
+struct mt_fail_stat {
+	const char *event;
+	enum mt_errdomain domain;
+	int ret;
+	__u64 count, bytes;
+};
+
+/* one (process, device, source) memory account */
+struct mt_dev_stat {
+	__u32 pid;
+	enum mt_dev_type type;
+	int index;
+	enum mt_space space;
+	__u64 cur, peak; /* live bytes we saw allocated */
+	__u64 allocated, allocated_peak; /* c10's own running totals */
+	__u64 reserved, reserved_peak;
+};
+
+struct mt_summary {
+	struct mt_kind_stat kinds[MT_SUM_KINDS];
+	size_t nkinds;
+	struct mt_fail_stat fails[MT_SUM_FAILS];
+	size_t nfails;
+	struct mt_dev_stat devs[MT_SUM_DEVS];
+	size_t ndevs;
+	__u64 events;
+	__u64 untracked; /* stats that did not fit the fixed tables */
+	__u64 live_full; /* allocations the live table had no room for */
+};
+
+/* Count a decoded event (its size already completed from the live table). */
+void mt_summary_event(struct mt_summary *s, const struct mt_rec *r);
+
+/* Live bytes of (pid, device, source) change by delta. */
+void mt_summary_live(struct mt_summary *s, __u32 pid, enum mt_dev_type type,
+		     int index, enum mt_space space, __s64 delta);
+
+struct mt_summary_end {
+	double seconds;
+	__u64 lost;
+	size_t top_live; /* live groups printed at most */
+};
+
+void mt_summary_print(const struct mt_summary *s,
+		      const struct mt_livetable *live,
+		      const struct mt_summary_end *end, FILE *out);
+
+#endif /* __SUMMARY_H */
