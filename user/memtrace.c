@@ -371,7 +371,8 @@ static int run(struct tracer *tr)
 	tr->att.skel = tr->skel;
 	tr->att.no_cpu = o->no_cpu;
 	tr->att.no_cuda = o->no_cuda;
-	tr->att.log = o->quiet ? NULL : tr->out;
+	/* with -q the attach notes still tell a script when tracing began */
+	tr->att.log = o->quiet ? stderr : tr->out;
 
 	ret = o->command ? spawn_command(tr, gate) : open_targets(tr);
 	if (ret)

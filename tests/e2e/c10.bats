@@ -1,0 +1,82 @@
+#!/usr/bin/env bats
+# The PyTorch layer with Debian's real libc10: the caching allocator's
+# block reports and OOM report (replayed by a program, there being no GPU),
+# and CPU tensor storage from a real model trained on the CPU.
+
+load helpers
+
+# the fixture's own account of each call, in our line format
+expected_c10() {
+	awk '
+	/^op=(alloc|free) / {
+		split($0, f, /[ =]/)
+		# f: op alloc ptr P size S allocated A reserved R dev D
+		size = f[6]; ev = "alloc"
+		if (size < 0) { size = -size; ev = "free" }
+		printf "c10:%s: ptr=%s size=%d dev=%s allocated=%s reserved=%s\n", ev, f[4], size, f[12], f[8], f[10]
+	}
+	/^op=oom / {
+		split($0, f, /[ =]/)
+		printf "c10:oom: size=%s dev=%s allocated=%s reserved=%s\n", f[6], f[12], f[8], f[10]
+	}' "$1"
+}
+
+@test "c10 block reports: every alloc, free and oom with ptr, size, device and totals" {
+	fixture fx "$FIX/c10_report"
+	trace 1 -p "$fx_PID"
+	release fx
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	expected_c10 "$BATS_TEST_TMPDIR/fx.out" >"$BATS_TEST_TMPDIR/want"
+	grep -E ': c10:(alloc|free|oom): ' "$TRACE" |
+		sed -E 's/^.*: (c10:[a-z]+: )/\1/; s/ caller=c10_report$//' >"$BATS_TEST_TMPDIR/got"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/want")" -ge 10 ]
+	grep -q ' dev=cuda:1 ' "$BATS_TEST_TMPDIR/want"
+	grep -q '^c10:free: ' "$BATS_TEST_TMPDIR/want"
+	diff -u "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
+
+	# the summary's per-device totals are the last and the highest seen
+	for dev in 0 1; do
+		last=$(grep " dev=cuda:$dev " "$BATS_TEST_TMPDIR/want" | grep -v '^c10:oom' | tail -1)
+		a=$(field "$last" allocated)
+		r=$(field "$last" reserved)
+		apeak=$(grep " dev=cuda:$dev " "$BATS_TEST_TMPDIR/want" | sed -E 's/.* allocated=([0-9]+).*/\1/' | sort -n | tail -1)
+		grep -q "^# device pid=$fx_PID dev=cuda:$dev source=c10 allocated=$a allocated_peak=$apeak reserved=$r " "$TRACE"
+	done
+	grep -q '^# event c10:oom count=1 ' "$TRACE"
+}
+
+@test "real model on the CPU: c10:cpu_alloc lines match the tensors it makes on purpose" {
+	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/cpu_model.py" --steps 2
+	trace 1 -p "$fx_PID"
+	release fx
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	grep -q '^done steps=2' "$BATS_TEST_TMPDIR/fx.out"
+	n=0
+	while read -r _ sz cnt; do
+		size=${sz#size=}
+		count=${cnt#count=}
+		got=$(events c10:cpu_alloc | grep -c " size=$size dev=cpu ")
+		freed=$(events c10:cpu_free | grep -c " size=$size dev=cpu ")
+		echo "marker $size: made $count, traced $got allocs, $freed frees"
+		[ "$got" -eq "$count" ]
+		[ "$freed" -eq "$count" ]
+		n=$((n + 1))
+	done < <(grep '^marker ' "$BATS_TEST_TMPDIR/fx.out")
+	[ "$n" -ge 2 ]
+	# the model's own tensors are there too, and everything is accounted
+	[ "$(events c10:cpu_alloc | wc -l)" -gt 100 ]
+	allocs=$(events c10:cpu_alloc | wc -l)
+	grep -q "^# event c10:cpu_alloc count=$allocs " "$TRACE"
+	grep -q "^# device pid=$fx_PID dev=cpu source=cpu current=[0-9]* peak=[1-9]" "$TRACE"
+}
+
+@test "--no-cpu leaves CPU tensors out" {
+	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/cpu_model.py" --steps 1
+	trace 1 -p "$fx_PID" --no-cpu
+	release fx
+	finish
+	grep -q "^# attach pid=$fx_PID lib=.*libc10.* probes=2$" "$TRACE"
+	[ -z "$(events c10:cpu_alloc)" ]
+}

@@ -1,0 +1,83 @@
+# Shared by the BATS end-to-end tests: start a fixture held at its first
+# call, attach memtrace-bpf, release the fixture, collect both outputs.
+
+ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+MT=$ROOT/memtrace-bpf
+FIX=$ROOT/.output/fixtures
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+CUDART=$CUDA_HOME/lib64/libcudart.so.13
+TORCH_PY=/usr/bin/python3
+
+# wait_for FILE PATTERN [SECS]: until a line of FILE matches PATTERN
+wait_for() {
+	local file=$1 pat=$2 secs=${3:-60} i
+	for ((i = 0; i < secs * 20; i++)); do
+		grep -qE -- "$pat" "$file" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	echo "timed out waiting for /$pat/ in $file:" >&2
+	cat "$file" >&2
+	return 1
+}
+
+# fixture NAME CMD...: start CMD held before its first call (MT_GO);
+# sets NAME_PID and writes its stdout to $BATS_TEST_TMPDIR/NAME.out
+fixture() {
+	local name=$1
+	shift
+	MT_GO=$BATS_TEST_TMPDIR/$name.go \
+		"$@" >"$BATS_TEST_TMPDIR/$name.out" 2>"$BATS_TEST_TMPDIR/$name.err" &
+	wait_for "$BATS_TEST_TMPDIR/$name.out" '^READY ' 120
+	printf -v "${name}_PID" '%s' "$(awk '/^READY /{print $2; exit}' "$BATS_TEST_TMPDIR/$name.out")"
+}
+
+release() {
+	touch "$BATS_TEST_TMPDIR/$1.go"
+}
+
+# trace NATTACH ARGS...: start memtrace-bpf ARGS in the background and wait
+# until NATTACH of its libraries are attached (0: just started), as told in
+# $MT_LOG (default: its stdout)
+trace() {
+	local n=$1 log=${MT_LOG:-$BATS_TEST_TMPDIR/trace.out}
+	shift
+	"$MT" "$@" >"$BATS_TEST_TMPDIR/trace.out" 2>"$BATS_TEST_TMPDIR/trace.err" &
+	MT_PID=$!
+	if [ "$n" -gt 0 ]; then
+		local i
+		for ((i = 0; i < 600; i++)); do
+			[ "$(grep -c '^# attach .*lib=.*\(cudart\|cuda\|c10\)' "$log")" -ge "$n" ] && return 0
+			kill -0 "$MT_PID" 2>/dev/null || break
+			sleep 0.05
+		done
+		echo "memtrace-bpf did not attach:" >&2
+		cat "$BATS_TEST_TMPDIR/trace.out" "$BATS_TEST_TMPDIR/trace.err" >&2
+		return 1
+	fi
+}
+
+# finish: wait for memtrace-bpf to end by itself; sets MT_STATUS
+finish() {
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		kill -0 "$MT_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$MT_PID" 2>/dev/null; then
+		echo "memtrace-bpf did not stop" >&2
+		kill -INT "$MT_PID"
+	fi
+	MT_STATUS=0
+	wait "$MT_PID" || MT_STATUS=$?
+	TRACE=$BATS_TEST_TMPDIR/trace.out
+}
+
+# events EVENT: the event lines of one kind
+events() {
+	grep -E "^[^#].*: $1: " "$TRACE" || true
+}
+
+# field LINE KEY: the value of key=value in an event line
+field() {
+	sed -nE "s/.* $2=([^ ]+).*/\1/p" <<<"$1"
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env bats
+# How targets are found and followed: a started command, libraries loaded
+# late, several processes, another mount namespace, a target that dies.
+
+load helpers
+
+@test "-- COMMAND: traced from its first call, device 0 by default" {
+	run env LD_LIBRARY_PATH="$FIX/fake" "$MT" -- "$FIX/cudart_calls" malloc 4096 free 0
+	[ "$status" -eq 0 ]
+	TRACE=$BATS_TEST_TMPDIR/run.out
+	printf '%s\n' "$output" >"$TRACE"
+	events cudart:cudaMalloc | grep -q " size=4096 dev=cuda:0 ret=0 "
+	events cudart:cudaFree | grep -q " size=4096 dev=cuda:0 ret=0 "
+	grep -q '^# live allocations=0 ' "$TRACE"
+}
+
+@test "-- COMMAND: a library dlopen()ed later is attached before its first call" {
+	run "$MT" -- "$FIX/cudart_calls_dl" sleep 200 dlopen "$FIX/fake/libcudart.so.13" \
+		malloc 12345 free 0
+	[ "$status" -eq 0 ]
+	TRACE=$BATS_TEST_TMPDIR/run.out
+	printf '%s\n' "$output" >"$TRACE"
+	grep -q "^# attach pid=[0-9]* lib=$FIX/fake/libcudart.so.13 " "$TRACE"
+	# the very first call after dlopen returns is there
+	events cudart:cudaMalloc | grep -q " size=12345 dev=cuda:0 ret=0 "
+	events cudart:cudaFree | grep -q " size=12345 "
+}
+
+@test "-- COMMAND that cannot run is a one-line error, exit 2" {
+	run "$MT" -- /nonexistent/prog
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"memtrace-bpf: cannot run '/nonexistent/prog': No such file or directory"* ]]
+}
+
+@test "-p: a library the running process loads later is picked up" {
+	fixture fx "$FIX/cudart_calls_dl" sleep 300 dlopen "$FIX/fake/libcudart.so.13" \
+		sleep 1000 malloc 2222 free 0
+	trace 0 -p "$fx_PID" --wait
+	wait_for "$BATS_TEST_TMPDIR/trace.out" '^# memtrace-bpf '
+	release fx
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	grep -q "^# attach pid=$fx_PID lib=$FIX/fake/libcudart.so.13 " "$TRACE"
+	events cudart:cudaMalloc | grep -q " size=2222 "
+}
+
+@test "-p PID,PID: two processes, each line with its own pid" {
+	LD_LIBRARY_PATH=$FIX/fake fixture fa "$FIX/cudart_calls" malloc 1111
+	LD_LIBRARY_PATH=$FIX/fake fixture fb "$FIX/cudart_calls" malloc 2222
+	trace 2 -p "$fa_PID,$fb_PID"
+	release fa
+	release fb
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	events cudart:cudaMalloc | grep -q "^cudart_calls $fa_PID/$fa_PID .* size=1111 "
+	events cudart:cudaMalloc | grep -q "^cudart_calls $fb_PID/$fb_PID .* size=2222 "
+	grep -q "^# live pid=$fa_PID event=cudart:cudaMalloc size=1111 " "$TRACE"
+	grep -q "^# live pid=$fb_PID event=cudart:cudaMalloc size=2222 " "$TRACE"
+}
+
+@test "a process in its own mount namespace, library at a path the host lacks" {
+	command -v unshare >/dev/null || skip "unshare missing"
+	ns=$BATS_TEST_TMPDIR/nslib
+	mkdir -p "$ns"
+	# the library lives on a tmpfs mounted inside the namespace only
+	fixture fx unshare -m --propagation private sh -c "
+		mount -t tmpfs none '$ns' && cp '$FIX/fake/libcudart.so.13' '$ns/' &&
+		LD_LIBRARY_PATH='$ns' exec '$FIX/cudart_calls' malloc 3333"
+	[ ! -e "$ns/libcudart.so.13" ]
+	trace 1 -p "$fx_PID"
+	release fx
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	grep -q "^# attach pid=$fx_PID lib=$ns/libcudart.so.13 " "$TRACE"
+	events cudart:cudaMalloc | grep -q " size=3333 dev=cuda:? ret=0 "
+}
+
+@test "target killed mid-trace: summary and exit 0" {
+	LD_LIBRARY_PATH=$FIX/fake MT_HOLD=$BATS_TEST_TMPDIR/never \
+		fixture fx "$FIX/cudart_calls" malloc 4444
+	trace 1 -p "$fx_PID"
+	release fx
+	wait_for "$BATS_TEST_TMPDIR/trace.out" 'size=4444'
+	kill -9 "$fx_PID"
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	grep -q '^# summary ' "$TRACE"
+	grep -q "^# live pid=$fx_PID event=cudart:cudaMalloc size=4444 " "$TRACE"
+}
+
+@test "-d SECS stops a trace of a process that keeps running" {
+	LD_LIBRARY_PATH=$FIX/fake MT_HOLD=$BATS_TEST_TMPDIR/never \
+		fixture fx "$FIX/cudart_calls" malloc 10
+	trace 1 -p "$fx_PID" -d 1
+	release fx
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	kill -0 "$fx_PID"
+	grep -q '^# summary duration=1\.[0-9]*s ' "$TRACE"
+	kill "$fx_PID"
+}
+
+@test "SIGINT ends the trace with the summary" {
+	LD_LIBRARY_PATH=$FIX/fake MT_HOLD=$BATS_TEST_TMPDIR/never \
+		fixture fx "$FIX/cudart_calls" malloc 10
+	trace 1 -p "$fx_PID"
+	release fx
+	wait_for "$BATS_TEST_TMPDIR/trace.out" 'size=10 '
+	kill -INT "$MT_PID"
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	grep -q '^# event cudart:cudaMalloc count=1 bytes=10$' "$TRACE"
+	kill "$fx_PID"
+}
