@@ -35,7 +35,7 @@ include tests/fixtures/fixtures.mk
 all: memtrace-bpf
 
 $(OUTPUT):
-	mkdir -p $@ $@/asan $@/static
+	mkdir -p $@
 
 $(OUTPUT)/memtrace.tmp.bpf.o: bpf/memtrace.bpf.c bpf/memtrace.h vmlinux/vmlinux.h | $(OUTPUT)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
@@ -55,6 +55,7 @@ memtrace-bpf: $(MAIN_OBJ) $(USER_OBJS)
 # One file to copy onto a production host: libbpf, libelf, zlib and zstd in.
 static: $(OUTPUT)/static/memtrace-bpf
 $(OUTPUT)/static/memtrace-bpf: $(MAIN_OBJ) $(USER_OBJS)
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -static $^ $(STATIC_LIBS) -o $@
 	@echo "static binary: $@"
 
@@ -63,6 +64,7 @@ $(OUTPUT)/%: tests/unit/%.c $(USER_OBJS)
 	$(CC) $(CFLAGS) $(USER_CFLAGS) -I$(CUDA_HOME)/include $^ $(LIBS) -lcmocka -o $@
 
 $(OUTPUT)/asan/%.o: user/%.c $(wildcard user/*.h) bpf/memtrace.h $(OUTPUT)/memtrace.skel.h | $(OUTPUT)
+	@mkdir -p $(@D)
 	$(CC) -O1 -g $(ASAN) $(USER_CFLAGS) -c $< -o $@
 
 $(OUTPUT)/asan/%: tests/unit/%.c $(patsubst user/%.c,$(OUTPUT)/asan/%.o,$(USER_SRCS))

@@ -42,7 +42,7 @@ enum mt_kind {
  * The BPF cookie of every probe: kind in the low 16 bits, what to do in the
  * bits above. The BPF side knows no call by name; it only follows these.
  */
-#define MT_COOKIE_KIND(c) ((c) & 0xffff)
+#define MT_COOKIE_KIND(c) ((c)&0xffff)
 #define MT_F_STASH (1u << 16) /* entry: keep args until the return probe */
 #define MT_F_DEREF0 (1u << 17) /* return: result is the u64 at *arg0 */
 #define MT_F_PROPDEV (1u << 18) /* entry: device = s32 at arg2 + 12 */

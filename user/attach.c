@@ -138,8 +138,9 @@ int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 		if (lib < 0 || mt_target_has_file(t, m->dev, m->inode))
 			continue;
 		if (t->nfiles == MT_MAX_FILES) {
-			snprintf(err, errlen, "pid %d maps more than %d of our "
-					      "libraries",
+			snprintf(err, errlen,
+				 "pid %d maps more than %d of our "
+				 "libraries",
 				 t->pid, MT_MAX_FILES);
 			return -E2BIG;
 		}

@@ -106,9 +106,13 @@ int mt_elf_resolve(const char *path, const char *const *names, size_t n,
 	Elf *elf;
 	int fd, ret = 0;
 
-	if (n > sizeof(is_default) / sizeof(is_default[0]))
+	if (n > sizeof(is_default) / sizeof(is_default[0])) {
+		snprintf(err, errlen, "%s: more than %zu names asked for", path,
+			 sizeof(is_default) / sizeof(is_default[0]));
 		return -E2BIG;
-	memset(out, 0, n * sizeof(*out));
+	}
+	if (n)
+		memset(out, 0, n * sizeof(*out));
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		snprintf(err, errlen, "libelf: %s", elf_errmsg(-1));
 		return -EINVAL;

@@ -83,8 +83,7 @@ int mt_format_event(char *buf, size_t len, const struct mt_rec *r,
 		put(&o, " size=?");
 	if (r->dev_type != MT_DT_NONE)
 		put(&o, " dev=%s",
-		    mt_format_dev(dev, sizeof(dev), r->dev_type,
-				  r->dev_index));
+		    mt_format_dev(dev, sizeof(dev), r->dev_type, r->dev_index));
 	if (r->has_ret) {
 		put(&o, " ret=%d", r->ret);
 		if (r->failed) {

@@ -3,13 +3,13 @@
 #include "kinds.h"
 
 /* a runtime or driver call whose result comes back through *arg0 */
-#define OUT_ALLOC(ev, l, sp, ds, err)                                        \
-	.event = ev, .lib = l, .flags = MT_F_STASH | MT_F_DEREF0,            \
-	.retprobe = true, .role = MT_ROLE_ALLOC, .space = sp, .devsrc = ds,  \
+#define OUT_ALLOC(ev, l, sp, ds, err)                                       \
+	.event = ev, .lib = l, .flags = MT_F_STASH | MT_F_DEREF0,           \
+	.retprobe = true, .role = MT_ROLE_ALLOC, .space = sp, .devsrc = ds, \
 	.errdomain = err
 
-#define RET_FREE(ev, l, sp, ds, err)                                         \
-	.event = ev, .lib = l, .flags = MT_F_STASH, .retprobe = true,        \
+#define RET_FREE(ev, l, sp, ds, err)                                  \
+	.event = ev, .lib = l, .flags = MT_F_STASH, .retprobe = true, \
 	.role = MT_ROLE_FREE, .space = sp, .devsrc = ds, .errdomain = err
 
 /* Argument positions follow the C prototypes (x86-64 SysV registers). */
@@ -217,9 +217,8 @@ static bool arg_known(const struct mt_event *ev, int i)
 	return true;
 }
 
-static void decode_dev(const struct mt_event *ev,
-		       const struct mt_kind_info *ki, int default_dev,
-		       struct mt_rec *r)
+static void decode_dev(const struct mt_event *ev, const struct mt_kind_info *ki,
+		       int default_dev, struct mt_rec *r)
 {
 	__u64 d;
 
@@ -236,7 +235,8 @@ static void decode_dev(const struct mt_event *ev,
 		break;
 	case MT_DS_THREAD:
 		r->dev_type = MT_DT_CUDA;
-		r->dev_index = ev->dev == MT_DEV_UNKNOWN ? default_dev : ev->dev;
+		r->dev_index =
+			ev->dev == MT_DEV_UNKNOWN ? default_dev : ev->dev;
 		break;
 	case MT_DS_PROP:
 		r->dev_type = MT_DT_CUDA;
@@ -260,8 +260,9 @@ bool mt_decode(const struct mt_event *ev, int default_dev, struct mt_rec *r)
 
 	if (!ki || !ki->event)
 		return false;
-	*r = (struct mt_rec){ .ev = ev, .ki = ki, .event = ki->event,
-			      .role = ki->role };
+	*r = (struct mt_rec){
+		.ev = ev, .ki = ki, .event = ki->event, .role = ki->role
+	};
 
 	if (arg_known(ev, ki->ptr_arg)) {
 		r->has_ptr = true;
@@ -298,7 +299,8 @@ bool mt_decode(const struct mt_event *ev, int default_dev, struct mt_rec *r)
 		r->failed = r->ret != 0;
 	}
 	/* a failed allocation returns no pointer worth showing */
-	if (r->failed && r->role == MT_ROLE_ALLOC)
+	if (r->failed &&
+	    (ki->ptr_arg == MT_ARG_OUT || ki->ptr_arg == MT_ARG_RET))
 		r->has_ptr = false;
 	decode_dev(ev, ki, default_dev, r);
 	return true;

@@ -50,8 +50,7 @@ void mt_live_free(struct mt_livetable *t)
 	free(t);
 }
 
-static bool same_key(const struct mt_live *s, __u32 pid, __u16 space,
-		     __u64 ptr)
+static bool same_key(const struct mt_live *s, __u32 pid, __u16 space, __u64 ptr)
 {
 	return s->pid == pid && s->space == space && s->ptr == ptr;
 }
@@ -130,7 +129,8 @@ bool mt_live_remove(struct mt_livetable *t, __u32 pid, __u16 space, __u64 ptr,
 			    t->slots[j].ptr) &
 		       mask;
 		/* move j to i unless its home lies cyclically in (i, j] */
-		if ((i < j) ? (home <= i || home > j) : (home <= i && home > j)) {
+		if ((i < j) ? (home <= i || home > j) :
+			      (home <= i && home > j)) {
 			t->slots[i] = t->slots[j];
 			i = j;
 		}

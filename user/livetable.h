@@ -13,7 +13,7 @@ struct mt_live {
 	__u64 ts;
 	const char *event; /* the allocating call's event name */
 	const char *caller; /* interned library basename */
-	__u32 pid; /* 0 marks an empty slot */
+	__u32 pid; /* 0 marks an empty slot: never insert pid 0 */
 	__u16 space; /* enum mt_space */
 	__u8 dev_type; /* enum mt_dev_type */
 	__s8 dev; /* device index, -1 unknown */

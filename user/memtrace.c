@@ -65,8 +65,8 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt,
 	return vfprintf(stderr, fmt, args);
 }
 
-static int libbpf_print_verbose(enum libbpf_print_level level,
-				const char *fmt, va_list args)
+static int libbpf_print_verbose(enum libbpf_print_level level, const char *fmt,
+				va_list args)
 {
 	(void)level;
 	return vfprintf(stderr, fmt, args);
@@ -142,9 +142,9 @@ static void track_live(struct tracer *tr, struct mt_rec *r, const char *caller)
 
 			if (mt_live_remove(tr->live, ev->pid, e.space, e.ptr,
 					   &old))
-				mt_summary_live(&tr->sum, old.pid,
-						old.dev_type, old.dev,
-						old.space, -(__s64)old.size);
+				mt_summary_live(&tr->sum, old.pid, old.dev_type,
+						old.dev, old.space,
+						-(__s64)old.size);
 		}
 		if (mt_live_insert(tr->live, &e))
 			tr->sum.live_full++;
@@ -281,8 +281,8 @@ static int spawn_command(struct tracer *tr, int gate[2])
 			ret ? err : "no _dl_debug_state in the loader");
 		return 2;
 	}
-	t->files[t->nfiles++] = (struct mt_file_id){ .dev = st.st_dev,
-						     .inode = st.st_ino };
+	t->files[t->nfiles++] =
+		(struct mt_file_id){ .dev = st.st_dev, .inode = st.st_ino };
 	return 0;
 }
 
@@ -382,16 +382,15 @@ static int run(struct tracer *tr)
 	ret = attach_targets(tr);
 	if (ret)
 		return ret;
-	rb = ring_buffer__new(bpf_map__fd(tr->skel->maps.events), on_event,
-			      tr, NULL);
+	rb = ring_buffer__new(bpf_map__fd(tr->skel->maps.events), on_event, tr,
+			      NULL);
 	if (!rb) {
 		fprintf(stderr, "memtrace-bpf: ring buffer: %s\n",
 			strerror(errno));
 		return 2;
 	}
-	if (o->command &&
-	    mt_target_start(&tr->targets[0], gate, o->command, err,
-			    sizeof(err))) {
+	if (o->command && mt_target_start(&tr->targets[0], gate, o->command,
+					  err, sizeof(err))) {
 		fprintf(stderr, "memtrace-bpf: %s\n", err);
 		ring_buffer__free(rb);
 		return 2;

@@ -141,9 +141,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		o->wait_libs = true;
 		break;
 	case OPT_RINGBUF:
-		o->ringbuf_mb =
-			(unsigned int)parse_ull(state, "ring buffer size", arg,
-						1024);
+		o->ringbuf_mb = (unsigned int)parse_ull(
+			state, "ring buffer size", arg, 1024);
 		if (!o->ringbuf_mb || (o->ringbuf_mb & (o->ringbuf_mb - 1)))
 			bad(state, "ring buffer size (a power of two)", arg);
 		break;
@@ -154,8 +153,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 			bad(state, "live table size", arg);
 		break;
 	case OPT_TOP_LIVE:
-		o->top_live = (size_t)parse_ull(state, "group count", arg,
-						1000000);
+		o->top_live =
+			(size_t)parse_ull(state, "group count", arg, 1000000);
 		break;
 	case 'v':
 		o->verbose++;
@@ -180,6 +179,7 @@ int mt_parse_options(int argc, char **argv, struct mt_options *o)
 					  .parser = parse_arg,
 					  .doc = doc };
 
+	argp_err_exit_status = 2;
 	*o = (struct mt_options){ .ringbuf_mb = 16,
 				  .max_live = 4194304,
 				  .top_live = 20 };

@@ -25,6 +25,7 @@ wait_for() {
 fixture() {
 	local name=$1
 	shift
+	rm -f "$BATS_TEST_TMPDIR/$name.go"
 	MT_GO=$BATS_TEST_TMPDIR/$name.go \
 		"$@" >"$BATS_TEST_TMPDIR/$name.out" 2>"$BATS_TEST_TMPDIR/$name.err" &
 	wait_for "$BATS_TEST_TMPDIR/$name.out" '^READY ' 120
