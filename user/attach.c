@@ -38,8 +38,9 @@ static int attach_one(struct mt_attacher *a, struct bpf_program *prog, int pid,
 		      const char *file, __u64 offset, __u64 cookie,
 		      bool retprobe)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie,
-		    .retprobe = retprobe);
+	struct bpf_uprobe_opts opts = { .sz = sizeof(opts),
+					.bpf_cookie = cookie,
+					.retprobe = retprobe };
 	struct bpf_link *l;
 	int err;
 

@@ -437,12 +437,12 @@ int main(int argc, char **argv)
 	tr.names = mt_strpool_new(4096);
 	if (!tr.live || !tr.names) {
 		fprintf(stderr, "memtrace-bpf: out of memory\n");
-		return 2;
+		ret = 2;
+	} else {
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
+		ret = run(&tr);
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-
-	ret = run(&tr);
 
 	mt_attach_destroy(&tr.att);
 	for (int i = 0; i < tr.ntargets; i++) {
@@ -457,7 +457,7 @@ int main(int argc, char **argv)
 	if (tr.out != stdout && fclose(tr.out)) {
 		fprintf(stderr, "memtrace-bpf: write %s: %s\n", opt.output,
 			strerror(errno));
-		return 2;
+		ret = 2;
 	}
 	return ret;
 }
