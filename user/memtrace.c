@@ -126,7 +126,8 @@ static void track_live(struct tracer *tr, struct mt_rec *r, const char *caller)
 	struct mt_live e;
 	bool counted = r->ki->space != MT_SP_C10; /* c10 reports totals */
 
-	if (r->role == MT_ROLE_ALLOC && r->has_ptr && !r->failed) {
+	/* NULL (a zero-size request) holds no memory */
+	if (r->role == MT_ROLE_ALLOC && r->has_ptr && r->ptr && !r->failed) {
 		e = (struct mt_live){ .ptr = r->ptr,
 				      .size = r->size,
 				      .ts = ev->ts,
