@@ -7,6 +7,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include "memtrace.h"
 
 #define SIGSTOP 19
@@ -39,6 +40,42 @@ struct {
 	__type(value, __s32);
 } thread_dev SEC(".maps");
 
+struct node_ref {
+	__u64 node, vt;
+};
+
+/* the autograd Node each thread evaluates now (backward) */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct node_ref);
+} thread_node SEC(".maps");
+
+/* per traced process: how to walk its Python frames */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct mt_pyconf);
+} pyconf SEC(".maps");
+
+/* Python stacks by id; user space takes each out once it has read it */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, struct mt_pystack);
+} stacks SEC(".maps");
+
+/* a stack is built here: too big for the BPF stack */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mt_pystack);
+} scratch SEC(".maps");
+
 /* events that could not be recorded: user space reports them */
 __u64 lost_events = 0;
 __u64 lost_inflight = 0;
@@ -47,6 +84,7 @@ static __always_inline void fill(struct mt_event *e, struct pt_regs *ctx,
 				 __u32 kind)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	struct node_ref *nr;
 	__s32 *dev;
 
 	e->ts = bpf_ktime_get_ns();
@@ -63,11 +101,140 @@ static __always_inline void fill(struct mt_event *e, struct pt_regs *ctx,
 	e->out = 0;
 	e->ret = 0;
 	e->caller = 0;
+	e->stack_id = 0;
 	bpf_probe_read_user(&e->caller, sizeof(e->caller),
 			    (void *)PT_REGS_SP(ctx));
 	dev = bpf_map_lookup_elem(&thread_dev, &e->tid);
 	e->dev = dev ? *dev : MT_DEV_UNKNOWN;
+	nr = bpf_map_lookup_elem(&thread_node, &e->tid);
+	e->node = nr ? nr->node : 0;
+	e->node_vt = nr ? nr->vt : 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
+}
+
+/* glibc x86-64: struct pthread's specific_1stblock, 16 bytes a key */
+#define PTHREAD_SPECIFIC_OFF 0x310
+#define PTHREAD_KEY_2NDLEVEL 32
+#define FNV_PRIME 0x100000001b3ULL
+
+static __always_inline int read_u64(__u64 *dst, __u64 addr)
+{
+	return bpf_probe_read_user(dst, sizeof(*dst), (void *)addr);
+}
+
+static __always_inline bool is_modcode(const struct mt_pyconf *c, __u64 code)
+{
+	for (int i = 0; i < MT_MAX_MODCODE; i++)
+		if (i < c->nmodcode && c->modcode[i] == code)
+			return true;
+	return false;
+}
+
+/* the calling thread's top Python frame, 0 if it runs no Python */
+static __always_inline __u64 top_frame(const struct mt_pyconf *c)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 fs = BPF_CORE_READ(task, thread.fsbase);
+	__u64 tstate, p;
+
+	if (c->tss_key >= PTHREAD_KEY_2NDLEVEL)
+		return 0;
+	if (read_u64(&tstate, fs + PTHREAD_SPECIFIC_OFF + c->tss_key * 16 + 8) ||
+	    !tstate)
+		return 0;
+	if (read_u64(&p, tstate + c->ts_frame_off) || !p)
+		return 0;
+	if (c->cframe_cur_off < 0)
+		return p;
+	if (read_u64(&p, p + (__u64)c->cframe_cur_off))
+		return 0;
+	return p;
+}
+
+struct walk_ctx {
+	const struct mt_pyconf *c;
+	struct mt_pystack *st;
+	__u64 frame;
+	__u64 hash;
+	__u32 n, max;
+};
+
+/* one step of the frame walk (bpf_loop keeps the verifier's work small) */
+static long walk_step(__u64 i, void *data)
+{
+	struct walk_ctx *w = data;
+	const struct mt_pyconf *c = w->c;
+	struct mt_pyframe *f;
+	__u64 frame = w->frame;
+	__u32 lasti = 0;
+	__u8 owner = 0;
+
+	if (!frame || w->n >= w->max)
+		return 1;
+	if (c->owner_cstack_min &&
+	    !bpf_probe_read_user(&owner, 1, (void *)(frame + c->f_owner)) &&
+	    owner >= c->owner_cstack_min)
+		goto next;
+	f = &w->st->frames[w->n & (MT_MAX_FRAMES - 1)];
+	f->code = 0;
+	f->instr = 0;
+	f->local0 = 0;
+	read_u64(&f->code, frame + c->f_code);
+	if (c->instr_is_index) {
+		bpf_probe_read_user(&lasti, sizeof(lasti),
+				    (void *)(frame + c->f_instr));
+		f->instr = lasti;
+	} else {
+		read_u64(&f->instr, frame + c->f_instr);
+	}
+	read_u64(&f->local0, frame + c->f_localsplus);
+	w->hash = (w->hash ^ f->code) * FNV_PRIME;
+	w->hash = (w->hash ^ f->instr) * FNV_PRIME;
+	if (!c->nmodcode || is_modcode(c, f->code))
+		w->hash = (w->hash ^ f->local0) * FNV_PRIME;
+	w->n++;
+next:
+	if (read_u64(&w->frame, frame + c->f_back))
+		w->frame = 0;
+	return 0;
+}
+
+/*
+ * Walk the thread's Python frames, store the stack under its hash and put
+ * that id in the event. The GIL is usually released here (PyTorch drops it
+ * around ops): the thread state comes from the thread's own TLS, which is
+ * valid while the thread is stopped at our probe.
+ */
+static __always_inline void walk_python(struct mt_event *ev)
+{
+	struct walk_ctx w = { .hash = 0xcbf29ce484222325ULL };
+	__u32 zero = 0;
+	long err;
+
+	w.c = bpf_map_lookup_elem(&pyconf, &ev->pid);
+	if (!w.c)
+		return;
+	w.frame = top_frame(w.c);
+	if (!w.frame)
+		return;
+	w.st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!w.st)
+		return;
+	w.max = w.c->max_depth < MT_MAX_FRAMES ? w.c->max_depth :
+						 MT_MAX_FRAMES;
+	/* twice the cap: C shim frames are walked but not kept */
+	bpf_loop(2 * MT_MAX_FRAMES, walk_step, &w, 0);
+	if (!w.n)
+		return;
+	w.st->depth = w.n;
+	w.hash = (w.hash ^ w.n) * FNV_PRIME;
+	ev->stack_id = w.hash;
+	ev->flags |= MT_EV_PY;
+	if (w.frame)
+		ev->flags |= MT_EV_PY_TRUNC;
+	err = bpf_map_update_elem(&stacks, &w.hash, w.st, BPF_NOEXIST);
+	if (err && err != -17 /* EEXIST: seen before */)
+		ev->flags |= MT_EV_PY_LOST;
 }
 
 static __always_inline void submit(const struct mt_event *src)
@@ -85,6 +252,14 @@ int mt_enter(struct pt_regs *ctx)
 	struct mt_event ev;
 	__s32 dev;
 
+	if (cookie & MT_F_SETNODE) {
+		struct node_ref ref = { .node = PT_REGS_PARM3(ctx) };
+		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+		read_u64(&ref.vt, ref.node);
+		bpf_map_update_elem(&thread_node, &tid, &ref, BPF_ANY);
+		return 0;
+	}
 	if (cookie & MT_F_SETDEV) {
 		__u32 tid = (__u32)bpf_get_current_pid_tgid();
 
@@ -94,6 +269,8 @@ int mt_enter(struct pt_regs *ctx)
 	}
 
 	fill(&ev, ctx, kind);
+	if (kind != MT_K_LOADER)
+		walk_python(&ev);
 	if (cookie & MT_F_PROPDEV) {
 		/* CUmemAllocationProp.location.id */
 		if (bpf_probe_read_user(&dev, sizeof(dev),
@@ -102,6 +279,13 @@ int mt_enter(struct pt_regs *ctx)
 	}
 	if (cookie & MT_F_STOP)
 		bpf_send_signal(SIGSTOP);
+	if (cookie & MT_F_EDGE) {
+		/* Edge is passed by reference: its first member is the Node */
+		ev.node = 0;
+		ev.node_vt = 0;
+		if (!read_u64(&ev.node, ev.args[1]) && ev.node)
+			read_u64(&ev.node_vt, ev.node);
+	}
 
 	if (!(cookie & MT_F_STASH)) {
 		submit(&ev);

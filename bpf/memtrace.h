@@ -35,6 +35,8 @@ enum mt_kind {
 	MT_K_FREE_CPU,
 	MT_K_SET_DEVICE,
 	MT_K_LOADER,
+	MT_K_GRAD_EDGE,
+	MT_K_EVAL_FN,
 	MT_K_MAX,
 };
 
@@ -48,11 +50,56 @@ enum mt_kind {
 #define MT_F_PROPDEV (1u << 18) /* entry: device = s32 at arg2 + 12 */
 #define MT_F_SETDEV (1u << 19) /* entry: arg0 is the thread's new device */
 #define MT_F_STOP (1u << 20) /* entry: SIGSTOP the caller (-- mode loader) */
+#define MT_F_EDGE (1u << 21) /* entry: node = the Node* of Edge *arg1 */
+#define MT_F_SETNODE (1u << 22) /* entry: arg2 is the Node* this thread runs */
 
 /* mt_event.flags */
 #define MT_EV_RET (1u << 0) /* ret is valid */
 #define MT_EV_OUT (1u << 1) /* out is valid */
 #define MT_EV_OUT_FAULT (1u << 2) /* reading *arg0 failed */
+#define MT_EV_PY (1u << 3) /* the thread runs Python: stack_id is valid */
+#define MT_EV_PY_TRUNC (1u << 4) /* the stack is deeper than the cap */
+#define MT_EV_PY_LOST (1u << 5) /* no room to store the stack */
+
+#define MT_MAX_FRAMES 64
+#define MT_MAX_MODCODE 4
+
+/*
+ * How to walk one target's CPython frames (user/pyproc.c fills it from the
+ * interpreter's version): the pthread key of the thread state, and the
+ * offsets of the fields the walk reads. Byte offsets.
+ */
+struct mt_pyconf {
+	__u32 minor; /* 3.<minor> */
+	__u32 tss_key; /* pthread key holding each thread's PyThreadState */
+	__u64 ts_frame_off; /* tstate->frame (3.10), ->cframe (3.11/12), ->current_frame (3.13) */
+	__s64 cframe_cur_off; /* current_frame in _PyCFrame; -1: none */
+	__u64 f_code, f_back, f_instr, f_localsplus, f_owner;
+	__u32 instr_is_index; /* 3.10: f_lasti is an int */
+	__u32 owner_cstack_min; /* owner >= this: a C shim, skipped; 0: none */
+	__u32 max_depth; /* frames kept, at most MT_MAX_FRAMES */
+	/*
+	 * Stacks are deduplicated by a hash of each frame's code and
+	 * instruction; localsplus[0] joins the hash only for the frames that
+	 * call an nn.Module (whose self names the module), once user space
+	 * knows those code objects. Until then every frame's joins it.
+	 */
+	__u32 nmodcode;
+	__u64 modcode[MT_MAX_MODCODE];
+};
+
+/* one Python frame as the walk saw it; user space gives it names */
+struct mt_pyframe {
+	__u64 code; /* code object */
+	__u64 instr; /* instruction pointer (f_lasti on 3.10) */
+	__u64 local0; /* localsplus[0]: self of a method */
+};
+
+struct mt_pystack {
+	__u32 depth;
+	__u32 pad;
+	struct mt_pyframe frames[MT_MAX_FRAMES]; /* innermost first */
+};
 
 /* mt_event.dev when the thread's device is not known */
 #define MT_DEV_UNKNOWN (-1)
@@ -70,6 +117,9 @@ struct mt_event {
 	__u16 flags; /* MT_EV_* */
 	__s32 dev; /* thread's CUDA device, or from the call's arguments */
 	char comm[MT_COMM_LEN]; /* thread name */
+	__u64 stack_id; /* key of the Python stack in the stacks map */
+	__u64 node; /* autograd Node: created (MT_F_EDGE) or running */
+	__u64 node_vt; /* its vtable pointer: names its class */
 };
 
 #endif /* __MEMTRACE_H */

@@ -14,7 +14,7 @@ static bool kind_wanted(const struct mt_attacher *a,
 {
 	if (ki->cpu)
 		return !a->no_cpu;
-	if (ki->lib == MT_LIB_LDSO)
+	if (ki->lib == MT_LIB_LDSO || ki->lib == MT_LIB_TORCH_CPU)
 		return true;
 	return !a->no_cuda;
 }

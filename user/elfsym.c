@@ -19,7 +19,12 @@ static bool name_matches(const char *symname, const char *want)
 	       (symname[n] == '\0' || symname[n] == '@');
 }
 
-static int vaddr_to_offset(Elf *elf, __u64 vaddr, __u64 *off)
+/*
+ * File offset of vaddr. With bss_ok, a vaddr in the zero-filled tail of a
+ * segment (.bss) has no file bytes and gets offset 0 (the ELF header, never
+ * a symbol) instead of failing.
+ */
+static int vaddr_to_offset(Elf *elf, __u64 vaddr, bool bss_ok, __u64 *off)
 {
 	size_t nph;
 	GElf_Phdr ph;
@@ -31,6 +36,11 @@ static int vaddr_to_offset(Elf *elf, __u64 vaddr, __u64 *off)
 			continue;
 		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
 			*off = vaddr - ph.p_vaddr + ph.p_offset;
+			return 0;
+		}
+		if (bss_ok && vaddr >= ph.p_vaddr &&
+		    vaddr < ph.p_vaddr + ph.p_memsz) {
+			*off = 0;
 			return 0;
 		}
 	}
@@ -50,9 +60,17 @@ static Elf_Data *find_versym(Elf *elf)
 	return NULL;
 }
 
+static bool type_wanted(int type, bool objects)
+{
+	if (type == STT_FUNC || type == STT_GNU_IFUNC)
+		return true;
+	return objects && type == STT_OBJECT;
+}
+
 static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
-			Elf_Data *versym, const char *const *names, size_t n,
-			struct mt_sym *out, bool *is_default)
+			Elf_Data *versym, bool objects,
+			const char *const *names, size_t n, struct mt_sym *out,
+			bool *is_default)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t count;
@@ -71,7 +89,7 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 		    sym.st_shndx == SHN_UNDEF || !sym.st_value)
 			continue;
 		type = GELF_ST_TYPE(sym.st_info);
-		if (type != STT_FUNC && type != STT_GNU_IFUNC)
+		if (!type_wanted(type, objects))
 			continue;
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || !name[0])
@@ -96,8 +114,8 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 	}
 }
 
-int mt_elf_resolve(const char *path, const char *const *names, size_t n,
-		   struct mt_sym *out, char *err, size_t errlen)
+static int resolve(const char *path, const char *const *names, size_t n,
+		   bool objects, struct mt_sym *out, char *err, size_t errlen)
 {
 	bool is_default[64] = { false };
 	Elf_Data *versym;
@@ -134,15 +152,15 @@ int mt_elf_resolve(const char *path, const char *const *names, size_t n,
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		if (sh.sh_type == SHT_DYNSYM)
-			scan_symtab(elf, scn, &sh, versym, names, n, out,
-				    is_default);
+			scan_symtab(elf, scn, &sh, versym, objects, names, n,
+				    out, is_default);
 		else if (sh.sh_type == SHT_SYMTAB)
-			scan_symtab(elf, scn, &sh, NULL, names, n, out,
+			scan_symtab(elf, scn, &sh, NULL, objects, names, n, out,
 				    is_default);
 	}
 	for (size_t k = 0; k < n; k++) {
 		if (out[k].vaddr &&
-		    vaddr_to_offset(elf, out[k].vaddr, &out[k].offset))
+		    vaddr_to_offset(elf, out[k].vaddr, objects, &out[k].offset))
 			out[k].vaddr = 0; /* not in a loaded segment */
 	}
 out:
@@ -150,4 +168,16 @@ out:
 		elf_end(elf);
 	close(fd);
 	return ret;
+}
+
+int mt_elf_resolve(const char *path, const char *const *names, size_t n,
+		   struct mt_sym *out, char *err, size_t errlen)
+{
+	return resolve(path, names, n, false, out, err, errlen);
+}
+
+int mt_elf_resolve_any(const char *path, const char *const *names, size_t n,
+		       struct mt_sym *out, char *err, size_t errlen)
+{
+	return resolve(path, names, n, true, out, err, errlen);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Function symbols of an ELF file, by name, with libelf. */
+/* Function and data symbols of an ELF file, by name, with libelf. */
 #ifndef __ELFSYM_H
 #define __ELFSYM_H
 
@@ -19,5 +19,13 @@ struct mt_sym {
  */
 int mt_elf_resolve(const char *path, const char *const *names, size_t n,
 		   struct mt_sym *out, char *err, size_t errlen);
+
+/*
+ * mt_elf_resolve that also finds data (STT_OBJECT) symbols such as
+ * _PyRuntime. A data symbol in .bss has no file bytes: it keeps its vaddr
+ * and gets offset 0.
+ */
+int mt_elf_resolve_any(const char *path, const char *const *names, size_t n,
+		       struct mt_sym *out, char *err, size_t errlen);
 
 #endif /* __ELFSYM_H */

@@ -64,7 +64,7 @@ static void put_comm(struct out *o, const char *comm)
 }
 
 int mt_format_event(char *buf, size_t len, const struct mt_rec *r,
-		    const char *caller)
+		    const char *caller, const struct mt_attrib *a)
 {
 	const struct mt_event *ev = r->ev;
 	struct out o = { .buf = buf, .len = len };
@@ -100,6 +100,13 @@ int mt_format_event(char *buf, size_t len, const struct mt_rec *r,
 		put(&o, " stream=0x%" PRIx64, (uint64_t)r->stream);
 	if (r->has_handle)
 		put(&o, " handle=0x%" PRIx64, (uint64_t)r->handle);
-	put(&o, " caller=%s\n", caller ? caller : "?");
+	put(&o, " caller=%s", caller ? caller : "?");
+	if (a && a->phase)
+		put(&o, " phase=%s", a->phase);
+	if (a && a->module)
+		put(&o, " module=%s", a->module);
+	if (a && a->node)
+		put(&o, " node=%s", a->node);
+	put(&o, "\n");
 	return o.overflow ? -1 : (int)o.pos;
 }

@@ -6,14 +6,22 @@
 #include <stddef.h>
 #include "kinds.h"
 
+/* who asked for the memory, above the allocator (NULL fields: none) */
+struct mt_attrib {
+	const char *phase;
+	const char *module;
+	const char *node; /* autograd Node class, in backward */
+};
+
 /*
  * Format r as one line, newline included:
  *   <comm> <pid>/<tid> [<cpu>] <secs>.<usecs>: <event>: key=value ...
- * caller is the calling library's basename (NULL: unknown). Returns the
- * length, or -1 if buf is too small.
+ * caller is the calling library's basename (NULL: unknown); a adds phase=
+ * and module= (NULL: not known). Returns the length, or -1 if buf is too
+ * small.
  */
 int mt_format_event(char *buf, size_t len, const struct mt_rec *r,
-		    const char *caller);
+		    const char *caller, const struct mt_attrib *a);
 
 /* "cuda:0", "cuda:?", "host", "cpu" or "-" */
 const char *mt_format_dev(char *buf, size_t len, enum mt_dev_type type,

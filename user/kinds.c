@@ -159,6 +159,16 @@ static const struct mt_kind_info kinds[MT_K_MAX] = {
 		.event = NULL, .lib = MT_LIB_CUDART, .flags = MT_F_SETDEV,
 		.syms = { "cudaSetDevice" },
 	},
+	/* forward: which autograd Node a tensor's history now points to */
+	[MT_K_GRAD_EDGE] = {
+		.event = NULL, .lib = MT_LIB_TORCH_CPU, .flags = MT_F_EDGE,
+		.syms = { "_ZN5torch8autograd4impl17set_gradient_edgeERKN2at6TensorENS0_4EdgeE" },
+	},
+	/* backward: Engine::evaluate_function(graph_task, Node*, ...) */
+	[MT_K_EVAL_FN] = {
+		.event = NULL, .lib = MT_LIB_TORCH_CPU, .flags = MT_F_SETNODE,
+		.syms = { "_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEEPNS0_4NodeERNS0_11InputBufferERKS2_INS0_10ReadyQueueEE" },
+	},
 	/* the dynamic loader's debugger hook: a library came or went */
 	[MT_K_LOADER] = {
 		.event = NULL, .lib = MT_LIB_LDSO, 
@@ -179,6 +189,7 @@ const char *mt_lib_name(enum mt_lib lib)
 		[MT_LIB_CUDART] = "libcudart",
 		[MT_LIB_CUDA] = "libcuda",
 		[MT_LIB_C10] = "libc10",
+		[MT_LIB_TORCH_CPU] = "libtorch_cpu",
 		[MT_LIB_LDSO] = "ld.so",
 	};
 

@@ -12,6 +12,7 @@ enum mt_lib {
 	MT_LIB_CUDART,
 	MT_LIB_CUDA,
 	MT_LIB_C10,
+	MT_LIB_TORCH_CPU,
 	MT_LIB_LDSO,
 	MT_LIB_MAX,
 };

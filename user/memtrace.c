@@ -13,11 +13,14 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "attach.h"
+#include "autograd.h"
 #include "format.h"
 #include "livetable.h"
 #include "memtrace.skel.h"
 #include "options.h"
 #include "preflight.h"
+#include "pyproc.h"
+#include "pystack.h"
 #include "strpool.h"
 #include "summary.h"
 #include "target.h"
@@ -25,6 +28,10 @@
 #define POLL_MS 100
 #define RESCAN_NS (250 * 1000000ULL)
 #define LDSO_PATH "/lib64/ld-linux-x86-64.so.2"
+/* CPython may not be initialised yet: look again at each rescan, a while */
+#define PY_TRIES 200
+#define MAX_STACKS 65536
+#define MAX_NODES (1 << 20)
 
 static volatile sig_atomic_t exiting;
 
@@ -43,6 +50,10 @@ struct tracer {
 	int ntargets;
 	struct mt_livetable *live;
 	struct mt_strpool *names;
+	struct mt_strpool *frames; /* stack lines, module and phase names */
+	struct mt_pystacks *stacks;
+	struct mt_nodes *nodes;
+	__u64 stacks_lost;
 	struct mt_summary sum;
 	FILE *out;
 	__u64 lost_reported;
@@ -96,6 +107,58 @@ static const char *caller_name(struct tracer *tr, struct mt_target *t,
 	return mt_intern(tr->names, mt_basename(m->path));
 }
 
+static int put_pyconf(struct tracer *tr, struct mt_target *t)
+{
+	__u32 pid = (__u32)t->pid;
+
+	return bpf_map__update_elem(tr->skel->maps.pyconf, &pid, sizeof(pid),
+				    &t->pyconf, sizeof(t->pyconf), BPF_ANY);
+}
+
+/* a code object that calls an nn.Module: its self joins the stack hash */
+static void on_modcode(void *ctx, __u32 pid, __u64 code)
+{
+	struct tracer *tr = ctx;
+	struct mt_target *t = find_target(tr, pid);
+
+	if (!t || !t->py || t->pyconf.nmodcode == MT_MAX_MODCODE)
+		return;
+	t->pyconf.modcode[t->pyconf.nmodcode++] = code;
+	if (put_pyconf(tr, t))
+		fprintf(stderr, "memtrace-bpf: pid %d: update walker: %s\n",
+			t->pid, strerror(errno));
+}
+
+/* find the target's CPython and hand the walker its offsets */
+static void find_python(struct tracer *tr, struct mt_target *t)
+{
+	char err[512];
+	int ret;
+
+	if (t->py || t->py_tries >= PY_TRIES)
+		return;
+	t->py_tries++;
+	ret = mt_py_open(t->pid, &t->py, err, sizeof(err));
+	if (ret == -ENOENT || ret == -EAGAIN)
+		return; /* no CPython (yet) */
+	if (ret) {
+		t->py_tries = PY_TRIES;
+		fprintf(stderr, "memtrace-bpf: pid %d: %s\n", t->pid, err);
+		return;
+	}
+	t->pyconf = *mt_py_conf(t->py);
+	t->pyconf.max_depth = tr->opt->max_depth;
+	t->pyconf.nmodcode = 0;
+	if (put_pyconf(tr, t)) {
+		fprintf(stderr, "memtrace-bpf: pid %d: start the walker: %s\n",
+			t->pid, strerror(errno));
+		return;
+	}
+	if (tr->att.log)
+		fprintf(tr->att.log, "# python pid=%d version=3.%u\n", t->pid,
+			t->pyconf.minor);
+}
+
 static void rescan(struct tracer *tr, struct mt_target *t)
 {
 	char err[512];
@@ -105,6 +168,7 @@ static void rescan(struct tracer *tr, struct mt_target *t)
 	if (mt_attach_scan(&tr->att, t, err, sizeof(err)) < 0 &&
 	    !mt_target_poll_exit(t))
 		fprintf(stderr, "memtrace-bpf: %s\n", err);
+	find_python(tr, t);
 }
 
 /* a library came: attach before the (held) process goes on */
@@ -167,10 +231,70 @@ static void track_live(struct tracer *tr, struct mt_rec *r, const char *caller)
 	}
 }
 
+/* phase and module of an event of a Python process; NULL if it is not one */
+static const struct mt_pyresolved *attribute(struct tracer *tr,
+					     struct mt_target *t,
+					     const struct mt_event *ev,
+					     struct mt_attrib *a)
+{
+	const struct mt_pyresolved *pr = NULL;
+	const char *phase;
+
+	if (!t || !t->py)
+		return NULL;
+	if (ev->flags & MT_EV_PY) {
+		pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->stack_id,
+				     ev->flags & MT_EV_PY_TRUNC);
+		if (!pr || (ev->flags & MT_EV_PY_LOST))
+			tr->stacks_lost++;
+	}
+	phase = mt_phase_of_thread(ev->comm);
+	if (!phase)
+		phase = pr ? pr->phase : "other";
+	a->phase = mt_intern(tr->frames, phase);
+	a->module = pr ? pr->module : mt_intern(tr->frames, "-");
+	if (ev->node && !strcmp(phase, "backward")) {
+		const char *m = mt_nodes_module(tr->nodes, ev->pid, ev->node);
+
+		/* a module on the stack in backward is a recomputation */
+		if (m && !strcmp(a->module, "-"))
+			a->module = m;
+		a->node = mt_node_class(tr->nodes, t->py, ev->node_vt,
+					tr->frames);
+	}
+	return pr;
+}
+
+/* forward made an autograd Node: remember the module running then */
+static void on_grad_edge(struct tracer *tr, const struct mt_event *ev)
+{
+	struct mt_target *t = find_target(tr, ev->pid);
+	const struct mt_pyresolved *pr;
+
+	if (!t || !t->py || !(ev->flags & MT_EV_PY))
+		return;
+	pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->stack_id,
+			     ev->flags & MT_EV_PY_TRUNC);
+	if (!pr)
+		tr->stacks_lost++;
+	else if (strcmp(pr->module, "-"))
+		mt_nodes_put(tr->nodes, ev->pid, ev->node, pr->module);
+}
+
+static void print_stack(struct tracer *tr, const struct mt_pyresolved *pr)
+{
+	for (int i = 0; i < pr->depth; i++)
+		fprintf(tr->out, "\t%s\n", pr->frames[i]);
+	if (pr->truncated)
+		fprintf(tr->out, "\t[truncated at %d frames]\n", pr->depth);
+}
+
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct tracer *tr = ctx;
 	const struct mt_event *ev = data;
+	const struct mt_pyresolved *pr;
+	struct mt_attrib a = { 0 };
 	struct mt_target *t;
 	const char *caller;
 	struct mt_rec r;
@@ -183,6 +307,10 @@ static int on_event(void *ctx, void *data, size_t len)
 		on_loader(tr, ev);
 		return 0;
 	}
+	if (ev->kind == MT_K_GRAD_EDGE) {
+		on_grad_edge(tr, ev);
+		return 0;
+	}
 	t = find_target(tr, ev->pid);
 	if (!mt_decode(ev, t && t->spawned ? 0 : -1, &r))
 		return 0;
@@ -192,14 +320,19 @@ static int on_event(void *ctx, void *data, size_t len)
 	caller = caller_name(tr, t, ev->caller);
 	track_live(tr, &r, caller);
 	mt_summary_event(&tr->sum, &r);
+	pr = attribute(tr, t, ev, &a);
+	if (a.phase)
+		mt_summary_attrib(&tr->sum, &r, a.phase, a.module);
 	if (tr->opt->quiet)
 		return 0;
 	if (tr->opt->min_size &&
 	    (r.size_state != MT_SIZE_KNOWN || r.size < tr->opt->min_size))
 		return 0;
-	n = mt_format_event(line, sizeof(line), &r, caller);
+	n = mt_format_event(line, sizeof(line), &r, caller, &a);
 	if (n > 0)
 		fwrite(line, 1, (size_t)n, tr->out);
+	if (pr && !tr->opt->no_stack)
+		print_stack(tr, pr);
 	return 0;
 }
 
@@ -234,7 +367,8 @@ static const char *const wanted_libs = "libcudart, libcuda, libc10";
 /* the first attach of each target; errors here end the run (exit 2) */
 static int attach_targets(struct tracer *tr)
 {
-	const unsigned int ours = ~(1u << MT_LIB_LDSO);
+	const unsigned int ours = (1u << MT_LIB_CUDART) | (1u << MT_LIB_CUDA) |
+				  (1u << MT_LIB_C10);
 	char err[512];
 
 	for (int i = 0; i < tr->ntargets; i++) {
@@ -246,6 +380,7 @@ static int attach_targets(struct tracer *tr)
 			fprintf(stderr, "memtrace-bpf: %s\n", err);
 			return 2;
 		}
+		find_python(tr, t);
 		if (!(t->libs & ours) && !tr->opt->wait_libs) {
 			fprintf(stderr,
 				"memtrace-bpf: pid %d (%s) maps none of %s; "
@@ -383,6 +518,13 @@ static int run(struct tracer *tr)
 	ret = attach_targets(tr);
 	if (ret)
 		return ret;
+	tr->stacks = mt_pystacks_new(bpf_map__fd(tr->skel->maps.stacks),
+				     MAX_STACKS, tr->frames, &o->rules,
+				     on_modcode, tr);
+	if (!tr->stacks) {
+		fprintf(stderr, "memtrace-bpf: out of memory\n");
+		return 2;
+	}
 	rb = ring_buffer__new(bpf_map__fd(tr->skel->maps.events), on_event, tr,
 			      NULL);
 	if (!rb) {
@@ -401,6 +543,7 @@ static int run(struct tracer *tr)
 	end = (struct mt_summary_end){
 		.seconds = (double)(now_ns() - start) / 1e9,
 		.lost = lost_now(tr),
+		.stacks_lost = tr->stacks_lost,
 		.top_live = o->top_live,
 	};
 	mt_summary_print(&tr->sum, tr->live, &end, tr->out);
@@ -436,7 +579,9 @@ int main(int argc, char **argv)
 	}
 	tr.live = mt_live_new(opt.max_live);
 	tr.names = mt_strpool_new(4096);
-	if (!tr.live || !tr.names) {
+	tr.frames = mt_strpool_new(1 << 18);
+	tr.nodes = mt_nodes_new(MAX_NODES);
+	if (!tr.live || !tr.names || !tr.frames || !tr.nodes) {
 		fprintf(stderr, "memtrace-bpf: out of memory\n");
 		ret = 2;
 	} else {
@@ -450,11 +595,16 @@ int main(int argc, char **argv)
 		/* never leave a held command stopped behind us */
 		if (tr.targets[i].spawned && !tr.targets[i].exited)
 			kill(tr.targets[i].pid, SIGCONT);
+		mt_py_close(tr.targets[i].py);
 		mt_target_close(&tr.targets[i]);
 	}
+	mt_pystacks_free(tr.stacks);
+	mt_nodes_free(tr.nodes);
+	mt_summary_free(&tr.sum);
 	memtrace_bpf__destroy(tr.skel);
 	mt_live_free(tr.live);
 	mt_strpool_free(tr.names);
+	mt_strpool_free(tr.frames);
 	if (tr.out != stdout && fclose(tr.out)) {
 		fprintf(stderr, "memtrace-bpf: write %s: %s\n", opt.output,
 			strerror(errno));

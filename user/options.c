@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/types.h>
+#include "memtrace.h"
 #include "options.h"
 
 const char *argp_program_version = "memtrace-bpf " MT_VERSION;
@@ -36,6 +38,10 @@ enum {
 	OPT_RINGBUF,
 	OPT_MAX_LIVE,
 	OPT_TOP_LIVE,
+	OPT_NO_STACK,
+	OPT_MAX_DEPTH,
+	OPT_ROOT_NAME,
+	OPT_PHASE,
 };
 
 static const struct argp_option opts[] = {
@@ -56,6 +62,14 @@ static const struct argp_option opts[] = {
 	  "Track at most N live allocations (default 4194304)", 0 },
 	{ "top-live", OPT_TOP_LIVE, "N", 0,
 	  "Live-at-exit groups in the summary (default 20)", 0 },
+	{ "no-stack", OPT_NO_STACK, NULL, 0,
+	  "No Python stack lines (phase= and module= stay)", 0 },
+	{ "max-depth", OPT_MAX_DEPTH, "N", 0,
+	  "Python frames kept per stack, 1-64 (default 64)", 0 },
+	{ "root-name", OPT_ROOT_NAME, "NAME", 0,
+	  "Name of the outermost nn.Module (default: its class)", 0 },
+	{ "phase", OPT_PHASE, "NAME=QUALNAME", 0,
+	  "Phase NAME while a frame QUALNAME runs (repeatable)", 0 },
 	{ "verbose", 'v', NULL, 0, "Print libbpf debug output", 0 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show the help", 0 },
 	{ 0 },
@@ -107,6 +121,25 @@ static void parse_pids(struct argp_state *state, struct mt_options *o,
 		bad(state, "pid list", arg);
 }
 
+static void parse_phase(struct argp_state *state, struct mt_options *o,
+			char *arg)
+{
+	char *eq = strchr(arg, '=');
+	struct mt_user_phase *p;
+
+	if (!eq || eq == arg || !eq[1])
+		bad(state, "phase (NAME=QUALNAME)", arg);
+	if (o->rules.nuser == MT_MAX_USER_PHASES) {
+		fprintf(stderr, "memtrace-bpf: at most %d --phase\n",
+			MT_MAX_USER_PHASES);
+		exit(2);
+	}
+	*eq = '\0';
+	p = &o->rules.user[o->rules.nuser++];
+	p->name = arg;
+	p->qualname = eq + 1;
+}
+
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
 	struct mt_options *o = state->input;
@@ -156,6 +189,20 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		o->top_live =
 			(size_t)parse_ull(state, "group count", arg, 1000000);
 		break;
+	case OPT_NO_STACK:
+		o->no_stack = true;
+		break;
+	case OPT_MAX_DEPTH:
+		o->max_depth = (unsigned int)parse_ull(state, "depth", arg, 64);
+		if (!o->max_depth)
+			bad(state, "depth", arg);
+		break;
+	case OPT_ROOT_NAME:
+		o->rules.root_name = arg;
+		break;
+	case OPT_PHASE:
+		parse_phase(state, o, arg);
+		break;
 	case 'v':
 		o->verbose++;
 		break;
@@ -182,7 +229,8 @@ int mt_parse_options(int argc, char **argv, struct mt_options *o)
 	argp_err_exit_status = 2;
 	*o = (struct mt_options){ .ringbuf_mb = 16,
 				  .max_live = 4194304,
-				  .top_live = 20 };
+				  .top_live = 20,
+				  .max_depth = MT_MAX_FRAMES };
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, o))
 		return 2;
 	if (!o->npids && !o->command) {

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "pystack.h"
 
 #define MT_VERSION "0.1.0"
 #define MT_MAX_PIDS 64
@@ -24,6 +25,9 @@ struct mt_options {
 	unsigned int ringbuf_mb;
 	size_t max_live;
 	size_t top_live;
+	bool no_stack; /* no stack lines (phase and module stay) */
+	unsigned int max_depth; /* Python frames kept */
+	struct mt_phase_rules rules; /* --root-name, --phase */
 };
 
 /*

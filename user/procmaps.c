@@ -148,6 +148,8 @@ int mt_lib_classify(const char *path)
 		return MT_LIB_CUDA;
 	if (lib_named(base, "libc10"))
 		return MT_LIB_C10;
+	if (lib_named(base, "libtorch_cpu"))
+		return MT_LIB_TORCH_CPU;
 	if (!strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-musl", 7))
 		return MT_LIB_LDSO;
 	return -1;

@@ -116,6 +116,135 @@ void mt_summary_live(struct mt_summary *s, __u32 pid, enum mt_dev_type type,
 	d->peak = max_u64(d->peak, d->cur);
 }
 
+/* allocated memory of the event's device when it happened */
+static __u64 current_allocated(struct mt_summary *s, const struct mt_rec *r)
+{
+	struct mt_dev_stat *d;
+
+	if (r->has_totals)
+		return r->allocated;
+	d = dev_stat(s, r->ev->pid, r->dev_type, r->dev_index, r->ki->space);
+	return d ? d->cur : 0;
+}
+
+static struct mt_module_stat *module_stat(struct mt_summary *s, __u32 pid,
+					  const char *phase,
+					  const char *module)
+{
+	struct mt_module_stat *m;
+
+	/* interned strings: pointers compare */
+	for (size_t i = 0; i < s->nmods; i++) {
+		m = &s->mods[i];
+		if (m->pid == pid && m->phase == phase && m->module == module)
+			return m;
+	}
+	if (s->nmods == s->capmods) {
+		size_t cap = s->capmods ? s->capmods * 2 : 64;
+
+		if (cap > MT_SUM_MODULES)
+			return NULL;
+		m = realloc(s->mods, cap * sizeof(*m));
+		if (!m)
+			return NULL;
+		s->mods = m;
+		s->capmods = cap;
+	}
+	m = &s->mods[s->nmods++];
+	*m = (struct mt_module_stat){ .pid = pid,
+				      .phase = phase,
+				      .module = module };
+	return m;
+}
+
+static struct mt_phase_stat *phase_stat(struct mt_summary *s, __u32 pid,
+					const char *phase)
+{
+	for (size_t i = 0; i < s->nphases; i++)
+		if (s->phases[i].pid == pid && s->phases[i].phase == phase)
+			return &s->phases[i];
+	if (s->nphases == MT_SUM_PHASES)
+		return NULL;
+	s->phases[s->nphases] =
+		(struct mt_phase_stat){ .pid = pid, .phase = phase };
+	return &s->phases[s->nphases++];
+}
+
+void mt_summary_attrib(struct mt_summary *s, const struct mt_rec *r,
+		       const char *phase, const char *module)
+{
+	struct mt_thread_last *t = &s->threads[r->ev->tid % MT_SUM_THREADS];
+	__u64 bytes = r->size_state == MT_SIZE_KNOWN ? r->size : 0;
+	__u64 cur = current_allocated(s, r);
+	struct mt_module_stat *m;
+	struct mt_phase_stat *p;
+
+	s->attributed = true;
+	m = module_stat(s, r->ev->pid, phase, module);
+	p = phase_stat(s, r->ev->pid, phase);
+	if (!m || !p) {
+		s->untracked++;
+		return;
+	}
+	if (r->role == MT_ROLE_ALLOC && !r->failed) {
+		m->allocs++;
+		m->bytes_alloc += bytes;
+	} else if (r->role == MT_ROLE_FREE && !r->failed) {
+		m->frees++;
+		m->bytes_freed += bytes;
+	}
+	m->peak = max_u64(m->peak, cur);
+	p->peak = max_u64(p->peak, cur);
+	if (t->tid == r->ev->tid && t->phase == phase && t->module == module &&
+	    r->ev->ts > t->ts)
+		m->time_ns += r->ev->ts - t->ts;
+	*t = (struct mt_thread_last){ .tid = r->ev->tid,
+				      .phase = phase,
+				      .module = module,
+				      .ts = r->ev->ts };
+}
+
+void mt_summary_free(struct mt_summary *s)
+{
+	free(s->mods);
+	s->mods = NULL;
+	s->nmods = s->capmods = 0;
+}
+
+static int by_bytes_alloc_desc(const void *a, const void *b)
+{
+	const struct mt_module_stat *x = a, *y = b;
+
+	return x->bytes_alloc < y->bytes_alloc ? 1 :
+	       x->bytes_alloc > y->bytes_alloc ? -1 :
+						 0;
+}
+
+static void print_modules(struct mt_summary *s, FILE *out)
+{
+	if (!s->attributed)
+		return;
+	qsort(s->mods, s->nmods, sizeof(*s->mods), by_bytes_alloc_desc);
+	for (size_t i = 0; i < s->nmods; i++) {
+		const struct mt_module_stat *m = &s->mods[i];
+
+		fprintf(out,
+			"# module pid=%u phase=%s module=%s allocs=%" PRIu64
+			" frees=%" PRIu64 " bytes_allocated=%" PRIu64
+			" bytes_freed=%" PRIu64 " net=%" PRId64 " peak=%" PRIu64
+			" time=%.6fs\n",
+			m->pid, m->phase, m->module, (uint64_t)m->allocs,
+			(uint64_t)m->frees, (uint64_t)m->bytes_alloc,
+			(uint64_t)m->bytes_freed,
+			(int64_t)(m->bytes_alloc - m->bytes_freed),
+			(uint64_t)m->peak, (double)m->time_ns / 1e9);
+	}
+	for (size_t i = 0; i < s->nphases; i++)
+		fprintf(out, "# phase pid=%u phase=%s peak=%" PRIu64 "\n",
+			s->phases[i].pid, s->phases[i].phase,
+			(uint64_t)s->phases[i].peak);
+}
+
 /* live allocations at exit, grouped by what a reader acts on */
 struct live_group {
 	__u32 pid;
@@ -205,7 +334,7 @@ static void print_live(const struct mt_livetable *live, size_t top, FILE *out)
 	free(g.v);
 }
 
-void mt_summary_print(const struct mt_summary *s,
+void mt_summary_print(struct mt_summary *s,
 		      const struct mt_livetable *live,
 		      const struct mt_summary_end *end, FILE *out)
 {
@@ -251,11 +380,15 @@ void mt_summary_print(const struct mt_summary *s,
 			f->event, f->ret, name ? name : "unknown",
 			(uint64_t)f->count, (uint64_t)f->bytes);
 	}
+	print_modules(s, out);
 	print_live(live, end->top_live, out);
 	if (s->untracked || s->live_full)
 		fprintf(out,
 			"# untracked stats=%" PRIu64 " live_table_full=%" PRIu64
 			"\n",
 			(uint64_t)s->untracked, (uint64_t)s->live_full);
+	if (end->stacks_lost)
+		fprintf(out, "# lost python_stacks=%" PRIu64 "\n",
+			(uint64_t)end->stacks_lost);
 	fprintf(out, "# lost events=%" PRIu64 "\n", (uint64_t)end->lost);
 }

@@ -6,7 +6,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
+#include "memtrace.h"
 #include "procmaps.h"
+
+struct mt_py;
 
 #define MT_MAX_FILES 32
 
@@ -24,6 +27,9 @@ struct mt_target {
 	struct mt_file_id files[MT_MAX_FILES]; /* libraries attached */
 	size_t nfiles;
 	unsigned int libs; /* bitmask of enum mt_lib attached */
+	struct mt_py *py; /* its CPython, once found */
+	struct mt_pyconf pyconf; /* as given to the BPF walker */
+	int py_tries; /* looks for CPython so far */
 };
 
 /* Check that pid exists and can be traced. Returns 0 or -errno, err set. */

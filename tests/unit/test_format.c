@@ -38,7 +38,7 @@ static void expect_line(const struct mt_event *ev, const char *caller,
 
 	assert_true(mt_decode(ev, 0, &r));
 	memset(buf, 'Z', sizeof(buf));
-	n = mt_format_event(buf, sizeof(buf), &r, caller);
+	n = mt_format_event(buf, sizeof(buf), &r, caller, NULL);
 	assert_string_equal(buf, want);
 	assert_int_equal(n, strlen(want));
 }
@@ -198,7 +198,7 @@ static void test_unknown_thread_device(void **state)
 	ev.flags = MT_EV_RET;
 	/* attached to a running process: the device is not known */
 	assert_true(mt_decode(&ev, -1, &r));
-	assert_true(mt_format_event(buf, sizeof(buf), &r, "libx.so") > 0);
+	assert_true(mt_format_event(buf, sizeof(buf), &r, "libx.so", NULL) > 0);
 	assert_string_equal(buf, HEAD "cudart:cudaFree: ptr=0x7f2a40000000 "
 				      "size=? dev=cuda:? ret=0 "
 				      "caller=libx.so\n");
@@ -216,8 +216,8 @@ static void test_free_size_from_live_table(void **state)
 	/* what the tracer does when the live table knows the allocation */
 	r.size_state = MT_SIZE_KNOWN;
 	r.size = 1048576;
-	assert_true(mt_format_event(buf, sizeof(buf), &r, "libtorch_cuda.so") >
-		    0);
+	assert_true(mt_format_event(buf, sizeof(buf), &r, "libtorch_cuda.so",
+				    NULL) > 0);
 	assert_string_equal(buf, HEAD "cudart:cudaFree: ptr=0x7f2a40000000 "
 				      "size=1048576 dev=cuda:0 ret=0 "
 				      "caller=libtorch_cuda.so\n");
@@ -293,19 +293,19 @@ static void test_buffer_too_small(void **state)
 	ev.out = 0x7f2a40000000;
 	ev.flags = MT_EV_RET | MT_EV_OUT;
 	assert_true(mt_decode(&ev, 0, &r));
-	n = mt_format_event(full, sizeof(full), &r, "libtorch_cuda.so");
+	n = mt_format_event(full, sizeof(full), &r, "libtorch_cuda.so", NULL);
 	assert_true(n > 0);
 	assert_int_equal(n, strlen(full));
 
 	/* exactly the line and its NUL fits */
 	assert_int_equal(
-		mt_format_event(buf, (size_t)n + 1, &r, "libtorch_cuda.so"), n);
+		mt_format_event(buf, (size_t)n + 1, &r, "libtorch_cuda.so", NULL), n);
 	assert_string_equal(buf, full);
 	/* one byte fewer, or much fewer, does not */
 	assert_int_equal(
-		mt_format_event(buf, (size_t)n, &r, "libtorch_cuda.so"), -1);
-	assert_int_equal(mt_format_event(buf, 10, &r, "libtorch_cuda.so"), -1);
-	assert_int_equal(mt_format_event(buf, 1, &r, "libtorch_cuda.so"), -1);
+		mt_format_event(buf, (size_t)n, &r, "libtorch_cuda.so", NULL), -1);
+	assert_int_equal(mt_format_event(buf, 10, &r, "libtorch_cuda.so", NULL), -1);
+	assert_int_equal(mt_format_event(buf, 1, &r, "libtorch_cuda.so", NULL), -1);
 }
 
 static void test_format_dev(void **state)

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include "autograd.h"
+#include "pyproc.h"
+
+#define MAX_CLASSES 4096
+
+struct node_slot {
+	__u64 node;
+	__u32 pid;
+	const char *module;
+};
+
+struct class_slot {
+	__u64 vt;
+	const char *name;
+};
+
+struct mt_nodes {
+	struct node_slot *slots;
+	size_t cap, count, max;
+	struct class_slot classes[MAX_CLASSES]; /* direct-mapped cache */
+};
+
+static size_t hash_u64(__u64 v)
+{
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdULL;
+	v ^= v >> 33;
+	return (size_t)v;
+}
+
+struct mt_nodes *mt_nodes_new(size_t max)
+{
+	struct mt_nodes *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->max = max;
+	n->cap = 16;
+	while (n->cap < max * 2)
+		n->cap *= 2;
+	n->slots = calloc(n->cap, sizeof(*n->slots));
+	if (!n->slots) {
+		free(n);
+		return NULL;
+	}
+	return n;
+}
+
+void mt_nodes_free(struct mt_nodes *n)
+{
+	if (!n)
+		return;
+	free(n->slots);
+	free(n);
+}
+
+static size_t find(const struct mt_nodes *n, __u32 pid, __u64 node)
+{
+	size_t mask = n->cap - 1, i = hash_u64(node ^ pid) & mask;
+
+	while (n->slots[i].node &&
+	       !(n->slots[i].node == node && n->slots[i].pid == pid))
+		i = (i + 1) & mask;
+	return i;
+}
+
+void mt_nodes_put(struct mt_nodes *n, __u32 pid, __u64 node,
+		  const char *module)
+{
+	size_t i;
+
+	if (!node)
+		return;
+	i = find(n, pid, node);
+	if (!n->slots[i].node) {
+		/* Nodes are remade every step: old ones are not worth keeping */
+		if (n->count == n->max) {
+			memset(n->slots, 0, n->cap * sizeof(*n->slots));
+			n->count = 0;
+			i = find(n, pid, node);
+		}
+		n->count++;
+	}
+	n->slots[i] = (struct node_slot){ .node = node,
+					  .pid = pid,
+					  .module = module };
+}
+
+const char *mt_nodes_module(const struct mt_nodes *n, __u32 pid, __u64 node)
+{
+	size_t i;
+
+	if (!node)
+		return NULL;
+	i = find(n, pid, node);
+	return n->slots[i].node ? n->slots[i].module : NULL;
+}
+
+int mt_demangle_last(const char *s, char *out, size_t len)
+{
+	const char *last = NULL;
+	size_t lastlen = 0;
+	bool nested = *s == 'N';
+
+	if (nested)
+		s++;
+	/* <length><identifier> components, up to the closing E */
+	while (isdigit((unsigned char)*s)) {
+		char *end;
+		unsigned long l = strtoul(s, &end, 10);
+
+		if (!l || strnlen(end, l) < l)
+			return -EINVAL;
+		last = end;
+		lastlen = l;
+		s = end + l;
+		if (!nested)
+			break;
+	}
+	if (!last || (nested && *s != 'E') || lastlen >= len)
+		return -EINVAL;
+	memcpy(out, last, lastlen);
+	out[lastlen] = '\0';
+	return 0;
+}
+
+const char *mt_node_class(struct mt_nodes *n, struct mt_py *py, __u64 vt,
+			  struct mt_strpool *pool)
+{
+	struct class_slot *c = &n->classes[hash_u64(vt) % MAX_CLASSES];
+	char mangled[256], name[256];
+	__u64 ti, nameptr;
+	size_t want;
+
+	if (!vt)
+		return NULL;
+	if (c->vt == vt)
+		return c->name;
+	/* Itanium ABI: vt[-1] is the type_info, whose second word the name */
+	if (mt_py_read(py, vt - 8, &ti, sizeof(ti)) ||
+	    mt_py_read(py, ti + 8, &nameptr, sizeof(nameptr)))
+		return NULL;
+	/* the name may end just before an unmapped page: stop at the page */
+	want = 4096 - (nameptr & 4095);
+	if (want > sizeof(mangled) - 1)
+		want = sizeof(mangled) - 1;
+	if (mt_py_read(py, nameptr, mangled, want))
+		return NULL;
+	mangled[want] = '\0';
+	if (mt_demangle_last(mangled, name, sizeof(name)))
+		return NULL;
+	c->vt = vt;
+	c->name = mt_intern(pool, name);
+	return c->name;
+}

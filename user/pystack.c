@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include "memtrace.h"
+#include "pyproc.h"
+#include "pystack.h"
+
+#define MAX_CHAIN 32
+#define NAME_LEN 256
+
+struct entry {
+	__u32 pid;
+	__u64 id;
+	struct mt_pyresolved *res;
+};
+
+struct mt_pystacks {
+	int fd;
+	struct mt_strpool *pool;
+	const struct mt_phase_rules *rules;
+	mt_modcode_fn on_modcode;
+	void *ctx;
+	struct entry *slots;
+	size_t cap, count, max;
+	__u64 known_modcode[MT_MAX_MODCODE * 4]; /* (pid << 48 ^ code) seen */
+	size_t nknown;
+};
+
+static size_t slot_of(const struct mt_pystacks *ps, __u32 pid, __u64 id)
+{
+	__u64 h = (id ^ ((__u64)pid * 0x9e3779b97f4a7c15ULL));
+
+	return (size_t)(h ^ (h >> 29)) & (ps->cap - 1);
+}
+
+struct mt_pystacks *mt_pystacks_new(int stacks_fd, size_t max,
+				    struct mt_strpool *pool,
+				    const struct mt_phase_rules *rules,
+				    mt_modcode_fn on_modcode, void *ctx)
+{
+	struct mt_pystacks *ps = calloc(1, sizeof(*ps));
+
+	if (!ps)
+		return NULL;
+	ps->fd = stacks_fd;
+	ps->pool = pool;
+	ps->rules = rules;
+	ps->on_modcode = on_modcode;
+	ps->ctx = ctx;
+	ps->max = max;
+	ps->cap = 16;
+	while (ps->cap < max * 2)
+		ps->cap *= 2;
+	ps->slots = calloc(ps->cap, sizeof(*ps->slots));
+	if (!ps->slots) {
+		free(ps);
+		return NULL;
+	}
+	return ps;
+}
+
+static void clear(struct mt_pystacks *ps)
+{
+	for (size_t i = 0; i < ps->cap; i++) {
+		free(ps->slots[i].res);
+		ps->slots[i] = (struct entry){ 0 };
+	}
+	ps->count = 0;
+}
+
+void mt_pystacks_free(struct mt_pystacks *ps)
+{
+	if (!ps)
+		return;
+	clear(ps);
+	free(ps->slots);
+	free(ps);
+}
+
+const char *mt_short_file(const char *file)
+{
+	static const char *const roots[] = { "/site-packages/",
+					     "/dist-packages/" };
+
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		const char *s = strstr(file, roots[i]);
+
+		if (s)
+			return s + strlen(roots[i]);
+	}
+	return file;
+}
+
+const char *mt_phase_of_thread(const char *comm)
+{
+	/* PyTorch's autograd engine names its device threads so (2.4+) */
+	return strncmp(comm, "pt_autograd_", 12) ? NULL : "backward";
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+enum phase_rank { PH_OTHER, PH_FORWARD, PH_OPTIMIZER, PH_BACKWARD };
+
+/* what one frame says of the phase; the strongest frame wins */
+static enum phase_rank frame_phase(const char *qual, const char *file)
+{
+	if (ends_with(file, "torch/autograd/__init__.py") &&
+	    (!strcmp(qual, "backward") || !strcmp(qual, "grad")))
+		return PH_BACKWARD;
+	if (!strcmp(qual, "Tensor.backward"))
+		return PH_BACKWARD;
+	if (strstr(file, "torch/optim/"))
+		return PH_OPTIMIZER;
+	return PH_OTHER;
+}
+
+static void note_modcode(struct mt_pystacks *ps, __u32 pid, __u64 code)
+{
+	__u64 key = ((__u64)pid << 48) ^ code;
+
+	for (size_t i = 0; i < ps->nknown; i++)
+		if (ps->known_modcode[i] == key)
+			return;
+	if (ps->nknown == sizeof(ps->known_modcode) / sizeof(__u64))
+		return;
+	ps->known_modcode[ps->nknown++] = key;
+	if (ps->on_modcode)
+		ps->on_modcode(ps->ctx, pid, code);
+}
+
+/* the module path from the chain of running modules, outermost first */
+static const char *module_name(struct mt_pystacks *ps, struct mt_py *py,
+			       const __u64 *chain, int n)
+{
+	char path[1024], name[NAME_LEN];
+	size_t len = 0;
+	int start = 0;
+
+	if (!n)
+		return mt_intern(ps->pool, "-");
+	path[0] = '\0';
+	for (int i = 1; i < n; i++) {
+		int w;
+
+		if (mt_py_child_name(py, chain[i - 1], chain[i], name,
+				     sizeof(name))) {
+			/* not its parent's child: name from here on */
+			start = i;
+			len = 0;
+			path[0] = '\0';
+			continue;
+		}
+		w = snprintf(path + len, sizeof(path) - len, "%s%s",
+			     len ? "." : "", name);
+		if (w < 0 || (size_t)w >= sizeof(path) - len)
+			break;
+		len += (size_t)w;
+	}
+	if (len && start == 0)
+		return mt_intern(ps->pool, path);
+	/* the outermost running module itself: its class, or --root-name */
+	if (start == 0 && ps->rules->root_name)
+		snprintf(name, sizeof(name), "%s", ps->rules->root_name);
+	else if (mt_py_type_name(py, chain[start], name, sizeof(name)))
+		snprintf(name, sizeof(name), "?");
+	if (!len)
+		return mt_intern(ps->pool, name);
+	{
+		char full[1024 + NAME_LEN + 2];
+
+		snprintf(full, sizeof(full), "%s.%s", name, path);
+		return mt_intern(ps->pool, full);
+	}
+}
+
+static struct mt_pyresolved *resolve(struct mt_pystacks *ps, struct mt_py *py,
+				     __u32 pid, const struct mt_pystack *st,
+				     bool truncated)
+{
+	char qual[NAME_LEN], file[512], buf[NAME_LEN + 600];
+	__u64 chain[MAX_CHAIN];
+	enum phase_rank best = PH_OTHER;
+	const char *user_phase = NULL;
+	struct mt_pyresolved *r;
+	int depth = (int)st->depth, nchain = 0, line;
+
+	if (depth > MT_MAX_FRAMES)
+		depth = MT_MAX_FRAMES;
+	r = calloc(1, sizeof(*r) + (size_t)depth * sizeof(r->frames[0]));
+	if (!r)
+		return NULL;
+	r->depth = depth;
+	r->truncated = truncated;
+	for (int i = 0; i < depth; i++) {
+		const struct mt_pyframe *f = &st->frames[i];
+		const char *s;
+
+		if (mt_py_frame(py, f->code, f->instr, qual, sizeof(qual), file,
+				sizeof(file), &line)) {
+			snprintf(buf, sizeof(buf), "[unknown] (code 0x%llx)",
+				 (unsigned long long)f->code);
+			r->frames[i] = mt_intern(ps->pool, buf);
+			continue;
+		}
+		snprintf(buf, sizeof(buf), "%s (%s:%d)", qual,
+			 mt_short_file(file), line);
+		s = mt_intern(ps->pool, buf);
+		r->frames[i] = s ? s : "?";
+		for (int k = 0; k < ps->rules->nuser && !user_phase; k++)
+			if (!strcmp(qual, ps->rules->user[k].qualname))
+				user_phase = ps->rules->user[k].name;
+		if (frame_phase(qual, file) > best)
+			best = frame_phase(qual, file);
+	}
+	/* module frames, outermost first; one module may own two frames */
+	for (int i = depth - 1; i >= 0 && nchain < MAX_CHAIN; i--) {
+		__u64 self;
+
+		if (!mt_py_is_module_call(py, st->frames[i].code))
+			continue;
+		note_modcode(ps, pid, st->frames[i].code);
+		self = mt_py_module_self(py, st->frames[i].local0);
+		if (self && (!nchain || chain[nchain - 1] != self))
+			chain[nchain++] = self;
+	}
+	if (nchain && best < PH_FORWARD)
+		best = PH_FORWARD;
+	r->module = module_name(ps, py, chain, nchain);
+	if (user_phase)
+		r->phase = user_phase;
+	else
+		r->phase = best == PH_BACKWARD	 ? "backward" :
+			   best == PH_OPTIMIZER	 ? "optimizer" :
+			   best == PH_FORWARD	 ? "forward" :
+						   "other";
+	if (!r->module)
+		r->module = "-";
+	return r;
+}
+
+const struct mt_pyresolved *mt_pystacks_get(struct mt_pystacks *ps,
+					    struct mt_py *py, __u32 pid,
+					    __u64 stack_id, bool truncated)
+{
+	struct mt_pystack st;
+	size_t i = slot_of(ps, pid, stack_id);
+	struct mt_pyresolved *r;
+
+	while (ps->slots[i].res) {
+		if (ps->slots[i].pid == pid && ps->slots[i].id == stack_id)
+			return ps->slots[i].res;
+		i = (i + 1) & (ps->cap - 1);
+	}
+	if (bpf_map_lookup_elem(ps->fd, &stack_id, &st))
+		return NULL;
+	/* taken out, so the map keeps room; a later sight adds it again */
+	bpf_map_delete_elem(ps->fd, &stack_id);
+	r = resolve(ps, py, pid, &st, truncated);
+	if (!r)
+		return NULL;
+	if (ps->count >= ps->max) {
+		clear(ps);
+		i = slot_of(ps, pid, stack_id);
+	}
+	ps->slots[i] = (struct entry){ .pid = pid, .id = stack_id, .res = r };
+	ps->count++;
+	return r;
+}
