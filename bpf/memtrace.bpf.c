@@ -139,7 +139,8 @@ static __always_inline __u64 top_frame(const struct mt_pyconf *c)
 
 	if (c->tss_key >= PTHREAD_KEY_2NDLEVEL)
 		return 0;
-	if (read_u64(&tstate, fs + PTHREAD_SPECIFIC_OFF + c->tss_key * 16 + 8) ||
+	if (read_u64(&tstate,
+		     fs + PTHREAD_SPECIFIC_OFF + c->tss_key * 16 + 8) ||
 	    !tstate)
 		return 0;
 	if (read_u64(&p, tstate + c->ts_frame_off) || !p)
@@ -220,8 +221,7 @@ static __always_inline void walk_python(struct mt_event *ev)
 	w.st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!w.st)
 		return;
-	w.max = w.c->max_depth < MT_MAX_FRAMES ? w.c->max_depth :
-						 MT_MAX_FRAMES;
+	w.max = w.c->max_depth < MT_MAX_FRAMES ? w.c->max_depth : MT_MAX_FRAMES;
 	/* twice the cap: C shim frames are walked but not kept */
 	bpf_loop(2 * MT_MAX_FRAMES, walk_step, &w, 0);
 	if (!w.n)

@@ -70,8 +70,7 @@ static size_t find(const struct mt_nodes *n, __u32 pid, __u64 node)
 	return i;
 }
 
-void mt_nodes_put(struct mt_nodes *n, __u32 pid, __u64 node,
-		  const char *module)
+void mt_nodes_put(struct mt_nodes *n, __u32 pid, __u64 node, const char *module)
 {
 	size_t i;
 

@@ -3,6 +3,7 @@
 #ifndef __FORMAT_H
 #define __FORMAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "kinds.h"
 
@@ -11,6 +12,7 @@ struct mt_attrib {
 	const char *phase;
 	const char *module;
 	const char *node; /* autograd Node class, in backward */
+	bool recompute; /* a forward run again in backward (checkpointing) */
 };
 
 /*

@@ -257,7 +257,9 @@ static const struct mt_pyresolved *attribute(struct tracer *tr,
 		const char *m = mt_nodes_module(tr->nodes, ev->pid, ev->node);
 
 		/* a module on the stack in backward is a recomputation */
-		if (m && !strcmp(a->module, "-"))
+		if (strcmp(a->module, "-"))
+			a->recompute = true;
+		else if (m)
 			a->module = m;
 		a->node = mt_node_class(tr->nodes, t->py, ev->node_vt,
 					tr->frames);
@@ -322,7 +324,7 @@ static int on_event(void *ctx, void *data, size_t len)
 	mt_summary_event(&tr->sum, &r);
 	pr = attribute(tr, t, ev, &a);
 	if (a.phase)
-		mt_summary_attrib(&tr->sum, &r, a.phase, a.module);
+		mt_summary_attrib(&tr->sum, &r, a.phase, a.module, a.recompute);
 	if (tr->opt->quiet)
 		return 0;
 	if (tr->opt->min_size &&
@@ -518,9 +520,9 @@ static int run(struct tracer *tr)
 	ret = attach_targets(tr);
 	if (ret)
 		return ret;
-	tr->stacks = mt_pystacks_new(bpf_map__fd(tr->skel->maps.stacks),
-				     MAX_STACKS, tr->frames, &o->rules,
-				     on_modcode, tr);
+	tr->stacks =
+		mt_pystacks_new(bpf_map__fd(tr->skel->maps.stacks), MAX_STACKS,
+				tr->frames, &o->rules, on_modcode, tr);
 	if (!tr->stacks) {
 		fprintf(stderr, "memtrace-bpf: out of memory\n");
 		return 2;

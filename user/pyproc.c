@@ -48,14 +48,15 @@
 #define TPF_HEAPTYPE (1UL << 9)
 #define TPF_DICT_SUBCLASS (1UL << 29)
 
-/* where a version keeps what we read; -1: absent */
+/* where a version keeps what we read */
 struct layout {
 	__u32 minor;
 	__u64 rt_interp_head, rt_tss;
 	__u64 is_threads_head;
 	__u64 ts_thread_id, ts_frame;
-	__s64 cframe_cur;
-	__u64 f_code, f_back, f_instr, f_localsplus, f_owner;
+	__s64 cframe_cur; /* -1: no _PyCFrame step */
+	__u64 f_code, f_back, f_instr, f_localsplus;
+	__u64 f_owner; /* MT_PY_NO_OWNER on 3.10 */
 	__u32 owner_cstack_min;
 	__u64 co_argcount, co_flags, co_firstlineno;
 	__u64 co_filename, co_name, co_qualname, co_linetable, co_adaptive;
@@ -199,6 +200,10 @@ struct code_entry {
 };
 
 #define CHILD_SLOTS 256
+/* how far under a running module its running child may sit, and how many
+ * modules a search may open */
+#define CHILD_DEPTH 4
+#define CHILD_BUDGET 256
 
 struct child_entry {
 	__u64 parent, child; /* parent 0: free */
@@ -502,32 +507,30 @@ static int code_get(struct mt_py *py, __u64 code, struct code_entry **out)
 
 /* Line of instruction offset addrq, from the code's co_linetable. */
 static int code_line(const struct mt_py *py, const struct code_entry *e,
-		     __s64 addrq)
+		     __s64 addrq, int *line)
 {
 	__u8 hdr[BYTES_DATA];
 	__u64 size;
 	__u8 *tab;
-	int line;
+	int ret;
 
-	if (mt_py_read(py, e->fp.linetable, hdr, sizeof(hdr)) ||
-	    get_u64(hdr, OB_TYPE) != py->bytes_type)
-		return -1;
+	ret = mt_py_read(py, e->fp.linetable, hdr, sizeof(hdr));
+	if (ret)
+		return ret;
 	size = get_u64(hdr, BYTES_SIZE);
-	if (!size || size > LINETABLE_MAX)
-		return -1;
-	tab = malloc(size);
+	if (get_u64(hdr, OB_TYPE) != py->bytes_type || size > LINETABLE_MAX)
+		return -EFAULT;
+	/* malloc(0) may give NULL: one byte more */
+	tab = malloc(size + 1);
 	if (!tab)
-		return -1;
-	if (mt_py_read(py, e->fp.linetable + BYTES_DATA, tab, size)) {
-		free(tab);
-		return -1;
-	}
-	if (py->lay->minor == 10)
-		line = mt_pyline_310(tab, size, e->fp.firstlineno, addrq);
-	else
-		line = mt_pyline_311(tab, size, e->fp.firstlineno, addrq);
+		return -ENOMEM;
+	ret = mt_py_read(py, e->fp.linetable + BYTES_DATA, tab, size);
+	if (!ret && py->lay->minor == 10)
+		*line = mt_pyline_310(tab, size, e->fp.firstlineno, addrq);
+	else if (!ret)
+		*line = mt_pyline_311(tab, size, e->fp.firstlineno, addrq);
 	free(tab);
-	return line;
+	return ret;
 }
 
 int mt_py_frame(struct mt_py *py, __u64 code, __u64 instr, char *qualname,
@@ -546,15 +549,19 @@ int mt_py_frame(struct mt_py *py, __u64 code, __u64 instr, char *qualname,
 		addrq = 2 * (__s64)(__s32)(__u32)instr; /* an index of u16s */
 	else
 		addrq = (__s64)(instr - (code + py->lay->co_adaptive));
+	*line = -1;
+	/* one unit before the start is a frame not yet begun; less is junk */
+	if (addrq < -2)
+		return 0;
 	for (unsigned int i = 0; i < e->nlines; i++) {
 		if (e->lines[i].addrq == addrq) {
 			*line = e->lines[i].line;
 			return 0;
 		}
 	}
-	*line = code_line(py, e, addrq);
-	if (*line < 0)
-		return 0; /* maybe unreadable now; do not remember */
+	/* unreadable now (the target exited?): no line, nothing to keep */
+	if (code_line(py, e, addrq, line))
+		return 0;
 	e->lines[e->next_line].addrq = addrq;
 	e->lines[e->next_line].line = *line;
 	e->next_line = (e->next_line + 1) % CODE_LINES;
@@ -795,11 +802,6 @@ static bool key_is_modules(struct mt_py *py, __u64 key, __u64 value,
 	return true;
 }
 
-static bool value_is(struct mt_py *py, __u64 key, __u64 value, const void *ctx)
-{
-	return value == *(const __u64 *)ctx;
-}
-
 static size_t child_slot(__u64 parent, __u64 child)
 {
 	__u64 h = ((parent >> 4) ^ (child >> 4) * 31) * 0x9e3779b97f4a7c15ULL;
@@ -807,31 +809,92 @@ static size_t child_slot(__u64 parent, __u64 child)
 	return (size_t)(h >> 56) % CHILD_SLOTS;
 }
 
+/* a module's _modules dict */
+static int modules_of(struct mt_py *py, __u64 module, struct dview *dv)
+{
+	__u64 key, modules;
+	int ret;
+
+	ret = instance_dict(py, module, dv);
+	if (!ret)
+		ret = dict_find(py, dv, key_is_modules, NULL, &key, &modules);
+	if (!ret)
+		ret = dict_view(py, modules, dv);
+	return ret;
+}
+
+/*
+ * Search for a module under another through modules that are not running
+ * (a ModuleList or Sequential iterated, not called), depth first.
+ */
+struct path_search {
+	__u64 target;
+	int depth, budget;
+	char path[MT_PY_NAME_MAX];
+};
+
+static bool path_step(struct mt_py *py, __u64 key, __u64 value,
+		      const void *ctx);
+
+static int search_under(struct mt_py *py, __u64 module, struct path_search *ps)
+{
+	struct dview dv;
+	__u64 key, value;
+	int ret;
+
+	if (ps->budget-- <= 0)
+		return -ENOENT;
+	ret = modules_of(py, module, &dv);
+	if (!ret)
+		ret = dict_find(py, &dv, path_step, ps, &key, &value);
+	return ret;
+}
+
+/* dict_find's test, which descends: true once the target is found */
+static bool path_step(struct mt_py *py, __u64 key, __u64 value, const void *ctx)
+{
+	struct path_search *ps = (struct path_search *)ctx;
+	size_t len = strlen(ps->path);
+	char name[MT_PY_NAME_MAX];
+
+	if (rd_str(py, key, name, sizeof(name)) ||
+	    len + strlen(name) + 2 > sizeof(ps->path))
+		return false;
+	snprintf(ps->path + len, sizeof(ps->path) - len, "%s%s", len ? "." : "",
+		 name);
+	if (value == ps->target)
+		return true;
+	if (ps->depth > 1) {
+		ps->depth--;
+		if (!search_under(py, value, ps)) {
+			ps->depth++;
+			return true;
+		}
+		ps->depth++;
+	}
+	ps->path[len] = '\0';
+	return false;
+}
+
 int mt_py_child_name(struct mt_py *py, __u64 parent, __u64 child, char *name,
 		     size_t len)
 {
 	struct child_entry *ce = &py->children[child_slot(parent, child)];
-	struct dview dv;
-	__u64 key, modules;
+	struct path_search ps = { .target = child,
+				  .depth = CHILD_DEPTH,
+				  .budget = CHILD_BUDGET };
 	int ret;
 
 	if (ce->parent == parent && ce->child == child && parent) {
 		copy_utf8(name, len, ce->name);
 		return 0;
 	}
-	ret = instance_dict(py, parent, &dv);
-	if (!ret)
-		ret = dict_find(py, &dv, key_is_modules, NULL, &key, &modules);
-	if (!ret)
-		ret = dict_view(py, modules, &dv);
-	if (!ret)
-		ret = dict_find(py, &dv, value_is, &child, &key, &modules);
-	if (!ret)
-		ret = rd_str(py, key, ce->name, sizeof(ce->name));
+	ret = search_under(py, parent, &ps);
 	if (ret) {
 		ce->parent = 0;
 		return ret == -EINVAL ? -ENOENT : ret;
 	}
+	snprintf(ce->name, sizeof(ce->name), "%s", ps.path);
 	ce->parent = parent;
 	ce->child = child;
 	copy_utf8(name, len, ce->name);

@@ -60,15 +60,17 @@ int mt_py_read(const struct mt_py *py, __u64 addr, void *buf, size_t len);
  * Name one frame recorded by the walker: code is the code object, instr the
  * raw instruction field (3.10: f_lasti in the low 32 bits; 3.11/3.12:
  * prev_instr; 3.13: instr_ptr). Fills qualname (co_name on 3.10, which has
- * no co_qualname), file (co_filename) and line (the instruction's line as
- * CPython computes it; -1 when it has none or the table cannot be read).
- * Strings are UTF-8, cut at a character boundary to fit.
+ * no co_qualname), file (co_filename) and line: the instruction's line as
+ * CPython computes it (co_firstlineno for a frame not yet started), or -1
+ * when it has none, instr does not point into the code, or the line table
+ * cannot be read. Strings are UTF-8, cut at a character boundary to fit.
  *
- * Code objects are cached by address. A hit costs one read of the object's
- * header: when its type, counts, first line or name pointers changed, the
- * address was reused and the entry is refetched. When that read fails (the
- * target exited) the cached names are used as they are. The cache and each
- * entry's instruction-to-line memo have fixed sizes.
+ * Code objects are cached by address (1024 of them, about 0.75 MiB per
+ * target). A hit costs one read of the object's header: when its type,
+ * counts, first line or name pointers changed, the address was reused and
+ * the entry is refetched. When that read fails (the target exited) the
+ * cached names are used as they are. Each entry remembers the lines of the
+ * last 8 instructions asked for.
  *
  * Returns 0, -EINVAL when code is not a code object, -EFAULT when it cannot
  * be read.
@@ -94,7 +96,8 @@ __u64 mt_py_module_self(struct mt_py *py, __u64 local0);
 /*
  * The key under which parent._modules holds child ("encoder", "3"), with
  * every instance __dict__ layout of 3.10-3.13 (split, inline values,
- * combined). Found names are cached by (parent, child) and not revalidated:
+ * combined). A child held through modules that are not running (a
+ * ModuleList iterated, not called) gets the dotted path: "layers.3". Found names are cached by (parent, child) and not revalidated:
  * modules live long, and a freed pair reused as another pair with another
  * name is not worth a walk per event. Returns 0, -ENOENT (child is not
  * there) or -EFAULT.

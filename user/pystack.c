@@ -9,6 +9,7 @@
 #include "pystack.h"
 
 #define MAX_CHAIN 32
+#define MT_MAX_ROOTS 64
 #define NAME_LEN 256
 
 struct entry {
@@ -27,6 +28,10 @@ struct mt_pystacks {
 	size_t cap, count, max;
 	__u64 known_modcode[MT_MAX_MODCODE * 4]; /* (pid << 48 ^ code) seen */
 	size_t nknown;
+	struct {
+		__u32 pid;
+		__u64 module;
+	} roots[MT_MAX_ROOTS]; /* each process's outermost module in forward */
 };
 
 static size_t slot_of(const struct mt_pystacks *ps, __u32 pid, __u64 id)
@@ -136,49 +141,70 @@ static void note_modcode(struct mt_pystacks *ps, __u32 pid, __u64 code)
 		ps->on_modcode(ps->ctx, pid, code);
 }
 
-/* the module path from the chain of running modules, outermost first */
-static const char *module_name(struct mt_pystacks *ps, struct mt_py *py,
-			       const __u64 *chain, int n)
+static __u64 *root_of(struct mt_pystacks *ps, __u32 pid)
 {
-	char path[1024], name[NAME_LEN];
+	for (int i = 0; i < MT_MAX_ROOTS; i++) {
+		if (ps->roots[i].pid == pid || !ps->roots[i].pid) {
+			ps->roots[i].pid = pid;
+			return &ps->roots[i].module;
+		}
+	}
+	return NULL;
+}
+
+static void append(char *path, size_t size, size_t *len, const char *name)
+{
+	int w = snprintf(path + *len, size - *len, "%s%s", *len ? "." : "",
+			 name);
+
+	if (w > 0 && (size_t)w < size - *len)
+		*len += (size_t)w;
+}
+
+/*
+ * The module path, as named_modules() spells it, of the innermost of the
+ * running modules in chain (outermost first).
+ */
+static const char *module_name(struct mt_pystacks *ps, struct mt_py *py,
+			       __u32 pid, const __u64 *chain, int n,
+			       bool forward)
+{
+	char path[1024], name[NAME_LEN], full[1024 + NAME_LEN + 2];
+	__u64 *root = root_of(ps, pid);
 	size_t len = 0;
-	int start = 0;
+	int from = 0; /* the path is relative to chain[from] */
 
 	if (!n)
 		return mt_intern(ps->pool, "-");
 	path[0] = '\0';
+	if (root && forward && !*root)
+		*root = chain[0];
+	/* run without its parents (recomputed in backward): from the root */
+	if (root && *root && *root != chain[0] &&
+	    !mt_py_child_name(py, *root, chain[0], name, sizeof(name)))
+		append(path, sizeof(path), &len, name);
 	for (int i = 1; i < n; i++) {
-		int w;
-
 		if (mt_py_child_name(py, chain[i - 1], chain[i], name,
 				     sizeof(name))) {
-			/* not its parent's child: name from here on */
-			start = i;
+			/* not its caller's child: start again from it */
 			len = 0;
 			path[0] = '\0';
+			from = i;
 			continue;
 		}
-		w = snprintf(path + len, sizeof(path) - len, "%s%s",
-			     len ? "." : "", name);
-		if (w < 0 || (size_t)w >= sizeof(path) - len)
-			break;
-		len += (size_t)w;
+		append(path, sizeof(path), &len, name);
 	}
-	if (len && start == 0)
+	if (len && !from)
 		return mt_intern(ps->pool, path);
-	/* the outermost running module itself: its class, or --root-name */
-	if (start == 0 && ps->rules->root_name)
+	/* the root is named by its class, or --root-name */
+	if (ps->rules->root_name && root && chain[from] == *root)
 		snprintf(name, sizeof(name), "%s", ps->rules->root_name);
-	else if (mt_py_type_name(py, chain[start], name, sizeof(name)))
+	else if (mt_py_type_name(py, chain[from], name, sizeof(name)))
 		snprintf(name, sizeof(name), "?");
 	if (!len)
 		return mt_intern(ps->pool, name);
-	{
-		char full[1024 + NAME_LEN + 2];
-
-		snprintf(full, sizeof(full), "%s.%s", name, path);
-		return mt_intern(ps->pool, full);
-	}
+	snprintf(full, sizeof(full), "%s.%s", name, path);
+	return mt_intern(ps->pool, full);
 }
 
 static struct mt_pyresolved *resolve(struct mt_pystacks *ps, struct mt_py *py,
@@ -233,14 +259,14 @@ static struct mt_pyresolved *resolve(struct mt_pystacks *ps, struct mt_py *py,
 	}
 	if (nchain && best < PH_FORWARD)
 		best = PH_FORWARD;
-	r->module = module_name(ps, py, chain, nchain);
+	r->module = module_name(ps, py, pid, chain, nchain, best == PH_FORWARD);
 	if (user_phase)
 		r->phase = user_phase;
 	else
-		r->phase = best == PH_BACKWARD	 ? "backward" :
-			   best == PH_OPTIMIZER	 ? "optimizer" :
-			   best == PH_FORWARD	 ? "forward" :
-						   "other";
+		r->phase = best == PH_BACKWARD	? "backward" :
+			   best == PH_OPTIMIZER ? "optimizer" :
+			   best == PH_FORWARD	? "forward" :
+						  "other";
 	if (!r->module)
 		r->module = "-";
 	return r;

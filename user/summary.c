@@ -128,8 +128,7 @@ static __u64 current_allocated(struct mt_summary *s, const struct mt_rec *r)
 }
 
 static struct mt_module_stat *module_stat(struct mt_summary *s, __u32 pid,
-					  const char *phase,
-					  const char *module)
+					  const char *phase, const char *module)
 {
 	struct mt_module_stat *m;
 
@@ -171,7 +170,7 @@ static struct mt_phase_stat *phase_stat(struct mt_summary *s, __u32 pid,
 }
 
 void mt_summary_attrib(struct mt_summary *s, const struct mt_rec *r,
-		       const char *phase, const char *module)
+		       const char *phase, const char *module, bool recompute)
 {
 	struct mt_thread_last *t = &s->threads[r->ev->tid % MT_SUM_THREADS];
 	__u64 bytes = r->size_state == MT_SIZE_KNOWN ? r->size : 0;
@@ -189,6 +188,8 @@ void mt_summary_attrib(struct mt_summary *s, const struct mt_rec *r,
 	if (r->role == MT_ROLE_ALLOC && !r->failed) {
 		m->allocs++;
 		m->bytes_alloc += bytes;
+		if (recompute)
+			m->recompute_bytes += bytes;
 	} else if (r->role == MT_ROLE_FREE && !r->failed) {
 		m->frees++;
 		m->bytes_freed += bytes;
@@ -232,12 +233,13 @@ static void print_modules(struct mt_summary *s, FILE *out)
 			"# module pid=%u phase=%s module=%s allocs=%" PRIu64
 			" frees=%" PRIu64 " bytes_allocated=%" PRIu64
 			" bytes_freed=%" PRIu64 " net=%" PRId64 " peak=%" PRIu64
-			" time=%.6fs\n",
+			" time=%.6fs recompute_bytes=%" PRIu64 "\n",
 			m->pid, m->phase, m->module, (uint64_t)m->allocs,
 			(uint64_t)m->frees, (uint64_t)m->bytes_alloc,
 			(uint64_t)m->bytes_freed,
 			(int64_t)(m->bytes_alloc - m->bytes_freed),
-			(uint64_t)m->peak, (double)m->time_ns / 1e9);
+			(uint64_t)m->peak, (double)m->time_ns / 1e9,
+			(uint64_t)m->recompute_bytes);
 	}
 	for (size_t i = 0; i < s->nphases; i++)
 		fprintf(out, "# phase pid=%u phase=%s peak=%" PRIu64 "\n",
@@ -334,8 +336,7 @@ static void print_live(const struct mt_livetable *live, size_t top, FILE *out)
 	free(g.v);
 }
 
-void mt_summary_print(struct mt_summary *s,
-		      const struct mt_livetable *live,
+void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
 		      const struct mt_summary_end *end, FILE *out)
 {
 	char dev[32];

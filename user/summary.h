@@ -44,6 +44,7 @@ struct mt_module_stat {
 	__u64 allocs, frees, bytes_alloc, bytes_freed;
 	__u64 peak; /* highest allocated seen at its events */
 	__u64 time_ns; /* between consecutive events of a thread inside it */
+	__u64 recompute_bytes; /* allocated re-running forward in backward */
 };
 
 struct mt_phase_stat {
@@ -89,7 +90,7 @@ void mt_summary_live(struct mt_summary *s, __u32 pid, enum mt_dev_type type,
  * mt_summary_event and mt_summary_live saw it).
  */
 void mt_summary_attrib(struct mt_summary *s, const struct mt_rec *r,
-		       const char *phase, const char *module);
+		       const char *phase, const char *module, bool recompute);
 
 void mt_summary_free(struct mt_summary *s);
 
@@ -101,8 +102,7 @@ struct mt_summary_end {
 };
 
 /* prints; sorts the module table in place */
-void mt_summary_print(struct mt_summary *s,
-		      const struct mt_livetable *live,
+void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
 		      const struct mt_summary_end *end, FILE *out);
 
 #endif /* __SUMMARY_H */

@@ -298,14 +298,18 @@ static void test_buffer_too_small(void **state)
 	assert_int_equal(n, strlen(full));
 
 	/* exactly the line and its NUL fits */
-	assert_int_equal(
-		mt_format_event(buf, (size_t)n + 1, &r, "libtorch_cuda.so", NULL), n);
+	assert_int_equal(mt_format_event(buf, (size_t)n + 1, &r,
+					 "libtorch_cuda.so", NULL),
+			 n);
 	assert_string_equal(buf, full);
 	/* one byte fewer, or much fewer, does not */
 	assert_int_equal(
-		mt_format_event(buf, (size_t)n, &r, "libtorch_cuda.so", NULL), -1);
-	assert_int_equal(mt_format_event(buf, 10, &r, "libtorch_cuda.so", NULL), -1);
-	assert_int_equal(mt_format_event(buf, 1, &r, "libtorch_cuda.so", NULL), -1);
+		mt_format_event(buf, (size_t)n, &r, "libtorch_cuda.so", NULL),
+		-1);
+	assert_int_equal(mt_format_event(buf, 10, &r, "libtorch_cuda.so", NULL),
+			 -1);
+	assert_int_equal(mt_format_event(buf, 1, &r, "libtorch_cuda.so", NULL),
+			 -1);
 }
 
 static void test_format_dev(void **state)

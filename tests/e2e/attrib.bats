@@ -1,0 +1,122 @@
+#!/usr/bin/env bats
+# Python stacks, nn.Module names and phases, with a real PyTorch model
+# trained on the CPU (Debian's python3 and torch): each layer has sizes no
+# other tensor has, so the owner of each allocation is known from its size.
+
+load helpers
+
+# trace attrib_model.py ARGS... with memtrace-bpf -p; sets TRACE, MODEL
+trace_model() {
+	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" "$@"
+	trace 1 -p "$fx_PID"
+	release fx
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	MODEL=$BATS_TEST_TMPDIR/fx.out
+	grep -q '^mark ' "$MODEL"
+}
+
+# event lines (no stack lines) with this exact size
+sized() {
+	grep -E "^[^#	].* size=$1 " "$TRACE" || true
+}
+
+@test "forward activations carry their layer's full name and phase=forward" {
+	trace_model --steps 2
+	while read -r _ name bytes; do
+		lines=$(sized "$bytes" | grep ': c10:cpu_alloc: ' | grep ' phase=forward ')
+		echo "act $name ($bytes B): $(wc -l <<<"$lines") forward allocations"
+		grep -q " module=$name\$" <<<"$lines" || { echo "$lines"; false; }
+	done < <(grep '^act ' "$MODEL")
+	# the ReLU after encoder.1.proj is named too
+	sized "$(awk '$2=="encoder.1.proj"{print $3}' "$MODEL" | head -1)" |
+		grep ' phase=forward ' | grep -q ' module=encoder.1.act$'
+}
+
+@test "weight gradients carry phase=backward, the layer and its autograd node" {
+	trace_model --steps 2
+	while read -r _ name bytes; do
+		line=$(sized "$bytes" | grep ': c10:cpu_alloc: ' | grep ' phase=backward ' | head -1)
+		echo "grad $name: $line"
+		[[ "$line" == *" module=$name node=AddmmBackward0" ]]
+	done < <(grep '^weight ' "$MODEL" | grep -v ' head ')
+}
+
+@test "Adam's state carries phase=optimizer" {
+	trace_model --steps 2
+	while read -r _ name bytes; do
+		n=$(sized "$bytes" | grep ': c10:cpu_alloc: ' | grep -c ' phase=optimizer ')
+		echo "$name: $n optimizer allocations of $bytes B"
+		# exp_avg and exp_avg_sq, made at the first step
+		[ "$n" -ge 2 ]
+	done < <(grep '^weight ' "$MODEL")
+}
+
+@test "phase and module coverage of the bytes allocated in the steps" {
+	trace_model --steps 3
+	read -r total other < <(awk '/^# module /{
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+		t += f["bytes_allocated"]; if (f["phase"] == "other") o += f["bytes_allocated"]
+	} END { print t, o }' "$TRACE")
+	read -r back backmod < <(awk '/^# module .* phase=backward /{
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+		b += f["bytes_allocated"]; if (f["module"] != "-") m += f["bytes_allocated"]
+	} END { print b, m }' "$TRACE")
+	# the marker tensor is made outside any phase on purpose: not counted
+	mark=$(awk '$1=="mark"{print $3}' "$MODEL")
+	total=$((total - 3 * mark))
+	other=$((other - 3 * mark))
+	phased=$(((total - other) * 1000 / total))
+	moduled=$((backmod * 1000 / back))
+	echo "# bytes with a phase other than 'other': $((phased / 10)).$((phased % 10)) % of $total" >&3
+	echo "# backward bytes with a module: $((moduled / 10)).$((moduled % 10)) % of $back" >&3
+	[ "$phased" -ge 950 ]
+	[ "$moduled" -ge 900 ]
+}
+
+@test "the stack shows the file and line that made a tensor" {
+	trace_model --steps 1
+	read -r _ line bytes < <(grep '^mark ' "$MODEL")
+	grep -A1 -E "^[^#	].*: c10:cpu_alloc: .* size=$bytes " "$TRACE" |
+		grep -q "^	make_mark (.*tests/fixtures/attrib_model.py:$line)$"
+	# the frames below it, innermost first
+	grep -A2 -E "^[^#	].*: c10:cpu_alloc: .* size=$bytes " "$TRACE" |
+		grep -q "^	main (.*tests/fixtures/attrib_model.py:[0-9]*)$"
+}
+
+@test "a checkpointed block's recomputation shows in backward under its name" {
+	trace_model --steps 2 --checkpoint
+	bytes=$(awk '$1=="act" && $2=="mid.proj"{print $3}' "$MODEL")
+	sized "$bytes" | grep ': c10:cpu_alloc: ' | grep ' phase=backward ' | grep -q ' module=mid.proj'
+	grep -q '^# module pid=[0-9]* phase=backward module=mid.proj .* recompute_bytes=[1-9]' "$TRACE"
+}
+
+@test "--no-stack drops the stack lines, --max-depth cuts them, --root-name names the root" {
+	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" --steps 1
+	trace 1 -p "$fx_PID" --no-stack
+	release fx
+	finish
+	[ -z "$(grep -P '^\t' "$TRACE")" ]
+	grep -q ' phase=forward module=encoder.0.proj$' "$TRACE"
+
+	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" --steps 1
+	trace 1 -p "$fx_PID" --max-depth 2 --root-name net
+	release fx
+	finish
+	grep -q '^	\[truncated at 2 frames\]$' "$TRACE"
+	# never more than two frames under an event
+	awk '/^\t\[truncated/ { next } /^\t/ { if (++n > 2) bad = 1; next } { n = 0 }
+		END { exit bad }' "$TRACE"
+}
+
+@test "the root module is named by its class, or by --root-name" {
+	trace_model --steps 1
+	bytes=$(awk '$1=="root"{print $2}' "$MODEL")
+	sized "$bytes" | grep ': c10:cpu_alloc: ' | grep -q ' phase=forward module=Net$'
+
+	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" --steps 1
+	trace 1 -p "$fx_PID" --root-name net
+	release fx
+	finish
+	sized "$bytes" | grep ': c10:cpu_alloc: ' | grep -q ' phase=forward module=net$'
+}
