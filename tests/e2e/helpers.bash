@@ -21,19 +21,34 @@ wait_for() {
 }
 
 # fixture NAME CMD...: start CMD held before its first call (MT_GO);
-# sets NAME_PID and writes its stdout to $BATS_TEST_TMPDIR/NAME.out
+# sets NAME_PID and writes its stdout to $BATS_TEST_TMPDIR/NAME.out.
+# With HELD=1 it is also held before it exits, until `unhold NAME`: the
+# names of a Python stack are read from the living process.
 fixture() {
 	local name=$1
+	local -a env=(MT_GO="$BATS_TEST_TMPDIR/$name.go")
 	shift
-	rm -f "$BATS_TEST_TMPDIR/$name.go"
-	MT_GO=$BATS_TEST_TMPDIR/$name.go \
-		"$@" >"$BATS_TEST_TMPDIR/$name.out" 2>"$BATS_TEST_TMPDIR/$name.err" &
+	rm -f "$BATS_TEST_TMPDIR/$name.go" "$BATS_TEST_TMPDIR/$name.hold"
+	[ -n "${HELD:-}" ] && env+=(MT_HOLD="$BATS_TEST_TMPDIR/$name.hold")
+	env "${env[@]}" "$@" >"$BATS_TEST_TMPDIR/$name.out" \
+		2>"$BATS_TEST_TMPDIR/$name.err" &
 	wait_for "$BATS_TEST_TMPDIR/$name.out" '^READY ' 120
 	printf -v "${name}_PID" '%s' "$(awk '/^READY /{print $2; exit}' "$BATS_TEST_TMPDIR/$name.out")"
 }
 
 release() {
 	touch "$BATS_TEST_TMPDIR/$1.go"
+}
+
+# unhold NAME N PATTERN: once N lines of the trace match PATTERN, let the
+# held fixture NAME exit
+unhold() {
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		[ "$(grep -cE -- "$3" "$BATS_TEST_TMPDIR/trace.out")" -ge "$2" ] && break
+		sleep 0.05
+	done
+	touch "$BATS_TEST_TMPDIR/$1.hold"
 }
 
 # trace NATTACH ARGS...: start memtrace-bpf ARGS in the background and wait

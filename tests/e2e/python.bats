@@ -33,6 +33,70 @@ check_python() {
 	[ "$n" -ge 1 ]
 }
 
+FIXPY=$ROOT/tests/fixtures/ctypes_cudart.py
+
+# the stack lines under the first cudaMalloc event of size $1, as
+# "function:line" (the qualname's last part, so 3.10's co_name compares)
+stack_of() {
+	awk -v size="$1" '
+		!found && /^[^#\t].*: cudart:cudaMalloc: / && index($0, " size=" size " ") { found = 1; next }
+		found && /^\t/ { sub(/^\t/, ""); print; next }
+		found { exit }' "$TRACE" |
+		sed -E 's/^([^ ]*\.)?([^. ]+) \((.*):([0-9]+)\)$/\2 \3:\4/'
+}
+
+# held_trace N PY ARGS...: trace ctypes_cudart.py ARGS under PY, keeping it
+# alive until N allocations of 1310723 bytes are in the trace
+held_trace() {
+	local n=$1 py=$2
+	shift 2
+	HELD=1 fixture fx "$py" "$FIXPY" "$@" "$CUDART" 1310723
+	trace 1 -p "$fx_PID"
+	release fx
+	unhold fx "$n" ': cudart:cudaMalloc: size=1310723 '
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+}
+
+line_of() {
+	grep -n -- "$1" "$FIXPY" | head -1 | cut -d: -f1
+}
+
+@test "Python stacks with the GIL released, on every CPython: frames, lines, generator, thread" {
+	malloc_line=$(line_of 'ret = lib.cudaMalloc(')
+	while read -r py; do
+		echo "# $py" >&3
+		held_trace 1 "$py" --depth 2
+		stack_of 1310723 >"$BATS_TEST_TMPDIR/stack"
+		cat "$BATS_TEST_TMPDIR/stack"
+		grep -q "^# python pid=$fx_PID version=3\\.1[0-3]$" "$TRACE"
+		[ "$(sed -n 1p "$BATS_TEST_TMPDIR/stack")" = "do_calls $FIXPY:$malloc_line" ]
+		[ "$(sed -n 2p "$BATS_TEST_TMPDIR/stack" | cut -d' ' -f1)" = innermost ]
+		[ "$(sed -n 3p "$BATS_TEST_TMPDIR/stack" | cut -d' ' -f1)" = mt_frame ]
+		[ "$(sed -n 4p "$BATS_TEST_TMPDIR/stack" | cut -d' ' -f1)" = mt_frame ]
+		[ "$(sed -n 5p "$BATS_TEST_TMPDIR/stack" | cut -d' ' -f1)" = calls ]
+		[ "$(tail -1 "$BATS_TEST_TMPDIR/stack")" = "<module> $FIXPY:$(line_of '^    main()')" ]
+		events cudart:cudaMalloc | grep -q ' phase=other module=-$'
+
+		held_trace 1 "$py" --generator
+		[ "$(stack_of 1310723 | cut -d' ' -f1 | head -3 | paste -sd' ')" = "do_calls gen_calls innermost" ]
+
+		# a thread that released the GIL, then exited, then the main thread
+		held_trace 2 "$py" --thread --after-thread
+		[ "$(events cudart:cudaMalloc | grep -c ' size=1310723 ')" -eq 2 ]
+		stack_of 1310723 | cut -d' ' -f1 | grep -q '_bootstrap'
+		awk '/^[^#\t].* size=1310723 /{getline; print}' "$TRACE" >"$BATS_TEST_TMPDIR/tops"
+		[ "$(grep -c '^	do_calls ' "$BATS_TEST_TMPDIR/tops")" -eq 2 ]
+		grep -A9 ' size=1310723 ' "$TRACE" | grep -q '^	<module> '
+	done < <(pythons)
+}
+
+@test "a stack deeper than the cap is cut and marked" {
+	held_trace 1 "$TORCH_PY" --depth 100
+	[ "$(stack_of 1310723 | grep -vc truncated)" -eq 64 ]
+	stack_of 1310723 | grep -q '^\[truncated at 64 frames\]$'
+}
+
 @test "ctypes from a second Python thread: its own tid" {
 	check_python "$TORCH_PY" --thread
 	[ "$tid" != "$fx_PID" ]
