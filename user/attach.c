@@ -14,8 +14,10 @@ static bool kind_wanted(const struct mt_attacher *a,
 {
 	if (ki->cpu)
 		return !a->no_cpu;
-	if (ki->lib == MT_LIB_LDSO || ki->lib == MT_LIB_TORCH_CPU)
+	if (ki->lib == MT_LIB_LDSO)
 		return true;
+	if (ki->lib == MT_LIB_TORCH_CPU)
+		return !a->no_python;
 	return !a->no_cuda;
 }
 

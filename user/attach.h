@@ -16,6 +16,7 @@ struct mt_attacher {
 	struct bpf_link **links;
 	size_t nlinks, cap;
 	bool no_cpu, no_cuda;
+	bool no_python; /* the autograd probes serve the attribution only */
 	FILE *log; /* "# attach" lines; NULL for none */
 };
 

@@ -16,6 +16,7 @@
 #include "autograd.h"
 #include "format.h"
 #include "livetable.h"
+#include "modlog.h"
 #include "memtrace.skel.h"
 #include "options.h"
 #include "preflight.h"
@@ -135,7 +136,7 @@ static void find_python(struct tracer *tr, struct mt_target *t)
 	char err[512];
 	int ret;
 
-	if (t->py || t->py_tries >= PY_TRIES)
+	if (t->py || t->py_tries >= PY_TRIES || tr->opt->no_python)
 		return;
 	t->py_tries++;
 	ret = mt_py_open(t->pid, &t->py, err, sizeof(err));
@@ -325,6 +326,14 @@ static int on_event(void *ctx, void *data, size_t len)
 	pr = attribute(tr, t, ev, &a);
 	if (a.phase)
 		mt_summary_attrib(&tr->sum, &r, a.phase, a.module, a.recompute);
+	if (a.phase && t->modlog) {
+		__u64 allocated, reserved;
+
+		mt_summary_totals(&tr->sum, ev->pid, &allocated, &reserved);
+		mt_modlog_event(t->modlog, ev->ts, a.phase, a.module,
+				mt_pystacks_root(tr->stacks, ev->pid),
+				allocated, reserved);
+	}
 	if (tr->opt->quiet)
 		return 0;
 	if (tr->opt->min_size &&
@@ -439,6 +448,23 @@ static int open_targets(struct tracer *tr)
 	return 0;
 }
 
+static int open_module_logs(struct tracer *tr)
+{
+	char err[512];
+
+	for (int i = 0; i < tr->ntargets; i++) {
+		struct mt_target *t = &tr->targets[i];
+
+		t->modlog = mt_modlog_open(tr->opt->module_log, t->pid,
+					   tr->opt->log_time, err, sizeof(err));
+		if (!t->modlog) {
+			fprintf(stderr, "memtrace-bpf: %s\n", err);
+			return 2;
+		}
+	}
+	return 0;
+}
+
 static void print_header(struct tracer *tr)
 {
 	fprintf(tr->out, "# memtrace-bpf %s:", MT_VERSION);
@@ -509,10 +535,13 @@ static int run(struct tracer *tr)
 	tr->att.skel = tr->skel;
 	tr->att.no_cpu = o->no_cpu;
 	tr->att.no_cuda = o->no_cuda;
+	tr->att.no_python = o->no_python;
 	/* with -q the attach notes still tell a script when tracing began */
 	tr->att.log = o->quiet ? stderr : tr->out;
 
 	ret = o->command ? spawn_command(tr, gate) : open_targets(tr);
+	if (!ret && o->module_log)
+		ret = open_module_logs(tr);
 	if (ret)
 		return ret;
 	if (!o->quiet)
@@ -598,6 +627,12 @@ int main(int argc, char **argv)
 		if (tr.targets[i].spawned && !tr.targets[i].exited)
 			kill(tr.targets[i].pid, SIGCONT);
 		mt_py_close(tr.targets[i].py);
+		if (mt_modlog_close(tr.targets[i].modlog)) {
+			fprintf(stderr,
+				"memtrace-bpf: write the module log: %s\n",
+				strerror(errno));
+			ret = 2;
+		}
 		mt_target_close(&tr.targets[i]);
 	}
 	mt_pystacks_free(tr.stacks);

@@ -42,6 +42,9 @@ enum {
 	OPT_MAX_DEPTH,
 	OPT_ROOT_NAME,
 	OPT_PHASE,
+	OPT_MODULE_LOG,
+	OPT_LOG_TIME,
+	OPT_NO_PYTHON,
 };
 
 static const struct argp_option opts[] = {
@@ -70,6 +73,12 @@ static const struct argp_option opts[] = {
 	  "Name of the outermost nn.Module (default: its class)", 0 },
 	{ "phase", OPT_PHASE, "NAME=QUALNAME", 0,
 	  "Phase NAME while a frame QUALNAME runs (repeatable)", 0 },
+	{ "module-log", OPT_MODULE_LOG, "FILE", 0,
+	  "Per module and stage records per step; {pid}, {rank} expand", 0 },
+	{ "log-time", OPT_LOG_TIME, NULL, 0,
+	  "Timestamps in the --module-log records", 0 },
+	{ "no-python", OPT_NO_PYTHON, NULL, 0,
+	  "No Python stacks, modules or phases (cheapest)", 0 },
 	{ "verbose", 'v', NULL, 0, "Print libbpf debug output", 0 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show the help", 0 },
 	{ 0 },
@@ -203,6 +212,15 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_PHASE:
 		parse_phase(state, o, arg);
 		break;
+	case OPT_MODULE_LOG:
+		o->module_log = arg;
+		break;
+	case OPT_LOG_TIME:
+		o->log_time = true;
+		break;
+	case OPT_NO_PYTHON:
+		o->no_python = true;
+		break;
 	case 'v':
 		o->verbose++;
 		break;
@@ -241,6 +259,11 @@ int mt_parse_options(int argc, char **argv, struct mt_options *o)
 	if (o->npids && o->command) {
 		fprintf(stderr, "memtrace-bpf: -p and a command exclude each "
 				"other\n");
+		return 2;
+	}
+	if (o->module_log && o->no_python) {
+		fprintf(stderr, "memtrace-bpf: --module-log needs the Python "
+				"attribution that --no-python turns off\n");
 		return 2;
 	}
 	if (o->no_cpu && o->no_cuda) {

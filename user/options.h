@@ -28,6 +28,9 @@ struct mt_options {
 	bool no_stack; /* no stack lines (phase and module stay) */
 	unsigned int max_depth; /* Python frames kept */
 	struct mt_phase_rules rules; /* --root-name, --phase */
+	const char *module_log; /* --module-log pattern */
+	bool log_time;
+	bool no_python; /* no stacks, modules or phases */
 };
 
 /*

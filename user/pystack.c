@@ -31,6 +31,7 @@ struct mt_pystacks {
 	struct {
 		__u32 pid;
 		__u64 module;
+		const char *name; /* interned */
 	} roots[MT_MAX_ROOTS]; /* each process's outermost module in forward */
 };
 
@@ -141,14 +142,48 @@ static void note_modcode(struct mt_pystacks *ps, __u32 pid, __u64 code)
 		ps->on_modcode(ps->ctx, pid, code);
 }
 
-static __u64 *root_of(struct mt_pystacks *ps, __u32 pid)
+static int root_slot(struct mt_pystacks *ps, __u32 pid)
 {
 	for (int i = 0; i < MT_MAX_ROOTS; i++) {
 		if (ps->roots[i].pid == pid || !ps->roots[i].pid) {
 			ps->roots[i].pid = pid;
-			return &ps->roots[i].module;
+			return i;
 		}
 	}
+	return -1;
+}
+
+static __u64 *root_of(struct mt_pystacks *ps, __u32 pid)
+{
+	int i = root_slot(ps, pid);
+
+	return i < 0 ? NULL : &ps->roots[i].module;
+}
+
+/* the root's name: --root-name, or its class */
+static const char *name_root(struct mt_pystacks *ps, struct mt_py *py,
+			     __u32 pid, __u64 module)
+{
+	int i = root_slot(ps, pid);
+	char name[NAME_LEN];
+
+	if (i >= 0 && ps->roots[i].name)
+		return ps->roots[i].name;
+	if (ps->rules->root_name)
+		snprintf(name, sizeof(name), "%s", ps->rules->root_name);
+	else if (mt_py_type_name(py, module, name, sizeof(name)))
+		snprintf(name, sizeof(name), "?");
+	if (i < 0)
+		return mt_intern(ps->pool, name);
+	ps->roots[i].name = mt_intern(ps->pool, name);
+	return ps->roots[i].name;
+}
+
+const char *mt_pystacks_root(struct mt_pystacks *ps, __u32 pid)
+{
+	for (int i = 0; i < MT_MAX_ROOTS && ps->roots[i].pid; i++)
+		if (ps->roots[i].pid == pid)
+			return ps->roots[i].name;
 	return NULL;
 }
 
@@ -177,8 +212,10 @@ static const char *module_name(struct mt_pystacks *ps, struct mt_py *py,
 	if (!n)
 		return mt_intern(ps->pool, "-");
 	path[0] = '\0';
-	if (root && forward && !*root)
+	if (root && forward && !*root) {
 		*root = chain[0];
+		name_root(ps, py, pid, chain[0]);
+	}
 	/* run without its parents (recomputed in backward): from the root */
 	if (root && *root && *root != chain[0] &&
 	    !mt_py_child_name(py, *root, chain[0], name, sizeof(name)))
@@ -197,8 +234,9 @@ static const char *module_name(struct mt_pystacks *ps, struct mt_py *py,
 	if (len && !from)
 		return mt_intern(ps->pool, path);
 	/* the root is named by its class, or --root-name */
-	if (ps->rules->root_name && root && chain[from] == *root)
-		snprintf(name, sizeof(name), "%s", ps->rules->root_name);
+	if (root && chain[from] == *root)
+		snprintf(name, sizeof(name), "%s",
+			 name_root(ps, py, pid, chain[from]));
 	else if (mt_py_type_name(py, chain[from], name, sizeof(name)))
 		snprintf(name, sizeof(name), "?");
 	if (!len)

@@ -58,6 +58,9 @@ const struct mt_pyresolved *mt_pystacks_get(struct mt_pystacks *ps,
 					    struct mt_py *py, __u32 pid,
 					    __u64 stack_id, bool truncated);
 
+/* the name given to process pid's root module (NULL: none seen yet) */
+const char *mt_pystacks_root(struct mt_pystacks *ps, __u32 pid);
+
 /* phase of a thread that runs no Python, from its name */
 const char *mt_phase_of_thread(const char *comm);
 

@@ -205,6 +205,30 @@ void mt_summary_attrib(struct mt_summary *s, const struct mt_rec *r,
 				      .ts = r->ev->ts };
 }
 
+void mt_summary_totals(struct mt_summary *s, __u32 pid, __u64 *allocated,
+		       __u64 *reserved)
+{
+	__u64 cpu = 0;
+	bool cuda = false;
+
+	*allocated = *reserved = 0;
+	for (size_t i = 0; i < s->ndevs; i++) {
+		const struct mt_dev_stat *d = &s->devs[i];
+
+		if (d->pid != pid)
+			continue;
+		if (d->space == MT_SP_C10 && d->type == MT_DT_CUDA) {
+			cuda = true;
+			*allocated += d->allocated;
+			*reserved += d->reserved;
+		} else if (d->space == MT_SP_CPU) {
+			cpu += d->cur;
+		}
+	}
+	if (!cuda)
+		*allocated = *reserved = cpu;
+}
+
 void mt_summary_free(struct mt_summary *s)
 {
 	free(s->mods);

@@ -94,6 +94,13 @@ void mt_summary_attrib(struct mt_summary *s, const struct mt_rec *r,
 
 void mt_summary_free(struct mt_summary *s);
 
+/*
+ * The memory process pid holds now: the caching allocator's totals over its
+ * CUDA devices where it has any, else its CPU tensor bytes (both figures).
+ */
+void mt_summary_totals(struct mt_summary *s, __u32 pid, __u64 *allocated,
+		       __u64 *reserved);
+
 struct mt_summary_end {
 	double seconds;
 	__u64 lost;

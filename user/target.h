@@ -10,6 +10,7 @@
 #include "procmaps.h"
 
 struct mt_py;
+struct mt_modlog;
 
 #define MT_MAX_FILES 32
 
@@ -30,6 +31,7 @@ struct mt_target {
 	struct mt_py *py; /* its CPython, once found */
 	struct mt_pyconf pyconf; /* as given to the BPF walker */
 	int py_tries; /* looks for CPython so far */
+	struct mt_modlog *modlog; /* --module-log */
 };
 
 /* Check that pid exists and can be traced. Returns 0 or -errno, err set. */

@@ -120,3 +120,31 @@ sized() {
 	finish
 	sized "$bytes" | grep ': c10:cpu_alloc: ' | grep -q ' phase=forward module=net$'
 }
+
+@test "--module-log: one record per module per stage per step" {
+	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" --steps 3
+	trace 1 -p "$fx_PID" --module-log "$BATS_TEST_TMPDIR/mem_{pid}_rank{rank}.log" --log-time
+	release fx
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	log=$BATS_TEST_TMPDIR/mem_${fx_PID}_rank0.log
+	[ -s "$log" ]
+	modules="Net encoder encoder.0 encoder.0.proj encoder.0.act encoder.1 encoder.1.proj
+		encoder.1.act encoder.2 encoder.2.proj encoder.2.act mid mid.proj mid.act head"
+	for step in 0 1 2; do
+		for m in $modules; do
+			for stage in pre_forward post_forward pre_backward post_backward; do
+				n=$(grep -c "^step=$step module=$m stage=$stage allocated=[0-9.]* reserved=[0-9.]* max_allocated=[0-9.]* max_reserved=[0-9.]* time=[0-9]*\.[0-9]\{6\}$" "$log")
+				[ "$n" -eq 1 ] || { echo "step $step $m $stage: $n records"; false; }
+			done
+		done
+		grep -q "^step=$step module=optimizer stage=pre_step " "$log"
+		grep -q "^step=$step module=optimizer stage=post_step " "$log"
+	done
+	# nothing else: 15 modules x 4 stages + the optimizer's two, per step
+	[ "$(wc -l <"$log")" -eq $((3 * 62)) ]
+	# Adam's state arrives in the first step
+	pre=$(awk '/^step=0 module=optimizer stage=pre_step /{sub("allocated=", "", $4); print $4}' "$log")
+	post=$(awk '/^step=0 module=optimizer stage=post_step /{sub("allocated=", "", $4); print $4}' "$log")
+	awk -v a="$pre" -v b="$post" 'BEGIN { exit !(b > a) }'
+}
