@@ -73,6 +73,11 @@ check "A: c10 allocated peak equals torch.cuda.max_memory_allocated()" test "$wa
 check "A: c10 reserved equals torch.cuda.memory_reserved()" test "$want_r" = "$got_r"
 check "A: cudaMalloc segments succeed (ret=0) with pointers" grep -q ': cudart:cudaMalloc: ptr=0x[0-9a-f]* size=[0-9]* dev=cuda:[0-9?] ret=0 ' "$OUTDIR/a.full"
 check "A: no lost events" grep -q '^# lost events=0$' "$OUTDIR/a.full"
+check "A: CPython found" grep -q '^# python pid=[0-9]* version=3\.' "$OUTDIR/a.full"
+check "A: forward blocks named by module (Sequential child 0)" grep -q ': c10:alloc: .* dev=cuda:0 .* phase=forward module=0$' "$OUTDIR/a.full"
+check "A: forward blocks carry a Python stack" sh -c "grep -A1 ': c10:alloc: .* phase=forward ' '$OUTDIR/a.full' | grep -q '^	Linear.forward (torch/nn/modules/linear.py:[0-9]*)$'"
+check "A: backward on pt_autograd_0 with its module and autograd node" grep -q '^pt_autograd_0 [0-9/]* .*: c10:alloc: .* phase=backward module=[0-9] node=[A-Za-z]*Backward0$' "$OUTDIR/a.full"
+check "A: Adam's state in phase=optimizer" grep -q ': c10:alloc: .* dev=cuda:0 .* phase=optimizer module=-$' "$OUTDIR/a.full"
 
 echo "== B: -- mode from the first allocation, with an OOM"
 "$MT" -- $PY "$WL" --steps 3 --oom >"$OUTDIR/b.full" 2>"$OUTDIR/b.err"

@@ -823,6 +823,13 @@ static int modules_of(struct mt_py *py, __u64 module, struct dview *dv)
 	return ret;
 }
 
+bool mt_py_is_module(struct mt_py *py, __u64 obj)
+{
+	struct dview dv;
+
+	return obj && !modules_of(py, obj, &dv);
+}
+
 /*
  * Search for a module under another through modules that are not running
  * (a ModuleList or Sequential iterated, not called), depth first.

@@ -292,7 +292,9 @@ static struct mt_pyresolved *resolve(struct mt_pystacks *ps, struct mt_py *py,
 			continue;
 		note_modcode(ps, pid, st->frames[i].code);
 		self = mt_py_module_self(py, st->frames[i].local0);
-		if (self && (!nchain || chain[nchain - 1] != self))
+		/* a frame caught before self is stored holds something else */
+		if (self && (!nchain || chain[nchain - 1] != self) &&
+		    mt_py_is_module(py, self))
 			chain[nchain++] = self;
 	}
 	if (nchain && best < PH_FORWARD)
