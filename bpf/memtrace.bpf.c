@@ -60,10 +60,10 @@ struct {
 	__type(value, struct mt_pyconf);
 } pyconf SEC(".maps");
 
-/* Python stacks by id; user space takes each out once it has read it */
+/* Python stacks by id; the least used go when it is full */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
 	__type(key, __u64);
 	__type(value, struct mt_pystack);
 } stacks SEC(".maps");
@@ -75,6 +75,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct mt_pystack);
 } scratch SEC(".maps");
+
+/*
+ * Wake the reader only once this much waits in the ring buffer (or for an
+ * event it must act on at once): a wakeup per event costs the traced
+ * thread more than the probe. User space also drains on a timer.
+ */
+const volatile __u64 wakeup_bytes = 1 << 20;
 
 /* events that could not be recorded: user space reports them */
 __u64 lost_events = 0;
@@ -152,6 +159,16 @@ static __always_inline __u64 top_frame(const struct mt_pyconf *c)
 	return p;
 }
 
+/* a u64 field of a frame head read whole; the bound is for the verifier */
+static __always_inline __u64 win_at(const __u64 *win, __u64 off)
+{
+	__u64 i = off / 8;
+
+	if (i >= MT_FRAME_WIN / 8)
+		return 0;
+	return win[i];
+}
+
 struct walk_ctx {
 	const struct mt_pyconf *c;
 	struct mt_pystack *st;
@@ -172,11 +189,30 @@ static long walk_step(__u64 i, void *data)
 
 	if (!frame || w->n >= w->max)
 		return 1;
+	f = &w->st->frames[w->n & (MT_MAX_FRAMES - 1)];
+	if (c->frame_win) {
+		/* one read of the frame's head holds every field (3.11+) */
+		__u64 win[MT_FRAME_WIN / 8];
+
+		if (bpf_probe_read_user(win, sizeof(win), (void *)frame))
+			return 1;
+		w->frame = win_at(win, c->f_back);
+		if (c->owner_cstack_min) {
+			__u64 o = c->f_owner;
+
+			if (o < MT_FRAME_WIN &&
+			    ((__u8 *)win)[o] >= c->owner_cstack_min)
+				return 0;
+		}
+		f->code = win_at(win, c->f_code);
+		f->instr = win_at(win, c->f_instr);
+		f->local0 = win_at(win, c->f_localsplus);
+		goto hash;
+	}
 	if (c->owner_cstack_min &&
 	    !bpf_probe_read_user(&owner, 1, (void *)(frame + c->f_owner)) &&
 	    owner >= c->owner_cstack_min)
 		goto next;
-	f = &w->st->frames[w->n & (MT_MAX_FRAMES - 1)];
 	f->code = 0;
 	f->instr = 0;
 	f->local0 = 0;
@@ -189,11 +225,15 @@ static long walk_step(__u64 i, void *data)
 		read_u64(&f->instr, frame + c->f_instr);
 	}
 	read_u64(&f->local0, frame + c->f_localsplus);
+	if (read_u64(&w->frame, frame + c->f_back))
+		w->frame = 0;
+hash:
 	w->hash = (w->hash ^ f->code) * FNV_PRIME;
 	w->hash = (w->hash ^ f->instr) * FNV_PRIME;
 	if (!c->nmodcode || is_modcode(c, f->code))
 		w->hash = (w->hash ^ f->local0) * FNV_PRIME;
 	w->n++;
+	return 0;
 next:
 	if (read_u64(&w->frame, frame + c->f_back))
 		w->frame = 0;
@@ -232,14 +272,22 @@ static __always_inline void walk_python(struct mt_event *ev)
 	ev->flags |= MT_EV_PY;
 	if (w.frame)
 		ev->flags |= MT_EV_PY_TRUNC;
+	/* most stacks were seen before: a lookup is cheaper than a copy */
+	if (bpf_map_lookup_elem(&stacks, &w.hash))
+		return;
 	err = bpf_map_update_elem(&stacks, &w.hash, w.st, BPF_NOEXIST);
-	if (err && err != -17 /* EEXIST: seen before */)
+	if (err && err != -17 /* EEXIST: another CPU stored it */)
 		ev->flags |= MT_EV_PY_LOST;
 }
 
-static __always_inline void submit(const struct mt_event *src)
+static __always_inline void submit(const struct mt_event *src, bool urgent)
 {
-	if (bpf_ringbuf_output(&events, (void *)src, sizeof(*src), 0))
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (urgent ||
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&events, (void *)src, sizeof(*src), flags))
 		__sync_fetch_and_add(&lost_events, 1);
 }
 
@@ -288,7 +336,8 @@ int mt_enter(struct pt_regs *ctx)
 	}
 
 	if (!(cookie & MT_F_STASH)) {
-		submit(&ev);
+		/* a held command waits for its loader event to be handled */
+		submit(&ev, kind == MT_K_LOADER);
 		return 0;
 	}
 	key.tid = ev.tid;
@@ -323,7 +372,7 @@ int mt_exit(struct pt_regs *ctx)
 		else
 			ev.flags |= MT_EV_OUT_FAULT;
 	}
-	submit(&ev);
+	submit(&ev, false);
 	return 0;
 }
 

@@ -63,6 +63,7 @@ enum mt_kind {
 
 #define MT_MAX_FRAMES 64
 #define MT_MAX_MODCODE 4
+#define MT_FRAME_WIN 80 /* bytes of a frame read at once (3.11+) */
 
 /*
  * How to walk one target's CPython frames (user/pyproc.c fills it from the
@@ -78,6 +79,8 @@ struct mt_pyconf {
 	__u32 instr_is_index; /* 3.10: f_lasti is an int */
 	__u32 owner_cstack_min; /* owner >= this: a C shim, skipped; 0: none */
 	__u32 max_depth; /* frames kept, at most MT_MAX_FRAMES */
+	__u32 frame_win; /* MT_FRAME_WIN if every field lies within it, else 0 */
+	__u32 pad;
 	/*
 	 * Stacks are deduplicated by a hash of each frame's code and
 	 * instruction; localsplus[0] joins the hash only for the frames that
@@ -85,6 +88,7 @@ struct mt_pyconf {
 	 * knows those code objects. Until then every frame's joins it.
 	 */
 	__u32 nmodcode;
+	__u32 pad2;
 	__u64 modcode[MT_MAX_MODCODE];
 };
 

@@ -26,7 +26,7 @@
 #include "summary.h"
 #include "target.h"
 
-#define POLL_MS 100
+#define POLL_MS 10
 #define RESCAN_NS (250 * 1000000ULL)
 #define LDSO_PATH "/lib64/ld-linux-x86-64.so.2"
 /* CPython may not be initialised yet: look again at each rescan, a while */
@@ -130,6 +130,18 @@ static void on_modcode(void *ctx, __u32 pid, __u64 code)
 			t->pid, strerror(errno));
 }
 
+/* can the walker read a frame's fields in one go? */
+static bool frame_fits(const struct mt_pyconf *c)
+{
+	return !c->instr_is_index && c->f_code + 8 <= MT_FRAME_WIN &&
+	       c->f_back + 8 <= MT_FRAME_WIN &&
+	       c->f_instr + 8 <= MT_FRAME_WIN &&
+	       c->f_localsplus + 8 <= MT_FRAME_WIN &&
+	       (!c->owner_cstack_min || c->f_owner < MT_FRAME_WIN) &&
+	       !(c->f_code % 8) && !(c->f_back % 8) && !(c->f_instr % 8) &&
+	       !(c->f_localsplus % 8);
+}
+
 /* find the target's CPython and hand the walker its offsets */
 static void find_python(struct tracer *tr, struct mt_target *t)
 {
@@ -150,6 +162,7 @@ static void find_python(struct tracer *tr, struct mt_target *t)
 	t->pyconf = *mt_py_conf(t->py);
 	t->pyconf.max_depth = tr->opt->max_depth;
 	t->pyconf.nmodcode = 0;
+	t->pyconf.frame_win = frame_fits(&t->pyconf) ? MT_FRAME_WIN : 0;
 	if (put_pyconf(tr, t)) {
 		fprintf(stderr, "memtrace-bpf: pid %d: start the walker: %s\n",
 			t->pid, strerror(errno));
@@ -484,6 +497,9 @@ static int trace_loop(struct tracer *tr, struct ring_buffer *rb)
 
 	while (!exiting) {
 		ret = ring_buffer__poll(rb, POLL_MS);
+		/* events below the wakeup threshold are read on this timer */
+		if (ret >= 0)
+			ret = ring_buffer__consume(rb);
 		if (ret < 0 && ret != -EINTR) {
 			fprintf(stderr, "memtrace-bpf: ring buffer: %s\n",
 				strerror(-ret));
@@ -525,6 +541,8 @@ static int run(struct tracer *tr)
 	}
 	ret = bpf_map__set_max_entries(tr->skel->maps.events,
 				       o->ringbuf_mb << 20);
+	/* an eighth full: the reader still has room to catch up */
+	tr->skel->rodata->wakeup_bytes = ((__u64)o->ringbuf_mb << 20) / 8;
 	if (!ret)
 		ret = memtrace_bpf__load(tr->skel);
 	if (ret) {

@@ -93,12 +93,16 @@ bool mt_py_is_module_call(struct mt_py *py, __u64 code);
  */
 __u64 mt_py_module_self(struct mt_py *py, __u64 local0);
 
+/* Does obj have a _modules dict, as every nn.Module has? */
+bool mt_py_is_module(struct mt_py *py, __u64 obj);
+
 /*
  * The key under which parent._modules holds child ("encoder", "3"), with
  * every instance __dict__ layout of 3.10-3.13 (split, inline values,
  * combined). A child held through modules that are not running (a
- * ModuleList iterated, not called) gets the dotted path: "layers.3". Found names are cached by (parent, child) and not revalidated:
- * modules live long, and a freed pair reused as another pair with another
+ * ModuleList iterated, not called) gets the dotted path: "layers.3".
+ * Found names are cached by (parent, child) and not revalidated: modules
+ * live long, and a freed pair reused as another pair with another
  * name is not worth a walk per event. Returns 0, -ENOENT (child is not
  * there) or -EFAULT.
  */

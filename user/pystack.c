@@ -325,10 +325,9 @@ const struct mt_pyresolved *mt_pystacks_get(struct mt_pystacks *ps,
 			return ps->slots[i].res;
 		i = (i + 1) & (ps->cap - 1);
 	}
+	/* left in the map: BPF finds it there and need not store it again */
 	if (bpf_map_lookup_elem(ps->fd, &stack_id, &st))
 		return NULL;
-	/* taken out, so the map keeps room; a later sight adds it again */
-	bpf_map_delete_elem(ps->fd, &stack_id);
 	r = resolve(ps, py, pid, &st, truncated);
 	if (!r)
 		return NULL;

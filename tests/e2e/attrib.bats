@@ -5,11 +5,14 @@
 
 load helpers
 
-# trace attrib_model.py ARGS... with memtrace-bpf -p; sets TRACE, MODEL
+# trace attrib_model.py ARGS... with memtrace-bpf -p MTARGS; sets TRACE,
+# MODEL. The model is kept alive until its events are read: the names of a
+# stack are read from the living process.
 trace_model() {
-	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" "$@"
-	trace 1 -p "$fx_PID"
+	HELD=1 fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" "$@"
+	trace 1 -p "$fx_PID" ${MTARGS:-}
 	release fx
+	settle fx '^root '
 	finish
 	[ "$MT_STATUS" -eq 0 ]
 	MODEL=$BATS_TEST_TMPDIR/fx.out
@@ -92,17 +95,11 @@ sized() {
 }
 
 @test "--no-stack drops the stack lines, --max-depth cuts them, --root-name names the root" {
-	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" --steps 1
-	trace 1 -p "$fx_PID" --no-stack
-	release fx
-	finish
+	MTARGS=--no-stack trace_model --steps 1
 	[ -z "$(grep -P '^\t' "$TRACE")" ]
 	grep -q ' phase=forward module=encoder.0.proj$' "$TRACE"
 
-	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" --steps 1
-	trace 1 -p "$fx_PID" --max-depth 2 --root-name net
-	release fx
-	finish
+	MTARGS="--max-depth 2" trace_model --steps 1
 	grep -q '^	\[truncated at 2 frames\]$' "$TRACE"
 	# never more than two frames under an event
 	awk '/^\t\[truncated/ { next } /^\t/ { if (++n > 2) bad = 1; next } { n = 0 }
@@ -114,19 +111,13 @@ sized() {
 	bytes=$(awk '$1=="root"{print $2}' "$MODEL")
 	sized "$bytes" | grep ': c10:cpu_alloc: ' | grep -q ' phase=forward module=Net$'
 
-	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" --steps 1
-	trace 1 -p "$fx_PID" --root-name net
-	release fx
-	finish
+	MTARGS="--root-name net" trace_model --steps 1
 	sized "$bytes" | grep ': c10:cpu_alloc: ' | grep -q ' phase=forward module=net$'
 }
 
 @test "--module-log: one record per module per stage per step" {
-	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" --steps 3
-	trace 1 -p "$fx_PID" --module-log "$BATS_TEST_TMPDIR/mem_{pid}_rank{rank}.log" --log-time
-	release fx
-	finish
-	[ "$MT_STATUS" -eq 0 ]
+	MTARGS="--module-log $BATS_TEST_TMPDIR/mem_{pid}_rank{rank}.log --log-time" \
+		trace_model --steps 3
 	log=$BATS_TEST_TMPDIR/mem_${fx_PID}_rank0.log
 	[ -s "$log" ]
 	modules="Net encoder encoder.0 encoder.0.proj encoder.0.act encoder.1 encoder.1.proj

@@ -72,6 +72,19 @@ trace() {
 	fi
 }
 
+# settle NAME PATTERN: once the held fixture NAME printed PATTERN (its last
+# line) and the trace stopped growing, let it exit
+settle() {
+	local i size=-1
+	wait_for "$BATS_TEST_TMPDIR/$1.out" "$2" 120
+	for ((i = 0; i < 200; i++)); do
+		sleep 0.1
+		[ "$(stat -c %s "$BATS_TEST_TMPDIR/trace.out")" = "$size" ] && break
+		size=$(stat -c %s "$BATS_TEST_TMPDIR/trace.out")
+	done
+	touch "$BATS_TEST_TMPDIR/$1.hold"
+}
+
 # finish: wait for memtrace-bpf to end by itself; sets MT_STATUS
 finish() {
 	local i
