@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "autograd.h"
+#include "hashing.h"
 #include "pyproc.h"
 
 #define MAX_CLASSES 4096
@@ -26,14 +27,6 @@ struct mt_nodes {
 	struct class_slot classes[MAX_CLASSES]; /* direct-mapped cache */
 };
 
-static size_t hash_u64(__u64 v)
-{
-	v ^= v >> 33;
-	v *= 0xff51afd7ed558ccdULL;
-	v ^= v >> 33;
-	return (size_t)v;
-}
-
 struct mt_nodes *mt_nodes_new(size_t max)
 {
 	struct mt_nodes *n = calloc(1, sizeof(*n));
@@ -41,9 +34,7 @@ struct mt_nodes *mt_nodes_new(size_t max)
 	if (!n)
 		return NULL;
 	n->max = max;
-	n->cap = 16;
-	while (n->cap < max * 2)
-		n->cap *= 2;
+	n->cap = mt_table_cap(max);
 	n->slots = calloc(n->cap, sizeof(*n->slots));
 	if (!n->slots) {
 		free(n);
@@ -62,7 +53,7 @@ void mt_nodes_free(struct mt_nodes *n)
 
 static size_t find(const struct mt_nodes *n, __u32 pid, __u64 node)
 {
-	size_t mask = n->cap - 1, i = hash_u64(node ^ pid) & mask;
+	size_t mask = n->cap - 1, i = mt_mix64(node ^ pid) & mask;
 
 	while (n->slots[i].node &&
 	       !(n->slots[i].node == node && n->slots[i].pid == pid))
@@ -132,7 +123,7 @@ int mt_demangle_last(const char *s, char *out, size_t len)
 const char *mt_node_class(struct mt_nodes *n, struct mt_py *py, __u64 vt,
 			  struct mt_strpool *pool)
 {
-	struct class_slot *c = &n->classes[hash_u64(vt) % MAX_CLASSES];
+	struct class_slot *c = &n->classes[mt_mix64(vt) % MAX_CLASSES];
 	char mangled[256], name[256];
 	__u64 ti, nameptr;
 	size_t want;

@@ -2,6 +2,7 @@
 /* Open addressing, linear probing, deletion by backward shift. */
 #include <errno.h>
 #include <stdlib.h>
+#include "hashing.h"
 #include "livetable.h"
 
 struct mt_livetable {
@@ -15,15 +16,8 @@ struct mt_livetable {
 
 static size_t hash(__u32 pid, __u16 space, __u64 ptr)
 {
-	__u64 h = ptr ^ ((__u64)pid << 32) ^ ((__u64)space << 16);
-
-	/* splitmix64 finaliser: pointers are aligned, spread the low bits */
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebULL;
-	h ^= h >> 31;
-	return (size_t)h;
+	return (size_t)mt_mix64(ptr ^ ((__u64)pid << 32) ^
+				((__u64)space << 16));
 }
 
 struct mt_livetable *mt_live_new(size_t max)

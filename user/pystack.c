@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
+#include "hashing.h"
 #include "memtrace.h"
 #include "pyproc.h"
 #include "pystack.h"
@@ -37,9 +38,7 @@ struct mt_pystacks {
 
 static size_t slot_of(const struct mt_pystacks *ps, __u32 pid, __u64 id)
 {
-	__u64 h = (id ^ ((__u64)pid * 0x9e3779b97f4a7c15ULL));
-
-	return (size_t)(h ^ (h >> 29)) & (ps->cap - 1);
+	return (size_t)mt_mix64(id ^ ((__u64)pid << 32)) & (ps->cap - 1);
 }
 
 struct mt_pystacks *mt_pystacks_new(int stacks_fd, size_t max,
@@ -57,9 +56,7 @@ struct mt_pystacks *mt_pystacks_new(int stacks_fd, size_t max,
 	ps->on_modcode = on_modcode;
 	ps->ctx = ctx;
 	ps->max = max;
-	ps->cap = 16;
-	while (ps->cap < max * 2)
-		ps->cap *= 2;
+	ps->cap = mt_table_cap(max);
 	ps->slots = calloc(ps->cap, sizeof(*ps->slots));
 	if (!ps->slots) {
 		free(ps);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <stdlib.h>
 #include <string.h>
+#include "hashing.h"
 #include "strpool.h"
 
 struct mt_strpool {
@@ -25,9 +26,7 @@ struct mt_strpool *mt_strpool_new(size_t max)
 	if (!p)
 		return NULL;
 	p->max = max;
-	p->cap = 16;
-	while (p->cap < max * 2)
-		p->cap *= 2;
+	p->cap = mt_table_cap(max);
 	p->slots = calloc(p->cap, sizeof(*p->slots));
 	if (!p->slots) {
 		free(p);
