@@ -867,8 +867,10 @@ static bool path_step(struct mt_py *py, __u64 key, __u64 value, const void *ctx)
 	if (rd_str(py, key, name, sizeof(name)) ||
 	    len + strlen(name) + 2 > sizeof(ps->path))
 		return false;
-	snprintf(ps->path + len, sizeof(ps->path) - len, "%s%s", len ? "." : "",
-		 name);
+	/* room checked above: dot, name and NUL fit */
+	if (len)
+		ps->path[len] = '.';
+	memcpy(ps->path + len + (len ? 1 : 0), name, strlen(name) + 1);
 	if (value == ps->target)
 		return true;
 	if (ps->depth > 1) {

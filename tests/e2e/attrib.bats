@@ -139,3 +139,13 @@ sized() {
 	post=$(awk '/^step=0 module=optimizer stage=post_step /{sub("allocated=", "", $4); print $4}' "$log")
 	awk -v a="$pre" -v b="$post" 'BEGIN { exit !(b > a) }'
 }
+
+@test "--phase NAME=QUALNAME names a phase after a function" {
+	MTARGS="--phase marking=make_mark" trace_model --steps 1
+	read -r _ _ bytes < <(grep '^mark ' "$MODEL")
+	sized "$bytes" | grep ': c10:cpu_alloc: ' | grep -q ' phase=marking module=-$'
+	grep -q '^# phase pid=[0-9]* phase=marking peak=' "$TRACE"
+	# the other phases are untouched
+	sized "$(awk '$2=="encoder.0.proj" && $1=="act"{print $3}' "$MODEL")" |
+		grep -q ' phase=forward module=encoder.0.proj$'
+}
