@@ -35,7 +35,7 @@ struct mt_options {
 
 /*
  * Parse argv into *o. Returns 0, or 2 after printing a one-line error (the
- * exit code for bad usage), or -1 when argp already printed help/version.
+ * exit code for bad usage). argp itself exits after --help and --version.
  */
 int mt_parse_options(int argc, char **argv, struct mt_options *o);
 
