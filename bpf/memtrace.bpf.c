@@ -41,8 +41,16 @@ struct {
 } thread_dev SEC(".maps");
 
 struct node_ref {
-	__u64 node, vt;
+	__u64 node, vt, stack;
 };
+
+/* the Python stack each autograd Node was made in (forward) */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 18);
+	__type(key, __u64);
+	__type(value, __u64);
+} node_stack SEC(".maps");
 
 /* the autograd Node each thread evaluates now (backward) */
 struct {
@@ -116,6 +124,7 @@ static __always_inline void fill(struct mt_event *e, struct pt_regs *ctx,
 	nr = bpf_map_lookup_elem(&thread_node, &e->tid);
 	e->node = nr ? nr->node : 0;
 	e->node_vt = nr ? nr->vt : 0;
+	e->node_stack = nr ? nr->stack : 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 }
 
@@ -303,9 +312,29 @@ int mt_enter(struct pt_regs *ctx)
 	if (cookie & MT_F_SETNODE) {
 		struct node_ref ref = { .node = PT_REGS_PARM3(ctx) };
 		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+		__u64 *stack = bpf_map_lookup_elem(&node_stack, &ref.node);
 
 		read_u64(&ref.vt, ref.node);
+		ref.stack = stack ? *stack : 0;
 		bpf_map_update_elem(&thread_node, &tid, &ref, BPF_ANY);
+		return 0;
+	}
+	if (cookie & MT_F_EDGE) {
+		/*
+		 * No event: remember the stack the Node is made in, for
+		 * backward. Edge comes by reference; its first member is the
+		 * Node.
+		 */
+		__u64 node = 0;
+
+		ev.pid = bpf_get_current_pid_tgid() >> 32;
+		ev.flags = 0;
+		if (read_u64(&node, PT_REGS_PARM2(ctx)) || !node)
+			return 0;
+		walk_python(&ev);
+		if (ev.flags & MT_EV_PY)
+			bpf_map_update_elem(&node_stack, &node, &ev.stack_id,
+					    BPF_ANY);
 		return 0;
 	}
 	if (cookie & MT_F_SETDEV) {
@@ -327,14 +356,6 @@ int mt_enter(struct pt_regs *ctx)
 	}
 	if (cookie & MT_F_STOP)
 		bpf_send_signal(SIGSTOP);
-	if (cookie & MT_F_EDGE) {
-		/* Edge is passed by reference: its first member is the Node */
-		ev.node = 0;
-		ev.node_vt = 0;
-		if (!read_u64(&ev.node, ev.args[1]) && ev.node)
-			read_u64(&ev.node_vt, ev.node);
-	}
-
 	if (!(cookie & MT_F_STASH)) {
 		/* a held command waits for its loader event to be handled */
 		submit(&ev, kind == MT_K_LOADER);

@@ -50,7 +50,7 @@ enum mt_kind {
 #define MT_F_PROPDEV (1u << 18) /* entry: device = s32 at arg2 + 12 */
 #define MT_F_SETDEV (1u << 19) /* entry: arg0 is the thread's new device */
 #define MT_F_STOP (1u << 20) /* entry: SIGSTOP the caller (-- mode loader) */
-#define MT_F_EDGE (1u << 21) /* entry: node = the Node* of Edge *arg1 */
+#define MT_F_EDGE (1u << 21) /* entry: the Node* of Edge *arg1 was made here */
 #define MT_F_SETNODE (1u << 22) /* entry: arg2 is the Node* this thread runs */
 
 /* mt_event.flags */
@@ -122,8 +122,9 @@ struct mt_event {
 	__s32 dev; /* thread's CUDA device, or from the call's arguments */
 	char comm[MT_COMM_LEN]; /* thread name */
 	__u64 stack_id; /* key of the Python stack in the stacks map */
-	__u64 node; /* autograd Node: created (MT_F_EDGE) or running */
+	__u64 node; /* autograd Node this thread evaluates (backward) */
 	__u64 node_vt; /* its vtable pointer: names its class */
+	__u64 node_stack; /* the Python stack the Node was made in, or 0 */
 };
 
 #endif /* __MEMTRACE_H */

@@ -10,86 +10,23 @@
 
 #define MAX_CLASSES 4096
 
-struct node_slot {
-	__u64 node;
-	__u32 pid;
-	const char *module;
-};
-
 struct class_slot {
 	__u64 vt;
 	const char *name;
 };
 
 struct mt_nodes {
-	struct node_slot *slots;
-	size_t cap, count, max;
 	struct class_slot classes[MAX_CLASSES]; /* direct-mapped cache */
 };
 
-struct mt_nodes *mt_nodes_new(size_t max)
+struct mt_nodes *mt_nodes_new(void)
 {
-	struct mt_nodes *n = calloc(1, sizeof(*n));
-
-	if (!n)
-		return NULL;
-	n->max = max;
-	n->cap = mt_table_cap(max);
-	n->slots = calloc(n->cap, sizeof(*n->slots));
-	if (!n->slots) {
-		free(n);
-		return NULL;
-	}
-	return n;
+	return calloc(1, sizeof(struct mt_nodes));
 }
 
 void mt_nodes_free(struct mt_nodes *n)
 {
-	if (!n)
-		return;
-	free(n->slots);
 	free(n);
-}
-
-static size_t find(const struct mt_nodes *n, __u32 pid, __u64 node)
-{
-	size_t mask = n->cap - 1, i = mt_mix64(node ^ pid) & mask;
-
-	while (n->slots[i].node &&
-	       !(n->slots[i].node == node && n->slots[i].pid == pid))
-		i = (i + 1) & mask;
-	return i;
-}
-
-void mt_nodes_put(struct mt_nodes *n, __u32 pid, __u64 node, const char *module)
-{
-	size_t i;
-
-	if (!node)
-		return;
-	i = find(n, pid, node);
-	if (!n->slots[i].node) {
-		/* Nodes are remade every step: old ones are not worth keeping */
-		if (n->count == n->max) {
-			memset(n->slots, 0, n->cap * sizeof(*n->slots));
-			n->count = 0;
-			i = find(n, pid, node);
-		}
-		n->count++;
-	}
-	n->slots[i] = (struct node_slot){ .node = node,
-					  .pid = pid,
-					  .module = module };
-}
-
-const char *mt_nodes_module(const struct mt_nodes *n, __u32 pid, __u64 node)
-{
-	size_t i;
-
-	if (!node)
-		return NULL;
-	i = find(n, pid, node);
-	return n->slots[i].node ? n->slots[i].module : NULL;
 }
 
 int mt_demangle_last(const char *s, char *out, size_t len)

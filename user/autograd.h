@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Backward to module: which nn.Module was running when each autograd Node
- * was made (forward), so that memory a Node's backward takes is put to
- * that module; and a Node's class name from its vtable.
+ * The class of an autograd Node ("AddmmBackward0"), from the C++ RTTI its
+ * vtable points to, cached by vtable. (Which module made a Node is kept by
+ * the BPF side: the stack it was made in.)
  */
 #ifndef __AUTOGRAD_H
 #define __AUTOGRAD_H
@@ -14,16 +14,8 @@
 struct mt_py;
 struct mt_nodes;
 
-/* at most max Nodes remembered; the table starts over when full */
-struct mt_nodes *mt_nodes_new(size_t max);
+struct mt_nodes *mt_nodes_new(void);
 void mt_nodes_free(struct mt_nodes *n);
-
-/* Node node of process pid was made while module (interned) ran */
-void mt_nodes_put(struct mt_nodes *n, __u32 pid, __u64 node,
-		  const char *module);
-
-/* the module that made node, or NULL */
-const char *mt_nodes_module(const struct mt_nodes *n, __u32 pid, __u64 node);
 
 /*
  * The class of a C++ object whose vtable pointer is vt, read from the

@@ -32,7 +32,6 @@
 /* CPython may not be initialised yet: look again at each rescan, a while */
 #define PY_TRIES 200
 #define MAX_STACKS 65536
-#define MAX_NODES (1 << 20)
 
 static volatile sig_atomic_t exiting;
 
@@ -268,7 +267,15 @@ static const struct mt_pyresolved *attribute(struct tracer *tr,
 	a->phase = mt_intern(tr->frames, phase);
 	a->module = pr ? pr->module : mt_intern(tr->frames, "-");
 	if (ev->node && !strcmp(phase, "backward")) {
-		const char *m = mt_nodes_module(tr->nodes, ev->pid, ev->node);
+		const struct mt_pyresolved *np = NULL;
+		const char *m = NULL;
+
+		/* the module whose forward made the Node: from that stack */
+		if (ev->node_stack)
+			np = mt_pystacks_get(tr->stacks, t->py, ev->pid,
+					     ev->node_stack, false);
+		if (np && strcmp(np->module, "-"))
+			m = np->module;
 
 		/* a module on the stack in backward is a recomputation */
 		if (strcmp(a->module, "-"))
@@ -279,22 +286,6 @@ static const struct mt_pyresolved *attribute(struct tracer *tr,
 					tr->frames);
 	}
 	return pr;
-}
-
-/* forward made an autograd Node: remember the module running then */
-static void on_grad_edge(struct tracer *tr, const struct mt_event *ev)
-{
-	struct mt_target *t = find_target(tr, ev->pid);
-	const struct mt_pyresolved *pr;
-
-	if (!t || !t->py || !(ev->flags & MT_EV_PY))
-		return;
-	pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->stack_id,
-			     ev->flags & MT_EV_PY_TRUNC);
-	if (!pr)
-		tr->stacks_lost++;
-	else if (strcmp(pr->module, "-"))
-		mt_nodes_put(tr->nodes, ev->pid, ev->node, pr->module);
 }
 
 static void print_stack(struct tracer *tr, const struct mt_pyresolved *pr)
@@ -321,10 +312,6 @@ static int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	if (ev->kind == MT_K_LOADER) {
 		on_loader(tr, ev);
-		return 0;
-	}
-	if (ev->kind == MT_K_GRAD_EDGE) {
-		on_grad_edge(tr, ev);
 		return 0;
 	}
 	t = find_target(tr, ev->pid);
@@ -629,7 +616,7 @@ int main(int argc, char **argv)
 	tr.live = mt_live_new(opt.max_live);
 	tr.names = mt_strpool_new(4096);
 	tr.frames = mt_strpool_new(1 << 18);
-	tr.nodes = mt_nodes_new(MAX_NODES);
+	tr.nodes = mt_nodes_new();
 	if (!tr.live || !tr.names || !tr.frames || !tr.nodes) {
 		fprintf(stderr, "memtrace-bpf: out of memory\n");
 		ret = 2;
