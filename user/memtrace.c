@@ -129,18 +129,6 @@ static void on_modcode(void *ctx, __u32 pid, __u64 code)
 			t->pid, strerror(errno));
 }
 
-/* can the walker read a frame's fields in one go? */
-static bool frame_fits(const struct mt_pyconf *c)
-{
-	return !c->instr_is_index && c->f_code + 8 <= MT_FRAME_WIN &&
-	       c->f_back + 8 <= MT_FRAME_WIN &&
-	       c->f_instr + 8 <= MT_FRAME_WIN &&
-	       c->f_localsplus + 8 <= MT_FRAME_WIN &&
-	       (!c->owner_cstack_min || c->f_owner < MT_FRAME_WIN) &&
-	       !(c->f_code % 8) && !(c->f_back % 8) && !(c->f_instr % 8) &&
-	       !(c->f_localsplus % 8);
-}
-
 /* find the target's CPython and hand the walker its offsets */
 static void find_python(struct tracer *tr, struct mt_target *t)
 {
@@ -161,7 +149,6 @@ static void find_python(struct tracer *tr, struct mt_target *t)
 	t->pyconf = *mt_py_conf(t->py);
 	t->pyconf.max_depth = tr->opt->max_depth;
 	t->pyconf.nmodcode = 0;
-	t->pyconf.frame_win = frame_fits(&t->pyconf) ? MT_FRAME_WIN : 0;
 	if (put_pyconf(tr, t)) {
 		fprintf(stderr, "memtrace-bpf: pid %d: start the walker: %s\n",
 			t->pid, strerror(errno));

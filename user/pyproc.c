@@ -1218,6 +1218,18 @@ static int check_layout(struct mt_py *py, char *err, size_t errlen)
 	return 0;
 }
 
+/* can the walker read a frame's fields in one go? */
+static bool frame_fits(const struct mt_pyconf *c)
+{
+	return !c->instr_is_index && c->f_code + 8 <= MT_FRAME_WIN &&
+	       c->f_back + 8 <= MT_FRAME_WIN &&
+	       c->f_instr + 8 <= MT_FRAME_WIN &&
+	       c->f_localsplus + 8 <= MT_FRAME_WIN &&
+	       (!c->owner_cstack_min || c->f_owner < MT_FRAME_WIN) &&
+	       !(c->f_code % 8) && !(c->f_back % 8) && !(c->f_instr % 8) &&
+	       !(c->f_localsplus % 8);
+}
+
 static void fill_conf(struct mt_py *py)
 {
 	const struct layout *lay = py->lay;
@@ -1234,6 +1246,7 @@ static void fill_conf(struct mt_py *py)
 	c->instr_is_index = lay->minor == 10;
 	c->owner_cstack_min = lay->owner_cstack_min;
 	c->max_depth = MT_MAX_FRAMES;
+	c->frame_win = frame_fits(c) ? MT_FRAME_WIN : 0;
 }
 
 /* Everything of mt_py_open after the file is found. */

@@ -248,7 +248,7 @@ static struct mt_pyresolved *resolve(struct mt_pystacks *ps, struct mt_py *py,
 {
 	char qual[NAME_LEN], file[512], buf[NAME_LEN + 600];
 	__u64 chain[MAX_CHAIN];
-	enum phase_rank best = PH_OTHER;
+	enum phase_rank best = PH_OTHER, rank;
 	const char *user_phase = NULL;
 	struct mt_pyresolved *r;
 	int depth = (int)st->depth, nchain = 0, line;
@@ -278,8 +278,9 @@ static struct mt_pyresolved *resolve(struct mt_pystacks *ps, struct mt_py *py,
 		for (int k = 0; k < ps->rules->nuser && !user_phase; k++)
 			if (!strcmp(qual, ps->rules->user[k].qualname))
 				user_phase = ps->rules->user[k].name;
-		if (frame_phase(qual, file) > best)
-			best = frame_phase(qual, file);
+		rank = frame_phase(qual, file);
+		if (rank > best)
+			best = rank;
 	}
 	/* module frames, outermost first; one module may own two frames */
 	for (int i = depth - 1; i >= 0 && nchain < MAX_CHAIN; i--) {
