@@ -85,6 +85,26 @@ struct {
 } scratch SEC(".maps");
 
 /*
+ * Bytes of the thread's data stack read at once below its top frame
+ * (3.11+). Frames there are contiguous, so one read usually holds the
+ * whole stack: a read costs far more than the bytes it copies.
+ */
+#define MT_BULK 4096
+#define PAGE_MASK_4K (~4095ULL)
+
+struct bulk {
+	__u8 b[MT_BULK];
+	__u8 slack[8]; /* the verifier bounds a field's offset to 79, not 72 */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bulk);
+} bulkbuf SEC(".maps");
+
+/*
  * Wake the reader only once this much waits in the ring buffer (or for an
  * event it must act on at once): a wakeup per event costs the traced
  * thread more than the probe. User space also drains on a timer.
@@ -181,10 +201,31 @@ static __always_inline __u64 win_at(const __u64 *win, __u64 off)
 struct walk_ctx {
 	const struct mt_pyconf *c;
 	struct mt_pystack *st;
+	struct bulk *bulk; /* frame heads (3.11+) */
+	__u64 bulk_lo, bulk_len; /* user address and length it holds */
 	__u64 frame;
 	__u64 hash;
 	__u32 n, max;
 };
+
+/*
+ * Read the MT_BULK bytes that end where the frame's head ends into
+ * w->bulk, from no lower than the frame's own page: that page is mapped,
+ * the one below it need not be (a data stack chunk may start there).
+ */
+static __always_inline bool read_bulk(struct walk_ctx *w, __u64 frame)
+{
+	__u64 end = frame + MT_FRAME_WIN, lo = end - MT_BULK, len;
+
+	if ((frame & PAGE_MASK_4K) > lo)
+		lo = frame & PAGE_MASK_4K;
+	len = end - lo;
+	if (len > MT_BULK || bpf_probe_read_user(w->bulk->b, len, (void *)lo))
+		return false;
+	w->bulk_lo = lo;
+	w->bulk_len = len;
+	return true;
+}
 
 /* one step of the frame walk (bpf_loop keeps the verifier's work small) */
 static long walk_step(__u64 i, void *data)
@@ -200,11 +241,19 @@ static long walk_step(__u64 i, void *data)
 		return 1;
 	f = &w->st->frames[w->n & (MT_MAX_FRAMES - 1)];
 	if (c->frame_win) {
-		/* one read of the frame's head holds every field (3.11+) */
-		__u64 win[MT_FRAME_WIN / 8];
+		/* the frame's head holds every field (3.11+) */
+		const __u64 *win;
+		__u64 off = frame - w->bulk_lo;
 
-		if (bpf_probe_read_user(win, sizeof(win), (void *)frame))
+		if (!w->bulk || (frame & 7))
 			return 1;
+		if ((frame < w->bulk_lo || off + MT_FRAME_WIN > w->bulk_len) &&
+		    !read_bulk(w, frame))
+			return 1;
+		off = frame - w->bulk_lo;
+		if (off > MT_BULK - MT_FRAME_WIN)
+			return 1;
+		win = (const __u64 *)&w->bulk->b[off];
 		w->frame = win_at(win, c->f_back);
 		if (c->owner_cstack_min) {
 			__u64 o = c->f_owner;
@@ -271,6 +320,8 @@ static __always_inline void walk_python(struct mt_event *ev)
 	if (!w.st)
 		return;
 	w.max = w.c->max_depth < MT_MAX_FRAMES ? w.c->max_depth : MT_MAX_FRAMES;
+	if (w.c->frame_win)
+		w.bulk = bpf_map_lookup_elem(&bulkbuf, &zero);
 	/* twice the cap: C shim frames are walked but not kept */
 	bpf_loop(2 * MT_MAX_FRAMES, walk_step, &w, 0);
 	if (!w.n)

@@ -63,7 +63,7 @@ enum mt_kind {
 
 #define MT_MAX_FRAMES 64
 #define MT_MAX_MODCODE 4
-#define MT_FRAME_WIN 80 /* bytes of a frame read at once (3.11+) */
+#define MT_FRAME_WIN 80 /* bytes of a frame head holding every field (3.11+) */
 
 /*
  * How to walk one target's CPython frames (user/pyproc.c fills it from the
