@@ -28,7 +28,7 @@ ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer \
 FIXDIR := $(OUTPUT)/fixtures
 include tests/fixtures/fixtures.mk
 
-.PHONY: all static test unit unit-asan e2e lint demo bench setup clean fmt
+.PHONY: all static test unit unit-asan e2e fuzz fuzz-short lint demo bench setup clean fmt
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -80,13 +80,46 @@ unit-asan: $(addprefix $(OUTPUT)/asan/,$(UNIT_TESTS))
 e2e: memtrace-bpf fixtures
 	bats --print-output-on-failure tests/e2e
 
-C_SOURCES := $(wildcard user/*.c user/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/fixtures/*.c tests/fixtures/*.cpp)
+# The record reader under libFuzzer, ASan and UBSan (clang throughout):
+# `make fuzz` runs it for FUZZ_SECS, `make fuzz-short` for 30 s. The seeds
+# are records the writer makes; the corpus and any crash stay in FUZZ_DIR.
+FUZZ_DIR := $(OUTPUT)/fuzz
+FUZZ_SECS ?= 300
+FUZZ_LIB := user/record.c user/sites.c user/strpool.c
+FUZZ_DEPS := $(FUZZ_LIB) $(wildcard user/*.h) bpf/memtrace.h
+FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=all $(USER_CFLAGS)
+
+$(FUZZ_DIR)/fuzz_record: tests/fuzz/fuzz_record.c $(FUZZ_DEPS)
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) $< $(FUZZ_LIB) -lz -o $@
+
+$(FUZZ_DIR)/seeds: tests/fuzz/seeds.c $(FUZZ_DEPS)
+	@mkdir -p $(@D)
+	$(CLANG) -O1 -g $(USER_CFLAGS) $< $(FUZZ_LIB) -lz -o $@
+
+$(FUZZ_DIR)/seeds.stamp: $(FUZZ_DIR)/seeds
+	rm -rf $(FUZZ_DIR)/seed-corpus
+	mkdir -p $(FUZZ_DIR)/seed-corpus
+	$< $(FUZZ_DIR)/seed-corpus
+	touch $@
+
+fuzz: $(FUZZ_DIR)/fuzz_record $(FUZZ_DIR)/seeds.stamp
+	@mkdir -p $(FUZZ_DIR)/corpus
+	$< -max_total_time=$(FUZZ_SECS) -timeout=10 -rss_limit_mb=2048 \
+		-print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/ \
+		$(FUZZ_DIR)/corpus $(FUZZ_DIR)/seed-corpus
+
+fuzz-short:
+	$(MAKE) fuzz FUZZ_SECS=30
+
+C_SOURCES := $(wildcard user/*.c user/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/fuzz/*.c tests/fixtures/*.c tests/fixtures/*.cpp)
 
 lint:
 	clang-format --dry-run -Werror $(C_SOURCES)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--inline-suppr --std=c11 -D__x86_64__ -Ibpf -Iuser \
-		user tests/unit tests/fixtures/*.c
+		user tests/unit tests/fuzz tests/fixtures/*.c
 
 fmt:
 	clang-format -i $(C_SOURCES)
@@ -98,6 +131,7 @@ test: setup
 	$(MAKE) lint
 	$(MAKE) unit
 	$(MAKE) unit-asan
+	$(MAKE) fuzz-short
 	$(MAKE) e2e
 
 demo: setup

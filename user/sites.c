@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hashing.h"
+#include "sites.h"
+
+struct mt_sites {
+	struct mt_site **slots; /* open addressing, cap a power of two */
+	size_t cap, n, max;
+	struct mt_site overflow;
+	bool overflow_used;
+};
+
+struct mt_sites *mt_sites_new(size_t max)
+{
+	struct mt_sites *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->max = max;
+	s->cap = mt_table_cap(max);
+	s->slots = calloc(s->cap, sizeof(*s->slots));
+	if (!s->slots) {
+		free(s);
+		return NULL;
+	}
+	s->overflow.event = "[sites table full]";
+	return s;
+}
+
+void mt_sites_free(struct mt_sites *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->cap; i++) {
+		if (!s->slots[i])
+			continue;
+		free(s->slots[i]->frames);
+		free(s->slots[i]);
+	}
+	free(s->slots);
+	free(s);
+}
+
+static __u64 site_hash(const struct mt_site *k)
+{
+	__u64 h = mt_mix64(k->pid ^ ((__u64)k->recompute << 32) ^
+			   ((__u64)k->truncated << 33));
+
+	h = mt_mix64(h ^ (__u64)(uintptr_t)k->event);
+	h = mt_mix64(h ^ (__u64)(uintptr_t)k->caller);
+	h = mt_mix64(h ^ (__u64)(uintptr_t)k->phase);
+	h = mt_mix64(h ^ (__u64)(uintptr_t)k->module);
+	h = mt_mix64(h ^ (__u64)(uintptr_t)k->node);
+	for (int i = 0; i < k->depth; i++)
+		h = mt_mix64(h ^ (__u64)(uintptr_t)k->frames[i]);
+	return h;
+}
+
+static bool site_equal(const struct mt_site *a, const struct mt_site *b)
+{
+	return a->pid == b->pid && a->event == b->event &&
+	       a->caller == b->caller && a->phase == b->phase &&
+	       a->module == b->module && a->node == b->node &&
+	       a->recompute == b->recompute && a->truncated == b->truncated &&
+	       a->depth == b->depth &&
+	       (!a->depth || !memcmp(a->frames, b->frames,
+				     (size_t)a->depth * sizeof(a->frames[0])));
+}
+
+static struct mt_site *make(const struct mt_site *key, __u32 id)
+{
+	struct mt_site *site = malloc(sizeof(*site));
+
+	if (!site)
+		return NULL;
+	*site = (struct mt_site){
+		.id = id,
+		.pid = key->pid,
+		.event = key->event,
+		.caller = key->caller,
+		.phase = key->phase,
+		.module = key->module,
+		.node = key->node,
+		.recompute = key->recompute,
+		.truncated = key->truncated,
+		.depth = key->depth > 0 ? key->depth : 0,
+	};
+	if (site->depth) {
+		size_t bytes = (size_t)site->depth * sizeof(site->frames[0]);
+
+		site->frames = malloc(bytes);
+		if (!site->frames) {
+			free(site);
+			return NULL;
+		}
+		memcpy(site->frames, key->frames, bytes);
+	}
+	return site;
+}
+
+struct mt_site *mt_sites_get(struct mt_sites *s, const struct mt_site *key,
+			     bool *is_new)
+{
+	size_t mask = s->cap - 1, i = site_hash(key) & mask;
+
+	*is_new = false;
+	for (; s->slots[i]; i = (i + 1) & mask)
+		if (site_equal(s->slots[i], key))
+			return s->slots[i];
+	if (s->n < s->max) {
+		struct mt_site *site = make(key, (__u32)s->n + 1);
+
+		if (site) {
+			s->slots[i] = site;
+			s->n++;
+			*is_new = true;
+			return site;
+		}
+	}
+	s->overflow_used = true;
+	return &s->overflow;
+}
+
+size_t mt_sites_count(const struct mt_sites *s)
+{
+	return s->n;
+}
+
+void mt_sites_foreach(struct mt_sites *s,
+		      void (*fn)(struct mt_site *site, void *ctx), void *ctx)
+{
+	if (s->overflow_used)
+		fn(&s->overflow, ctx);
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->slots[i])
+			fn(s->slots[i], ctx);
+}

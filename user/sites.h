@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Call sites: who made an allocation (process, call, calling library,
+ * Python stack, module, phase, autograd node), interned, so that the
+ * analyses group by pointer and a record names each one once.
+ */
+#ifndef __SITES_H
+#define __SITES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+struct mt_site {
+	__u32 id; /* 1, 2, ... in order of creation; 0 is the overflow site */
+	__u32 pid;
+	/* interned strings (pointers compare); NULL: not known */
+	const char *event;
+	const char *caller;
+	const char *phase;
+	const char *module;
+	const char *node;
+	bool recompute;
+	bool truncated; /* the stack is cut at depth frames */
+	int depth;
+	const char **frames; /* innermost first, interned */
+	/* what the analyses add up per site */
+	__u64 allocs, alloc_bytes;
+	__u64 live_count, live_bytes;
+	__u64 mark_bytes; /* live_bytes when --watch last looked */
+};
+
+struct mt_sites;
+
+/* at most max sites; then every new one shares the overflow site */
+struct mt_sites *mt_sites_new(size_t max);
+void mt_sites_free(struct mt_sites *s);
+
+/*
+ * The site equal to key (its strings and frames interned by the caller),
+ * made if new. Never NULL: the overflow site when full or out of memory.
+ * *is_new tells a record writer to define it.
+ */
+struct mt_site *mt_sites_get(struct mt_sites *s, const struct mt_site *key,
+			     bool *is_new);
+
+size_t mt_sites_count(const struct mt_sites *s);
+
+/* every site, overflow site first if it was used */
+void mt_sites_foreach(struct mt_sites *s,
+		      void (*fn)(struct mt_site *site, void *ctx), void *ctx);
+
+#endif /* __SITES_H */
