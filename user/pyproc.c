@@ -1314,7 +1314,14 @@ int mt_py_open(int pid, struct mt_py **out, char *err, size_t errlen)
 		goto out;
 	}
 	ret = find_python(pid, &maps, &path, &old, syms, err, errlen);
-	if (ret == -ENOENT && old && name_version(old, &major, &minor)) {
+	if (ret == -ENOENT && old && name_version(old, &major, &minor) &&
+	    major == 3 && minor >= 10 && minor <= 13) {
+		/* a supported python3.X whose libpython is not mapped yet */
+		snprintf(err, errlen,
+			 "process %d: CPython %u.%u not loaded yet", pid, major,
+			 minor);
+		ret = -EAGAIN;
+	} else if (ret == -ENOENT && old && name_version(old, &major, &minor)) {
 		snprintf(err, errlen, "CPython %u.%u " UNSUPPORTED, major,
 			 minor);
 		ret = -ENOTSUP;
