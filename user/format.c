@@ -51,6 +51,24 @@ const char *mt_format_dev(char *buf, size_t len, enum mt_dev_type type,
 	return buf;
 }
 
+const char *mt_format_bytes(char *buf, size_t len, unsigned long long bytes)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)bytes;
+	int u = -1;
+
+	if (bytes < 1024) {
+		snprintf(buf, len, "%llu B", bytes);
+		return buf;
+	}
+	while (v >= 1024 && u < 3) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%.2f %s", v, units[u]);
+	return buf;
+}
+
 static void put_comm(struct out *o, const char *comm)
 {
 	char c[MT_COMM_LEN + 1];

@@ -29,4 +29,7 @@ int mt_format_event(char *buf, size_t len, const struct mt_rec *r,
 const char *mt_format_dev(char *buf, size_t len, enum mt_dev_type type,
 			  int index);
 
+/* bytes for people: "512 B", "1.50 KiB", "3.25 GiB" */
+const char *mt_format_bytes(char *buf, size_t len, unsigned long long bytes);
+
 #endif /* __FORMAT_H */

@@ -7,12 +7,17 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+struct mt_site;
+
 struct mt_live {
 	__u64 ptr;
 	__u64 size;
 	__u64 ts;
+	__u64 seq; /* the allocating event's number in the trace, from 1 */
 	const char *event; /* the allocating call's event name */
 	const char *caller; /* interned library basename */
+	struct mt_site *site; /* who made it; NULL in tests only */
+	__u32 step; /* optimizer steps the process had finished by then */
 	__u32 pid; /* 0 marks an empty slot: never insert pid 0 */
 	__u16 space; /* enum mt_space */
 	__u8 dev_type; /* enum mt_dev_type */

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The peak of each memory account (a process's allocations of one address
+ * space on one device) and what was alive at it, grouped by call site.
+ * O(1) per event: at a new peak only the moment is noted; an allocation
+ * freed later that was alive then is added to the peak's groups as it
+ * goes, and the ones still alive come from the live table at the end.
+ */
+#ifndef __PEAK_H
+#define __PEAK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "livetable.h"
+
+struct mt_peak;
+
+struct mt_peak *mt_peak_new(void);
+void mt_peak_free(struct mt_peak *p);
+
+/* e became live (after the live table took it) */
+void mt_peak_alloc(struct mt_peak *p, const struct mt_live *e);
+
+/* e, live until now, was freed (after the live table let it go) */
+void mt_peak_release(struct mt_peak *p, const struct mt_live *e);
+
+/*
+ * For each account: when it peaked (ts, seconds since t0), the peak in
+ * bytes, and the allocations alive then grouped by site (module, phase,
+ * stack), largest first, the top ones printed and the rest summed, so that
+ * the lines add up to the peak. stacks: print each group's Python stack.
+ */
+void mt_peak_print(const struct mt_peak *p, const struct mt_livetable *live,
+		   __u64 t0, size_t top, bool stacks, FILE *out);
+
+/* --at: the same view of what is alive now, at ts */
+void mt_peak_print_now(const struct mt_livetable *live, __u64 t0, __u64 ts,
+		       size_t top, bool stacks, FILE *out);
+
+#endif /* __PEAK_H */
