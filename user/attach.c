@@ -157,6 +157,8 @@ int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 		if (a->log)
 			fprintf(a->log, "# attach pid=%d lib=%s probes=%d\n",
 				t->pid, m->path, ret);
+		if (a->on_lib)
+			a->on_lib(a->ctx, t, m->path, ret);
 		newlibs++;
 	}
 	return newlibs;

@@ -18,6 +18,10 @@ struct mt_attacher {
 	bool no_cpu, no_cuda;
 	bool no_python; /* the autograd probes serve the attribution only */
 	FILE *log; /* "# attach" lines; NULL for none */
+	/* told of each library attached (a record keeps them); may be NULL */
+	void (*on_lib)(void *ctx, const struct mt_target *t, const char *path,
+		       int probes);
+	void *ctx;
 };
 
 /*

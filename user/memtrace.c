@@ -4,6 +4,7 @@
  * calls of running processes with uprobes, one line per event.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,16 +16,18 @@
 #include "attach.h"
 #include "autograd.h"
 #include "format.h"
-#include "livetable.h"
 #include "modlog.h"
 #include "memtrace.skel.h"
 #include "options.h"
 #include "preflight.h"
 #include "pyproc.h"
 #include "pystack.h"
+#include "record.h"
+#include "replay.h"
+#include "session.h"
 #include "strpool.h"
-#include "summary.h"
 #include "target.h"
+#include "watch.h"
 
 #define POLL_MS 10
 #define RESCAN_NS (250 * 1000000ULL)
@@ -48,17 +51,21 @@ struct tracer {
 	struct mt_attacher att;
 	struct mt_target targets[MT_MAX_PIDS];
 	int ntargets;
-	struct mt_livetable *live;
+	struct mt_session *ses;
 	struct mt_strpool *names;
 	struct mt_strpool *frames; /* stack lines, module and phase names */
 	struct mt_pystacks *stacks;
 	struct mt_nodes *nodes;
+	struct mt_recorder *rec; /* record mode */
+	struct mt_watch *watch; /* --watch */
 	__u64 stacks_lost;
-	struct mt_summary sum;
 	FILE *out;
 	__u64 lost_reported;
-	int err; /* fatal error inside the callback */
+	bool rec_failed; /* a write error was reported: no more */
 };
+
+static void record_meta(struct tracer *tr, const char *key, const char *fmt,
+			...) __attribute__((format(printf, 3, 4)));
 
 static __u64 now_ns(void)
 {
@@ -157,6 +164,9 @@ static void find_python(struct tracer *tr, struct mt_target *t)
 	if (tr->att.log)
 		fprintf(tr->att.log, "# python pid=%d version=3.%u\n", t->pid,
 			t->pyconf.minor);
+	if (tr->rec)
+		record_meta(tr, "python", "pid=%d version=3.%u", t->pid,
+			    t->pyconf.minor);
 }
 
 static void rescan(struct tracer *tr, struct mt_target *t)
@@ -182,53 +192,6 @@ static void on_loader(struct tracer *tr, const struct mt_event *ev)
 	if (t->spawned && kill(t->pid, SIGCONT))
 		fprintf(stderr, "memtrace-bpf: resume pid %d: %s\n", t->pid,
 			strerror(errno));
-}
-
-static void track_live(struct tracer *tr, struct mt_rec *r, const char *caller)
-{
-	const struct mt_event *ev = r->ev;
-	struct mt_live e;
-	bool counted = r->ki->space != MT_SP_C10; /* c10 reports totals */
-
-	/* NULL (a zero-size request) holds no memory */
-	if (r->role == MT_ROLE_ALLOC && r->has_ptr && r->ptr && !r->failed) {
-		e = (struct mt_live){ .ptr = r->ptr,
-				      .size = r->size,
-				      .ts = ev->ts,
-				      .event = r->event,
-				      .caller = caller,
-				      .pid = ev->pid,
-				      .space = (__u16)r->ki->space,
-				      .dev_type = (__u8)r->dev_type,
-				      .dev = (__s8)r->dev_index };
-		/* an address reused without the free we missed: undo it */
-		if (counted) {
-			struct mt_live old;
-
-			if (mt_live_remove(tr->live, ev->pid, e.space, e.ptr,
-					   &old))
-				mt_summary_live(&tr->sum, old.pid, old.dev_type,
-						old.dev, old.space,
-						-(__s64)old.size);
-		}
-		if (mt_live_insert(tr->live, &e))
-			tr->sum.live_full++;
-		else if (counted)
-			mt_summary_live(&tr->sum, ev->pid, r->dev_type,
-					r->dev_index, r->ki->space,
-					(__s64)r->size);
-	} else if (r->role == MT_ROLE_FREE && r->has_ptr && !r->failed) {
-		if (!mt_live_remove(tr->live, ev->pid, (__u16)r->ki->space,
-				    r->ptr, &e))
-			return;
-		if (r->size_state == MT_SIZE_UNKNOWN) {
-			r->size_state = MT_SIZE_KNOWN;
-			r->size = e.size;
-		}
-		if (counted)
-			mt_summary_live(&tr->sum, e.pid, e.dev_type, e.dev,
-					e.space, -(__s64)e.size);
-	}
 }
 
 /* phase and module of an event of a Python process; NULL if it is not one */
@@ -275,25 +238,52 @@ static const struct mt_pyresolved *attribute(struct tracer *tr,
 	return pr;
 }
 
-static void print_stack(struct tracer *tr, const struct mt_pyresolved *pr)
+/* who made the event: its site, interned in the session's table */
+static struct mt_site *site_of(struct tracer *tr, struct mt_target *t,
+			       const struct mt_rec *r)
 {
-	for (int i = 0; i < pr->depth; i++)
-		fprintf(tr->out, "\t%s\n", pr->frames[i]);
-	if (pr->truncated)
-		fprintf(tr->out, "\t[truncated at %d frames]\n", pr->depth);
+	const struct mt_event *ev = r->ev;
+	const struct mt_pyresolved *pr;
+	struct mt_attrib a = { 0 };
+	struct mt_site key;
+	bool is_new;
+
+	pr = attribute(tr, t, ev, &a);
+	key = (struct mt_site){
+		.pid = ev->pid,
+		.event = r->event,
+		.caller = caller_name(tr, t, ev->caller),
+		.phase = a.phase,
+		.module = a.module,
+		.node = a.node,
+		.recompute = a.recompute,
+		.truncated = pr && pr->truncated,
+		.depth = pr ? pr->depth : 0,
+		.frames = pr ? (const char **)pr->frames : NULL,
+	};
+	return mt_sites_get(tr->ses->sites, &key, &is_new);
+}
+
+static void record_event(struct tracer *tr, const struct mt_event *ev,
+			 bool default0, const struct mt_site *site)
+{
+	int ret = mt_recorder_event(tr->rec, ev, default0, site);
+
+	if (ret && !tr->rec_failed) {
+		fprintf(stderr, "memtrace-bpf: write %s: %s\n", tr->opt->output,
+			strerror(-ret));
+		tr->rec_failed = true;
+	}
 }
 
 static int on_event(void *ctx, void *data, size_t len)
 {
 	struct tracer *tr = ctx;
 	const struct mt_event *ev = data;
-	const struct mt_pyresolved *pr;
-	struct mt_attrib a = { 0 };
 	struct mt_target *t;
-	const char *caller;
+	struct mt_site *site;
 	struct mt_rec r;
-	char line[1024];
-	int n;
+	bool default0;
 
 	if (len < sizeof(*ev))
 		return 0;
@@ -302,35 +292,23 @@ static int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	t = find_target(tr, ev->pid);
-	if (!mt_decode(ev, t && t->spawned ? 0 : -1, &r))
+	default0 = t && t->spawned;
+	if (!mt_decode(ev, default0 ? 0 : -1, &r))
 		return 0;
-	/* a free of NULL frees nothing */
-	if (r.role == MT_ROLE_FREE && r.has_ptr && !r.ptr && !r.failed)
+	site = site_of(tr, t, &r);
+	if (!mt_session_event(tr->ses, &r, site))
 		return 0;
-	caller = caller_name(tr, t, ev->caller);
-	track_live(tr, &r, caller);
-	mt_summary_event(&tr->sum, &r);
-	pr = attribute(tr, t, ev, &a);
-	if (a.phase)
-		mt_summary_attrib(&tr->sum, &r, a.phase, a.module, a.recompute);
-	if (a.phase && t->modlog) {
+	if (tr->rec)
+		record_event(tr, ev, default0, site);
+	if (site->phase && t && t->modlog) {
 		__u64 allocated, reserved;
 
-		mt_summary_totals(&tr->sum, ev->pid, &allocated, &reserved);
-		mt_modlog_event(t->modlog, ev->ts, a.phase, a.module,
+		mt_summary_totals(&tr->ses->sum, ev->pid, &allocated,
+				  &reserved);
+		mt_modlog_event(t->modlog, ev->ts, site->phase, site->module,
 				mt_pystacks_root(tr->stacks, ev->pid),
 				allocated, reserved);
 	}
-	if (tr->opt->quiet)
-		return 0;
-	if (tr->opt->min_size &&
-	    (r.size_state != MT_SIZE_KNOWN || r.size < tr->opt->min_size))
-		return 0;
-	n = mt_format_event(line, sizeof(line), &r, caller, &a);
-	if (n > 0)
-		fwrite(line, 1, (size_t)n, tr->out);
-	if (pr && !tr->opt->no_stack)
-		print_stack(tr, pr);
 	return 0;
 }
 
@@ -461,6 +439,17 @@ static void print_header(struct tracer *tr)
 	fprintf(tr->out, "\n");
 }
 
+static void record_flush(struct tracer *tr)
+{
+	int ret = mt_recorder_flush(tr->rec);
+
+	if (ret) {
+		fprintf(stderr, "memtrace-bpf: write %s: %s\n", tr->opt->output,
+			strerror(-ret));
+		tr->rec_failed = true;
+	}
+}
+
 static int trace_loop(struct tracer *tr, struct ring_buffer *rb)
 {
 	__u64 start = now_ns(), last_scan = start;
@@ -480,7 +469,12 @@ static int trace_loop(struct tracer *tr, struct ring_buffer *rb)
 			return 2;
 		}
 		report_lost(tr);
+		if (tr->watch)
+			mt_watch_tick(tr->watch, now_ns(), &tr->ses->sum,
+				      tr->ses->sites, tr->out);
 		fflush(tr->out);
+		if (tr->rec && !tr->rec_failed)
+			record_flush(tr);
 		if (end && now_ns() >= end)
 			break;
 		if (all_exited(tr))
@@ -494,6 +488,126 @@ static int trace_loop(struct tracer *tr, struct ring_buffer *rb)
 	/* what the targets did before they exited or we stopped */
 	ring_buffer__consume(rb);
 	report_lost(tr);
+	return 0;
+}
+
+static void record_meta(struct tracer *tr, const char *key, const char *fmt,
+			...)
+{
+	char value[4096];
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	vsnprintf(value, sizeof(value), fmt, ap);
+	va_end(ap);
+	ret = mt_recorder_meta(tr->rec, key, value);
+	if (ret && !tr->rec_failed) {
+		fprintf(stderr, "memtrace-bpf: write %s: %s\n", tr->opt->output,
+			strerror(-ret));
+		tr->rec_failed = true;
+	}
+}
+
+/* the command line of pid, arguments joined by spaces */
+static void read_cmdline(int pid, char *buf, size_t len)
+{
+	char path[64];
+	size_t n = 0;
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	for (size_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	while (n && buf[n - 1] == ' ')
+		n--;
+	buf[n] = '\0';
+}
+
+static void record_targets(struct tracer *tr)
+{
+	char cmdline[2048];
+
+	record_meta(tr, "tool", "memtrace-bpf %s", MT_VERSION);
+	for (int i = 0; i < tr->ntargets; i++) {
+		const struct mt_target *t = &tr->targets[i];
+
+		read_cmdline(t->pid, cmdline, sizeof(cmdline));
+		record_meta(tr, "target", "pid=%d comm=%s cmdline=%s", t->pid,
+			    t->comm, cmdline);
+	}
+}
+
+/*
+ * A library attached: the record keeps it, and PyTorch's version from
+ * libc10's file name (Debian: libc10.so.1.13.0) or torch/version.py
+ * beside torch/lib/ (wheels).
+ */
+static void on_lib(void *ctx, const struct mt_target *t, const char *path,
+		   int probes)
+{
+	struct tracer *tr = ctx;
+	const char *base = mt_basename(path), *v;
+	char vpath[4096], line[256];
+	FILE *f;
+
+	record_meta(tr, "library", "pid=%d path=%s probes=%d", t->pid, path,
+		    probes);
+	if (strncmp(base, "libc10.so", 9))
+		return;
+	v = base + 9;
+	if (*v == '.' && v[1]) {
+		record_meta(tr, "torch", "pid=%d version=%s", t->pid, v + 1);
+		return;
+	}
+	snprintf(vpath, sizeof(vpath), "/proc/%d/root%.*s/../version.py",
+		 t->pid, (int)(base - path), path);
+	f = fopen(vpath, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char ver[128];
+
+		if (sscanf(line, "__version__ = '%127[^']'", ver) == 1) {
+			record_meta(tr, "torch", "pid=%d version=%s", t->pid,
+				    ver);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static int finish_record(struct tracer *tr, const struct mt_summary_end *end)
+{
+	const struct mt_rec_end re = { .seconds = end->seconds,
+				       .lost = end->lost,
+				       .stacks_lost = end->stacks_lost };
+	__u64 events = mt_recorder_events(tr->rec);
+	int ret = mt_recorder_close(tr->rec, &re);
+	struct stat st;
+
+	tr->rec = NULL;
+	if (ret) {
+		fprintf(stderr, "memtrace-bpf: write %s: %s\n", tr->opt->output,
+			strerror(-ret));
+		return 2;
+	}
+	if (stat(tr->opt->output, &st))
+		st.st_size = 0;
+	fprintf(stderr,
+		"memtrace-bpf: recorded %llu events in %.3f s to %s: %lld "
+		"bytes, %.1f bytes per event, lost %llu\n",
+		(unsigned long long)events, end->seconds, tr->opt->output,
+		(long long)st.st_size,
+		events ? (double)st.st_size / (double)events : 0.0,
+		(unsigned long long)end->lost);
 	return 0;
 }
 
@@ -529,14 +643,20 @@ static int run(struct tracer *tr)
 	tr->att.no_cuda = o->no_cuda;
 	tr->att.no_python = o->no_python;
 	/* with -q the attach notes still tell a script when tracing began */
-	tr->att.log = o->quiet ? stderr : tr->out;
+	tr->att.log = o->quiet || tr->rec ? stderr : tr->out;
+	if (tr->rec) {
+		tr->att.on_lib = on_lib;
+		tr->att.ctx = tr;
+	}
 
 	ret = o->command ? spawn_command(tr, gate) : open_targets(tr);
 	if (!ret && o->module_log)
 		ret = open_module_logs(tr);
 	if (ret)
 		return ret;
-	if (!o->quiet)
+	if (tr->rec)
+		record_targets(tr);
+	else if (!o->quiet)
 		print_header(tr);
 	ret = attach_targets(tr);
 	if (ret)
@@ -569,42 +689,80 @@ static int run(struct tracer *tr)
 		.stacks_lost = tr->stacks_lost,
 		.top_live = o->top_live,
 	};
-	mt_summary_print(&tr->sum, tr->live, &end, tr->out);
+	if (tr->rec)
+		ret = finish_record(tr, &end) ? 2 : ret;
+	else
+		mt_session_end(tr->ses, &end);
 	fflush(tr->out);
 	ring_buffer__free(rb);
 	return ret;
 }
 
-int main(int argc, char **argv)
+/* where the event lines and summary go: stdout, or -o (not a record) */
+static int open_output(struct tracer *tr)
 {
-	struct tracer tr = { 0 };
-	struct mt_options opt;
+	const struct mt_options *o = tr->opt;
+	char err[512];
+
+	tr->out = stdout;
+	if (o->mode == MT_MODE_RECORD) {
+		tr->rec = mt_recorder_open(o->output, err, sizeof(err));
+		if (!tr->rec) {
+			fprintf(stderr, "memtrace-bpf: %s\n", err);
+			return 2;
+		}
+		return 0;
+	}
+	if (!o->output)
+		return 0;
+	tr->out = fopen(o->output, "we");
+	if (!tr->out) {
+		tr->out = stdout;
+		fprintf(stderr, "memtrace-bpf: cannot write %s: %s\n",
+			o->output, strerror(errno));
+		return 2;
+	}
+	return 0;
+}
+
+static int open_watch(struct tracer *tr)
+{
+	const struct mt_options *o = tr->opt;
+	const struct mt_watch_conf c = { .interval = o->watch,
+					 .window = o->watch_window,
+					 .device_mem = o->device_mem,
+					 .alert_pct = o->alert_pct };
+
+	if (!o->watch)
+		return 0;
+	tr->watch = mt_watch_new(&c);
+	return tr->watch ? 0 : -ENOMEM;
+}
+
+static int trace(const struct mt_options *opt)
+{
+	struct tracer tr = { .opt = opt };
+	struct mt_session_conf sc;
 	char err[512];
 	int ret;
 
-	ret = mt_parse_options(argc, argv, &opt);
-	if (ret)
-		return ret;
 	if (mt_preflight(err, sizeof(err))) {
 		fprintf(stderr, "memtrace-bpf: %s\n", err);
 		return 2;
 	}
-	libbpf_set_print(opt.verbose ? libbpf_print_verbose : libbpf_print);
-	tr.opt = &opt;
-	tr.out = stdout;
-	if (opt.output) {
-		tr.out = fopen(opt.output, "we");
-		if (!tr.out) {
-			fprintf(stderr, "memtrace-bpf: cannot write %s: %s\n",
-				opt.output, strerror(errno));
-			return 2;
-		}
-	}
-	tr.live = mt_live_new(opt.max_live);
+	libbpf_set_print(opt->verbose ? libbpf_print_verbose : libbpf_print);
+	ret = open_output(&tr);
+	if (ret)
+		return ret;
+	mt_session_conf_from(&sc, opt);
+	/* a record is printed by report and script, not now */
+	sc.print_events = !opt->quiet && !tr.rec;
+	tr.ses = calloc(1, sizeof(*tr.ses));
 	tr.names = mt_strpool_new(4096);
 	tr.frames = mt_strpool_new(1 << 18);
 	tr.nodes = mt_nodes_new();
-	if (!tr.live || !tr.names || !tr.frames || !tr.nodes) {
+	if (!tr.ses || mt_session_init(tr.ses, &sc, tr.out) || !tr.names ||
+	    !tr.frames || !tr.nodes || open_watch(&tr)) {
 		fprintf(stderr, "memtrace-bpf: out of memory\n");
 		ret = 2;
 	} else {
@@ -627,17 +785,38 @@ int main(int argc, char **argv)
 		}
 		mt_target_close(&tr.targets[i]);
 	}
+	if (tr.rec) {
+		/* an error path: keep what was recorded readable */
+		const struct mt_rec_end e = { 0 };
+
+		mt_recorder_close(tr.rec, &e);
+	}
+	mt_watch_free(tr.watch);
 	mt_pystacks_free(tr.stacks);
 	mt_nodes_free(tr.nodes);
-	mt_summary_free(&tr.sum);
+	if (tr.ses)
+		mt_session_free(tr.ses);
+	free(tr.ses);
 	memtrace_bpf__destroy(tr.skel);
-	mt_live_free(tr.live);
 	mt_strpool_free(tr.names);
 	mt_strpool_free(tr.frames);
 	if (tr.out != stdout && fclose(tr.out)) {
-		fprintf(stderr, "memtrace-bpf: write %s: %s\n", opt.output,
+		fprintf(stderr, "memtrace-bpf: write %s: %s\n", opt->output,
 			strerror(errno));
 		ret = 2;
 	}
 	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct mt_options opt;
+	int ret;
+
+	ret = mt_parse_options(argc, argv, &opt);
+	if (ret)
+		return ret;
+	if (opt.mode == MT_MODE_REPORT || opt.mode == MT_MODE_SCRIPT)
+		return mt_replay(&opt);
+	return trace(&opt);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <linux/types.h>
 #include "memtrace.h"
 #include "options.h"
@@ -18,6 +19,9 @@ static const char doc[] =
 	"\n"
 	"USAGE: memtrace-bpf [OPTION...] -p PID[,PID...]\n"
 	"       memtrace-bpf [OPTION...] -- COMMAND [ARG...]\n"
+	"       memtrace-bpf record -o FILE [OPTION...] -p PID | -- COMMAND\n"
+	"       memtrace-bpf report -i FILE [--at SECS] [OPTION...]\n"
+	"       memtrace-bpf script -i FILE [OPTION...]\n"
 	"\n"
 	"EXAMPLES:\n"
 	"    memtrace-bpf -p 4121              # until Ctrl-C or its exit\n"
@@ -25,6 +29,9 @@ static const char doc[] =
 	"    memtrace-bpf -- python3 train.py  # start and trace a command\n"
 	"    memtrace-bpf -p 4121 -q           # summary only\n"
 	"    memtrace-bpf -p 4121 --min-size 1048576 -o trace.txt\n"
+	"    memtrace-bpf -p 4121 --watch 5 --alert-pct 85\n"
+	"    memtrace-bpf record -o trace.mtb -p 4121\n"
+	"    memtrace-bpf report -i trace.mtb --at 12.5\n"
 	"\n"
 	"One line per event on stdout, perf-script style; lines starting with\n"
 	"'#' are the tool's own (libraries attached, lost events, summary).\n"
@@ -45,11 +52,20 @@ enum {
 	OPT_MODULE_LOG,
 	OPT_LOG_TIME,
 	OPT_NO_PYTHON,
+	OPT_AT,
+	OPT_LEAK_AGE,
+	OPT_TOP_OPS,
+	OPT_WATCH,
+	OPT_WATCH_WINDOW,
+	OPT_DEVICE_MEM,
+	OPT_ALERT_PCT,
 };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Processes to trace", 0 },
-	{ "output", 'o', "FILE", 0, "Write events and summary to FILE", 0 },
+	{ "output", 'o', "FILE", 0,
+	  "Write events and summary to FILE (record: the record)", 0 },
+	{ "input", 'i', "FILE", 0, "The record to read (report, script)", 0 },
 	{ "duration", 'd', "SECS", 0, "Stop after SECS seconds", 0 },
 	{ "min-size", OPT_MIN_SIZE, "BYTES", 0,
 	  "Print only events of at least BYTES (all are counted)", 0 },
@@ -79,6 +95,22 @@ static const struct argp_option opts[] = {
 	  "Timestamps in the --module-log records", 0 },
 	{ "no-python", OPT_NO_PYTHON, NULL, 0,
 	  "No Python stacks, modules or phases (cheapest)", 0 },
+	{ "at", OPT_AT, "SECS", 0,
+	  "report: what was alive SECS after the first event", 0 },
+	{ "leak-age", OPT_LEAK_AGE, "N|Ns", 0,
+	  "Leaks live across N optimizer steps (default 2), or N seconds "
+	  "where a process has no steps (default 10s)",
+	  0 },
+	{ "top-ops", OPT_TOP_OPS, "N", 0,
+	  "Call sites in the operators table (default 20)", 0 },
+	{ "watch", OPT_WATCH, "SECS", 0,
+	  "A line every SECS with usage, growth and time to OOM", 0 },
+	{ "watch-window", OPT_WATCH_WINDOW, "SECS", 0,
+	  "Seconds of samples the growth is fitted on (default 30)", 0 },
+	{ "device-mem", OPT_DEVICE_MEM, "SIZE", 0,
+	  "Device memory for --watch, e.g. 80GiB (default: from NVML)", 0 },
+	{ "alert-pct", OPT_ALERT_PCT, "PCT", 0,
+	  "--watch: alert when usage crosses PCT % of the device", 0 },
 	{ "verbose", 'v', NULL, 0, "Print libbpf debug output", 0 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show the help", 0 },
 	{ 0 },
@@ -103,6 +135,66 @@ static unsigned long long parse_ull(struct argp_state *state, const char *what,
 	if (errno || end == arg || *end || arg[0] == '-' || v > max)
 		bad(state, what, arg);
 	return v;
+}
+
+static double parse_double(struct argp_state *state, const char *what,
+			   const char *arg, double min, double max)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v >= min && v <= max))
+		bad(state, what, arg);
+	return v;
+}
+
+/* bytes, with an optional K/M/G/T suffix (KiB... too: powers of 1024) */
+static unsigned long long parse_size(struct argp_state *state, const char *arg)
+{
+	static const char *const sfx[] = { "", "K", "M", "G", "T" };
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || !(v > 0))
+		bad(state, "size", arg);
+	for (int i = 0; i < 5; i++) {
+		size_t n = strlen(sfx[i]);
+
+		if (strncasecmp(end, sfx[i], n))
+			continue;
+		if (!strcmp(end + n, "") || !strcasecmp(end + n, "B") ||
+		    (i && !strcasecmp(end + n, "iB"))) {
+			v *= (double)(1ULL << (10 * i));
+			if (v >= 1.8e19)
+				bad(state, "size", arg);
+			return (unsigned long long)v;
+		}
+	}
+	bad(state, "size", arg);
+	return 0;
+}
+
+static void parse_leak_age(struct argp_state *state, struct mt_options *o,
+			   const char *arg)
+{
+	size_t n = strlen(arg);
+	char buf[64];
+
+	if (n && n < sizeof(buf) && arg[n - 1] == 's') {
+		memcpy(buf, arg, n - 1);
+		buf[n - 1] = '\0';
+		o->leak_age_seconds =
+			parse_double(state, "leak age", buf, 0.001, 1e9);
+		return;
+	}
+	o->leak_age_steps =
+		(unsigned int)parse_ull(state, "leak age", arg, 1000000);
+	if (!o->leak_age_steps)
+		bad(state, "leak age", arg);
 }
 
 static void parse_pids(struct argp_state *state, struct mt_options *o,
@@ -160,6 +252,31 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case 'o':
 		o->output = arg;
+		break;
+	case 'i':
+		o->input = arg;
+		break;
+	case OPT_AT:
+		o->at = parse_double(state, "time", arg, 0, 1e12);
+		break;
+	case OPT_LEAK_AGE:
+		parse_leak_age(state, o, arg);
+		break;
+	case OPT_TOP_OPS:
+		o->top_ops = (size_t)parse_ull(state, "operator count", arg,
+					       1000000);
+		break;
+	case OPT_WATCH:
+		o->watch = parse_double(state, "interval", arg, 0.01, 1e6);
+		break;
+	case OPT_WATCH_WINDOW:
+		o->watch_window = parse_double(state, "window", arg, 0.01, 1e7);
+		break;
+	case OPT_DEVICE_MEM:
+		o->device_mem = parse_size(state, arg);
+		break;
+	case OPT_ALERT_PCT:
+		o->alert_pct = parse_double(state, "percentage", arg, 1, 100);
 		break;
 	case 'd':
 		errno = 0;
@@ -238,19 +355,80 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+static enum mt_mode parse_mode(int *argc, char ***argv)
+{
+	static const char *const names[] = { "record", "report", "script" };
+	static const enum mt_mode modes[] = { MT_MODE_RECORD, MT_MODE_REPORT,
+					      MT_MODE_SCRIPT };
+
+	if (*argc < 2)
+		return MT_MODE_TRACE;
+	for (int i = 0; i < 3; i++) {
+		if (strcmp((*argv)[1], names[i]))
+			continue;
+		/* argp sees "memtrace-bpf OPTION...": the mode word goes */
+		(*argv)[1] = (*argv)[0];
+		(*argc)--;
+		(*argv)++;
+		return modes[i];
+	}
+	return MT_MODE_TRACE;
+}
+
+/* what -i modes take, and what they do not */
+static int check_offline(const struct mt_options *o)
+{
+	if (!o->input) {
+		fprintf(stderr,
+			"memtrace-bpf: %s needs -i FILE (a record "
+			"made by memtrace-bpf record)\n",
+			o->mode == MT_MODE_REPORT ? "report" : "script");
+		return 2;
+	}
+	if (o->npids || o->command || o->watch) {
+		fprintf(stderr, "memtrace-bpf: -p, --watch and a command are "
+				"for tracing, not for reading a record\n");
+		return 2;
+	}
+	return 0;
+}
+
 int mt_parse_options(int argc, char **argv, struct mt_options *o)
 {
 	static const struct argp argp = { .options = opts,
 					  .parser = parse_arg,
 					  .doc = doc };
+	enum mt_mode mode = parse_mode(&argc, &argv);
 
 	argp_err_exit_status = 2;
-	*o = (struct mt_options){ .ringbuf_mb = 16,
+	*o = (struct mt_options){ .mode = mode,
+				  .at = -1,
+				  .leak_age_steps = 2,
+				  .leak_age_seconds = 10,
+				  .top_ops = 20,
+				  .watch_window = 30,
+				  .ringbuf_mb = 16,
 				  .max_live = 4194304,
 				  .top_live = 20,
 				  .max_depth = MT_MAX_FRAMES };
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, o))
 		return 2;
+	if (mode == MT_MODE_REPORT || mode == MT_MODE_SCRIPT)
+		return check_offline(o);
+	if (o->input || o->at >= 0) {
+		fprintf(stderr, "memtrace-bpf: -i and --at read a record: "
+				"use memtrace-bpf report\n");
+		return 2;
+	}
+	if (mode == MT_MODE_RECORD && !o->output) {
+		fprintf(stderr, "memtrace-bpf: record needs -o FILE\n");
+		return 2;
+	}
+	if ((o->alert_pct > 0 || o->device_mem) && !o->watch) {
+		fprintf(stderr, "memtrace-bpf: --alert-pct and --device-mem "
+				"go with --watch\n");
+		return 2;
+	}
 	if (!o->npids && !o->command) {
 		fprintf(stderr, "memtrace-bpf: give -p PID or -- COMMAND "
 				"(see --help)\n");

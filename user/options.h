@@ -10,7 +10,24 @@
 #define MT_VERSION "0.1.0"
 #define MT_MAX_PIDS 64
 
+enum mt_mode {
+	MT_MODE_TRACE, /* memtrace-bpf [OPTION...]: event lines and summary */
+	MT_MODE_RECORD, /* memtrace-bpf record: a binary record */
+	MT_MODE_REPORT, /* memtrace-bpf report -i: summary and analyses */
+	MT_MODE_SCRIPT, /* memtrace-bpf script -i: the event lines */
+};
+
 struct mt_options {
+	enum mt_mode mode;
+	const char *input; /* -i, report and script */
+	double at; /* --at seconds into the record; < 0: none */
+	unsigned int leak_age_steps;
+	double leak_age_seconds;
+	size_t top_ops;
+	double watch; /* --watch interval in seconds; 0: off */
+	double watch_window;
+	unsigned long long device_mem; /* --device-mem bytes; 0: NVML */
+	double alert_pct;
 	int pids[MT_MAX_PIDS];
 	int npids;
 	char **command; /* after "--", NULL-terminated; NULL if none */

@@ -1,0 +1,166 @@
+#!/usr/bin/env bats
+# record, report, script: a binary record read back gives what the live run
+# printed; cut or corrupt records give clean errors. Real PyTorch on the
+# CPU (Debian's python3 and torch) and the stand-in libcudart.
+
+load helpers
+
+MODEL_PY=$ROOT/tests/fixtures/incident_model.py
+
+# the analyses and summary of an output, without what differs between two
+# tracers of the same events: the run's length and rate, the record's
+# notes, and times (each tracer's probe reads the clock a little apart)
+analyses() {
+	grep -E '^#' "$1" | grep -vE '^# (summary|record|attach|python|LOST|memtrace-bpf) ' |
+		sed -E 's/ time=[0-9.]+s / time=- /; s/ at [0-9.]+ s / at - s /'
+}
+
+# event lines without their times
+lines() {
+	grep -vE '^#' | sed -E 's/^([^ ]+ [0-9]+\/[0-9]+ \[[0-9]+\]) [0-9.]+: /\1 -: /'
+}
+
+@test "record -> report and script print what a live run printed for the same events" {
+	HELD=1 fixture fx "$TORCH_PY" "$MODEL_PY" --leak --steps 6
+	# two tracers on the same process see the same events
+	"$MT" record -o "$BATS_TEST_TMPDIR/t.mtb" -p "$fx_PID" \
+		>"$BATS_TEST_TMPDIR/rec.out" 2>"$BATS_TEST_TMPDIR/rec.err" &
+	rec=$!
+	trace 1 -p "$fx_PID"
+	wait_for "$BATS_TEST_TMPDIR/rec.err" '^# attach .*libc10'
+	sleep 0.5
+	release fx
+	settle fx '^spike '
+	finish
+	wait "$rec"
+	cat "$BATS_TEST_TMPDIR/rec.err"
+	grep -qE '^memtrace-bpf: recorded [0-9]+ events in [0-9.]+ s to .*t.mtb: [0-9]+ bytes, [0-9.]+ bytes per event, lost 0$' "$BATS_TEST_TMPDIR/rec.err"
+	live_events=$(sed -nE 's/^# summary .* events=([0-9]+) .*/\1/p' "$TRACE")
+	[ "$live_events" -gt 1000 ]
+
+	run "$MT" report -i "$BATS_TEST_TMPDIR/t.mtb"
+	[ "$status" -eq 0 ]
+	echo "$output" >"$BATS_TEST_TMPDIR/report.out"
+	grep -q "^# record target: pid=$fx_PID comm=python3 cmdline=$TORCH_PY $MODEL_PY --leak --steps 6$" "$BATS_TEST_TMPDIR/report.out"
+	grep -q '^# record tool: memtrace-bpf ' "$BATS_TEST_TMPDIR/report.out"
+	grep -q "^# record python: pid=$fx_PID version=3.11$" "$BATS_TEST_TMPDIR/report.out"
+	grep -q "^# record torch: pid=$fx_PID version=1.13.0$" "$BATS_TEST_TMPDIR/report.out"
+	grep -q "^# record library: pid=$fx_PID path=.*libc10.so.* probes=" "$BATS_TEST_TMPDIR/report.out"
+	grep -q "^# summary .* events=$live_events " "$BATS_TEST_TMPDIR/report.out"
+	diff <(analyses "$TRACE") <(analyses "$BATS_TEST_TMPDIR/report.out")
+	grep -q '^# leak pid=' "$BATS_TEST_TMPDIR/report.out"
+
+	run "$MT" script -i "$BATS_TEST_TMPDIR/t.mtb"
+	[ "$status" -eq 0 ]
+	diff <(lines <"$TRACE") <(lines <<<"$output")
+}
+
+# record the stand-in libcudart fixture into t.mtb
+record_small() {
+	LD_LIBRARY_PATH=$FIX/fake fixture fx "$FIX/cudart_calls" \
+		malloc 4096 malloc 8192 free 0 malloc 100000 free 2 free 1
+	"$MT" record -o "$BATS_TEST_TMPDIR/t.mtb" -p "$fx_PID" \
+		>"$BATS_TEST_TMPDIR/rec.out" 2>"$BATS_TEST_TMPDIR/rec.err" &
+	rec=$!
+	wait_for "$BATS_TEST_TMPDIR/rec.err" '^# attach .*cudart'
+	release fx
+	wait "$rec"
+	run "$MT" script -i "$BATS_TEST_TMPDIR/t.mtb"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c ': cudart:cudaMalloc: ' <<<"$output")" -eq 3 ]
+}
+
+@test "a truncated record reads up to its last whole block, with a warning" {
+	record_small
+	size=$(stat -c %s "$BATS_TEST_TMPDIR/t.mtb")
+	for cut in 0 7 20 $((size / 2)) $((size - 1)); do
+		head -c "$cut" "$BATS_TEST_TMPDIR/t.mtb" >"$BATS_TEST_TMPDIR/cut.mtb"
+		run "$MT" report -i "$BATS_TEST_TMPDIR/cut.mtb"
+		echo "cut at $cut: status $status"
+		echo "$output" | grep -E '^memtrace-bpf' || true
+		# never a crash: a clean error (2) or what came before (0)
+		[ "$status" -eq 0 ] || [ "$status" -eq 2 ]
+		[ "$(grep -c '^memtrace-bpf: ' <<<"$output")" -le 1 ]
+		if [ "$status" -eq 2 ]; then
+			grep -qE "^memtrace-bpf: .*cut.mtb: " <<<"$output"
+		else
+			grep -q '^memtrace-bpf: .*cut.mtb: cut short' <<<"$output"
+		fi
+	done
+	# an empty file is no record
+	: >"$BATS_TEST_TMPDIR/empty.mtb"
+	run "$MT" report -i "$BATS_TEST_TMPDIR/empty.mtb"
+	[ "$status" -eq 2 ]
+}
+
+@test "a bit-flipped record gives a clean error, never a crash" {
+	record_small
+	size=$(stat -c %s "$BATS_TEST_TMPDIR/t.mtb")
+	errors=0
+	for off in $(seq 0 7 $((size - 1))); do
+		python3 - "$BATS_TEST_TMPDIR/t.mtb" "$BATS_TEST_TMPDIR/flip.mtb" "$off" <<-'PY'
+			import sys
+			data = bytearray(open(sys.argv[1], "rb").read())
+			data[int(sys.argv[3])] ^= 0x10
+			open(sys.argv[2], "wb").write(data)
+		PY
+		run "$MT" report -i "$BATS_TEST_TMPDIR/flip.mtb"
+		[ "$status" -eq 0 ] || [ "$status" -eq 2 ]
+		if [ "$status" -eq 2 ]; then
+			errors=$((errors + 1))
+			[ "$(grep -c '^memtrace-bpf: ' <<<"$output")" -eq 1 ]
+		fi
+	done
+	echo "flips that gave an error: $errors of $((size / 7 + 1))"
+	# the checksums catch (nearly) every flip
+	[ "$errors" -ge $((size / 7)) ]
+	python3 - "$BATS_TEST_TMPDIR/t.mtb" "$BATS_TEST_TMPDIR/flip.mtb" <<-'PY'
+		import sys
+		data = bytearray(open(sys.argv[1], "rb").read())
+		data[len(data) // 2] ^= 0x01
+		open(sys.argv[2], "wb").write(data)
+	PY
+	run "$MT" report -i "$BATS_TEST_TMPDIR/flip.mtb"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	grep -qE '^memtrace-bpf: .*flip.mtb: .*(checksum|corrupt)' <<<"$output"
+}
+
+@test "a recorder killed with SIGKILL leaves a record readable up to its last block" {
+	HELD=1 fixture fx "$TORCH_PY" "$MODEL_PY" --steps 400
+	"$MT" record -o "$BATS_TEST_TMPDIR/t.mtb" -p "$fx_PID" \
+		>"$BATS_TEST_TMPDIR/rec.out" 2>"$BATS_TEST_TMPDIR/rec.err" &
+	rec=$!
+	wait_for "$BATS_TEST_TMPDIR/rec.err" '^# attach .*libc10'
+	release fx
+	# some blocks on disk, the model still running
+	for ((i = 0; i < 600; i++)); do
+		[ "$(stat -c %s "$BATS_TEST_TMPDIR/t.mtb")" -gt 20000 ] && break
+		sleep 0.05
+	done
+	kill -9 "$rec"
+	wait "$rec" || true
+	touch "$BATS_TEST_TMPDIR/fx.hold"
+	run "$MT" report -i "$BATS_TEST_TMPDIR/t.mtb"
+	echo "$output" | grep -E '^memtrace-bpf|^# summary'
+	[ "$status" -eq 0 ]
+	grep -q 'cut short' <<<"$output"
+	events=$(sed -nE 's/^# summary .* events=([0-9]+) .*/\1/p' <<<"$output")
+	[ "$events" -gt 100 ]
+}
+
+@test "report and script need -i; record needs -o" {
+	run "$MT" report
+	[ "$status" -eq 2 ]
+	grep -q '^memtrace-bpf: report needs -i FILE' <<<"$output"
+	run "$MT" record -p 1
+	[ "$status" -eq 2 ]
+	grep -q '^memtrace-bpf: record needs -o FILE' <<<"$output"
+	run "$MT" report -i /nonexistent.mtb
+	[ "$status" -eq 2 ]
+	grep -q '^memtrace-bpf: cannot read /nonexistent.mtb: No such file or directory$' <<<"$output"
+	echo "not a record" >"$BATS_TEST_TMPDIR/x.mtb"
+	run "$MT" script -i "$BATS_TEST_TMPDIR/x.mtb"
+	[ "$status" -eq 2 ]
+	grep -q 'not a memtrace-bpf record' <<<"$output"
+}

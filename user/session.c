@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <string.h>
+#include "format.h"
+#include "ops.h"
+#include "options.h"
+#include "session.h"
+
+#define MAX_SITES 65536
+
+void mt_session_conf_from(struct mt_session_conf *c, const struct mt_options *o)
+{
+	*c = (struct mt_session_conf){
+		.print_events = !o->quiet,
+		.no_stack = o->no_stack,
+		.min_size = o->min_size,
+		.max_live = o->max_live,
+		.max_sites = MAX_SITES,
+		.top_live = o->top_live,
+		.top_ops = o->top_ops,
+		.leak = { .age_steps = o->leak_age_steps,
+			  .age_seconds = o->leak_age_seconds },
+	};
+}
+
+int mt_session_init(struct mt_session *s, const struct mt_session_conf *c,
+		    FILE *out)
+{
+	memset(s, 0, sizeof(*s));
+	s->conf = *c;
+	s->out = out;
+	s->live = mt_live_new(c->max_live);
+	s->sites = mt_sites_new(c->max_sites);
+	s->peak = mt_peak_new();
+	s->leaks = mt_leaks_new(&c->leak);
+	s->frag = mt_frag_new();
+	s->oom = mt_oom_new();
+	if (!s->live || !s->sites || !s->peak || !s->leaks || !s->frag ||
+	    !s->oom)
+		return -ENOMEM;
+	return 0;
+}
+
+void mt_session_free(struct mt_session *s)
+{
+	mt_oom_free(s->oom);
+	mt_frag_free(s->frag);
+	mt_leaks_free(s->leaks);
+	mt_peak_free(s->peak);
+	mt_summary_free(&s->sum);
+	mt_sites_free(s->sites);
+	mt_live_free(s->live);
+}
+
+static struct mt_steps *steps_of(struct mt_session *s, __u32 pid)
+{
+	struct mt_steps *st = &s->steps[pid % MT_STEP_PIDS];
+
+	if (st->pid != pid)
+		*st = (struct mt_steps){ .pid = pid };
+	return st;
+}
+
+__u32 mt_session_step(const struct mt_session *s, __u32 pid)
+{
+	const struct mt_steps *st = &s->steps[pid % MT_STEP_PIDS];
+
+	return st->pid == pid ? st->step : 0;
+}
+
+/*
+ * An optimizer phase left after a backward ends a step (zero_grad before
+ * the forward is none); a process without steps gets a leak boundary each
+ * age_seconds instead.
+ */
+static void count_steps(struct mt_session *s, const struct mt_rec *r,
+			const char *phase)
+{
+	struct mt_steps *st = steps_of(s, r->ev->pid);
+	__u64 ts = r->ev->ts, age = (__u64)(s->conf.leak.age_seconds * 1e9);
+
+	if (phase) {
+		bool was_opt = st->phase && !strcmp(st->phase, "optimizer");
+
+		if (was_opt && strcmp(phase, "optimizer") &&
+		    st->backward_seen) {
+			st->step++;
+			st->backward_seen = false;
+			st->last_boundary = ts;
+			mt_leaks_boundary(s->leaks, st->pid, st->step, ts,
+					  s->live);
+		}
+		if (!strcmp(phase, "backward"))
+			st->backward_seen = true;
+		st->phase = phase;
+	}
+	if (!st->last_boundary)
+		st->last_boundary = ts;
+	if (!st->step && age && ts - st->last_boundary >= age) {
+		st->last_boundary = ts;
+		mt_leaks_boundary(s->leaks, st->pid, 0, ts, s->live);
+	}
+}
+
+static void site_live(struct mt_site *site, __s64 delta)
+{
+	if (!site)
+		return;
+	if (delta > 0) {
+		site->live_count++;
+		site->live_bytes += (__u64)delta;
+		return;
+	}
+	if (site->live_count)
+		site->live_count--;
+	site->live_bytes -= site->live_bytes < (__u64)-delta ?
+				    site->live_bytes :
+				    (__u64)-delta;
+}
+
+static void forget(struct mt_session *s, const struct mt_live *old)
+{
+	bool counted = old->space != MT_SP_C10; /* c10 reports totals */
+
+	mt_peak_release(s->peak, old);
+	site_live(old->site, -(__s64)old->size);
+	if (counted)
+		mt_summary_live(&s->sum, old->pid, old->dev_type, old->dev,
+				old->space, -(__s64)old->size);
+}
+
+static void track_live(struct mt_session *s, struct mt_rec *r,
+		       struct mt_site *site)
+{
+	const struct mt_event *ev = r->ev;
+	struct mt_live e;
+
+	/* NULL (a zero-size request) holds no memory */
+	if (r->role == MT_ROLE_ALLOC && r->has_ptr && r->ptr && !r->failed) {
+		e = (struct mt_live){
+			.ptr = r->ptr,
+			.size = r->size,
+			.ts = ev->ts,
+			.seq = s->seq,
+			.event = r->event,
+			.caller = site->caller,
+			.site = site,
+			.step = mt_session_step(s, ev->pid),
+			.pid = ev->pid,
+			.space = (__u16)r->ki->space,
+			.dev_type = (__u8)r->dev_type,
+			.dev = (__s8)r->dev_index,
+		};
+		struct mt_live old;
+
+		/* an address reused without the free we missed: undo it */
+		if (mt_live_remove(s->live, ev->pid, e.space, e.ptr, &old))
+			forget(s, &old);
+		if (mt_live_insert(s->live, &e)) {
+			s->sum.live_full++;
+			return;
+		}
+		mt_peak_alloc(s->peak, &e);
+		site_live(site, (__s64)e.size);
+		if (e.space != MT_SP_C10)
+			mt_summary_live(&s->sum, ev->pid, r->dev_type,
+					r->dev_index, r->ki->space,
+					(__s64)r->size);
+	} else if (r->role == MT_ROLE_FREE && r->has_ptr && !r->failed) {
+		if (!mt_live_remove(s->live, ev->pid, (__u16)r->ki->space,
+				    r->ptr, &e))
+			return;
+		if (r->size_state == MT_SIZE_UNKNOWN) {
+			r->size_state = MT_SIZE_KNOWN;
+			r->size = e.size;
+		}
+		forget(s, &e);
+	}
+}
+
+static void print_event(struct mt_session *s, const struct mt_rec *r,
+			const struct mt_site *site)
+{
+	struct mt_attrib a = {
+		.phase = site->phase,
+		.module = site->module,
+		.node = site->node,
+		.recompute = site->recompute,
+	};
+	char line[1024];
+	int n;
+
+	if (s->conf.min_size &&
+	    (r->size_state != MT_SIZE_KNOWN || r->size < s->conf.min_size))
+		return;
+	n = mt_format_event(line, sizeof(line), r, site->caller, &a);
+	if (n > 0)
+		fwrite(line, 1, (size_t)n, s->out);
+	if (s->conf.no_stack)
+		return;
+	for (int i = 0; i < site->depth; i++)
+		fprintf(s->out, "\t%s\n", site->frames[i]);
+	if (site->truncated)
+		fprintf(s->out, "\t[truncated at %d frames]\n", site->depth);
+}
+
+bool mt_session_event(struct mt_session *s, struct mt_rec *r,
+		      struct mt_site *site)
+{
+	/* a free of NULL frees nothing */
+	if (r->role == MT_ROLE_FREE && r->has_ptr && !r->ptr && !r->failed)
+		return false;
+	s->seq++;
+	if (!s->t0)
+		s->t0 = r->ev->ts;
+	s->last_ts = r->ev->ts;
+	if (site->phase)
+		count_steps(s, r, site->phase);
+	track_live(s, r, site);
+	mt_summary_event(&s->sum, r);
+	if (r->role == MT_ROLE_ALLOC && !r->failed &&
+	    r->size_state == MT_SIZE_KNOWN) {
+		site->allocs++;
+		site->alloc_bytes += r->size;
+	}
+	if (site->phase)
+		mt_summary_attrib(&s->sum, r, site->phase, site->module,
+				  site->recompute);
+	if (r->has_totals)
+		mt_frag_event(s->frag, r, site->phase);
+	mt_oom_event(s->oom, r, site, &s->sum, s->sites, s->t0,
+		     !s->conf.no_stack, s->out);
+	if (s->conf.print_events)
+		print_event(s, r, site);
+	return true;
+}
+
+void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
+{
+	bool stacks = !s->conf.no_stack;
+
+	mt_summary_print(&s->sum, s->live, end, s->out);
+	mt_oom_print(s->oom, s->out);
+	mt_peak_print(s->peak, s->live, s->t0, s->conf.top_live, stacks,
+		      s->out);
+	mt_leaks_print(s->leaks, stacks, s->out);
+	mt_frag_print(s->frag, s->live, s->t0, s->out);
+	mt_ops_print(s->sites, s->conf.top_ops, s->out);
+}
+
+void mt_session_view_now(struct mt_session *s)
+{
+	mt_peak_print_now(s->live, s->t0, s->last_ts, s->conf.top_live,
+			  !s->conf.no_stack, s->out);
+}
