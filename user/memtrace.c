@@ -531,6 +531,21 @@ static void read_cmdline(int pid, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
+static void join_args(char **argv, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; argv[i] && n < len; i++) {
+		int w = snprintf(buf + n, len - n, "%s%s", i ? " " : "",
+				 argv[i]);
+
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+}
+
 static void record_targets(struct tracer *tr)
 {
 	char cmdline[2048];
@@ -539,7 +554,11 @@ static void record_targets(struct tracer *tr)
 	for (int i = 0; i < tr->ntargets; i++) {
 		const struct mt_target *t = &tr->targets[i];
 
-		read_cmdline(t->pid, cmdline, sizeof(cmdline));
+		/* a spawned command has not reached its exec yet */
+		if (t->spawned)
+			join_args(tr->opt->command, cmdline, sizeof(cmdline));
+		else
+			read_cmdline(t->pid, cmdline, sizeof(cmdline));
 		record_meta(tr, "target", "pid=%d comm=%s cmdline=%s", t->pid,
 			    t->comm, cmdline);
 	}
