@@ -68,6 +68,14 @@ struct {
 	__type(value, struct mt_pyconf);
 } pyconf SEC(".maps");
 
+/* exception types --trace-exceptions does not want: no event for them */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u8);
+} exc_skip SEC(".maps");
+
 /* Python stacks by id; the least used go when it is full */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -387,6 +395,12 @@ int mt_enter(struct pt_regs *ctx)
 			bpf_map_update_elem(&node_stack, &node, &ev.stack_id,
 					    BPF_ANY);
 		return 0;
+	}
+	if (cookie & MT_F_EXC) {
+		__u64 type = PT_REGS_PARM2(ctx);
+
+		if (bpf_map_lookup_elem(&exc_skip, &type))
+			return 0;
 	}
 	if (cookie & MT_F_SETDEV) {
 		__u32 tid = (__u32)bpf_get_current_pid_tgid();

@@ -37,6 +37,7 @@ enum mt_kind {
 	MT_K_LOADER,
 	MT_K_GRAD_EDGE,
 	MT_K_EVAL_FN,
+	MT_K_PY_RAISE, /* CPython's _PyErr_SetObject: an exception is set */
 	MT_K_MAX,
 };
 
@@ -52,6 +53,7 @@ enum mt_kind {
 #define MT_F_STOP (1u << 20) /* entry: SIGSTOP the caller (-- mode loader) */
 #define MT_F_EDGE (1u << 21) /* entry: the Node* of Edge *arg1 was made here */
 #define MT_F_SETNODE (1u << 22) /* entry: arg2 is the Node* this thread runs */
+#define MT_F_EXC (1u << 23) /* entry: drop it if arg1 (a type) is in exc_skip */
 
 /* mt_event.flags */
 #define MT_EV_RET (1u << 0) /* ret is valid */

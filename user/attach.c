@@ -18,6 +18,8 @@ static bool kind_wanted(const struct mt_attacher *a,
 		return true;
 	if (ki->lib == MT_LIB_TORCH_CPU)
 		return !a->no_python;
+	if (ki->lib == MT_LIB_PYTHON)
+		return a->trace_exceptions;
 	return !a->no_cuda;
 }
 
@@ -138,7 +140,8 @@ int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 		if (!m->path || m->path[0] != '/')
 			continue;
 		lib = mt_lib_classify(m->path);
-		if (lib < 0 || mt_target_has_file(t, m->dev, m->inode))
+		if (lib < 0 || mt_target_has_file(t, m->dev, m->inode) ||
+		    (lib == MT_LIB_PYTHON && !a->trace_exceptions))
 			continue;
 		if (t->nfiles == MT_MAX_FILES) {
 			snprintf(err, errlen,

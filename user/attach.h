@@ -17,6 +17,7 @@ struct mt_attacher {
 	size_t nlinks, cap;
 	bool no_cpu, no_cuda;
 	bool no_python; /* the autograd probes serve the attribution only */
+	bool trace_exceptions; /* probe CPython's _PyErr_SetObject */
 	FILE *log; /* "# attach" lines; NULL for none */
 	/* told of each library attached (a record keeps them); may be NULL */
 	void (*on_lib)(void *ctx, const struct mt_target *t, const char *path,

@@ -118,6 +118,8 @@ int mt_format_event(char *buf, size_t len, const struct mt_rec *r,
 		put(&o, " stream=0x%" PRIx64, (uint64_t)r->stream);
 	if (r->has_handle)
 		put(&o, " handle=0x%" PRIx64, (uint64_t)r->handle);
+	if (a && a->detail)
+		put(&o, " type=%s", a->detail);
 	put(&o, " caller=%s", caller ? caller : "?");
 	if (a && a->phase)
 		put(&o, " phase=%s", a->phase);

@@ -12,6 +12,7 @@ struct mt_attrib {
 	const char *phase;
 	const char *module;
 	const char *node; /* autograd Node class, in backward */
+	const char *detail; /* python:raise: the exception's type */
 	bool recompute; /* a forward run again in backward (checkpointing) */
 };
 

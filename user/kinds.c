@@ -169,6 +169,11 @@ static const struct mt_kind_info kinds[MT_K_MAX] = {
 		.event = NULL, .lib = MT_LIB_TORCH_CPU, .flags = MT_F_SETNODE,
 		.syms = { "_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEEPNS0_4NodeERNS0_11InputBufferERKS2_INS0_10ReadyQueueEE" },
 	},
+	/* _PyErr_SetObject(tstate, type, value): raise, and C code's PyErr_* */
+	[MT_K_PY_RAISE] = {
+		.event = "python:raise", .lib = MT_LIB_PYTHON, .flags = MT_F_EXC,
+		.syms = { "_PyErr_SetObject" },
+	},
 	/* the dynamic loader's debugger hook: a library came or went */
 	[MT_K_LOADER] = {
 		.event = NULL, .lib = MT_LIB_LDSO, 
@@ -191,6 +196,7 @@ const char *mt_lib_name(enum mt_lib lib)
 		[MT_LIB_C10] = "libc10",
 		[MT_LIB_TORCH_CPU] = "libtorch_cpu",
 		[MT_LIB_LDSO] = "ld.so",
+		[MT_LIB_PYTHON] = "libpython",
 	};
 
 	return lib < MT_LIB_MAX ? names[lib] : "?";

@@ -14,6 +14,7 @@ enum mt_lib {
 	MT_LIB_C10,
 	MT_LIB_TORCH_CPU,
 	MT_LIB_LDSO,
+	MT_LIB_PYTHON, /* libpython, or a python executable linking it in */
 	MT_LIB_MAX,
 };
 

@@ -238,9 +238,45 @@ static const struct mt_pyresolved *attribute(struct tracer *tr,
 	return pr;
 }
 
+/* name is in the comma-separated list of --trace-exceptions */
+static bool type_wanted(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!strcmp(list, "all"))
+		return true;
+	for (const char *p = list; *p;) {
+		const char *e = strchrnul(p, ',');
+
+		if ((size_t)(e - p) == n && !strncmp(p, name, n))
+			return true;
+		p = *e ? e + 1 : e;
+	}
+	return false;
+}
+
+/* python:raise: the type raised, if --trace-exceptions wants it */
+static const char *raised_type(struct tracer *tr, struct mt_target *t,
+			       const struct mt_event *ev)
+{
+	__u64 type = ev->args[1]; /* _PyErr_SetObject(tstate, type, value) */
+	const __u8 one = 1;
+	char name[256];
+
+	if (!t || !t->py)
+		return NULL;
+	if (!mt_py_class_name(t->py, type, name, sizeof(name)) &&
+	    type_wanted(tr->opt->exc_types, name))
+		return mt_intern(tr->frames, name);
+	/* not asked for: BPF drops its next ones (a full map: we do) */
+	bpf_map__update_elem(tr->skel->maps.exc_skip, &type, sizeof(type), &one,
+			     sizeof(one), BPF_ANY);
+	return NULL;
+}
+
 /* who made the event: its site, interned in the session's table */
 static struct mt_site *site_of(struct tracer *tr, struct mt_target *t,
-			       const struct mt_rec *r)
+			       const struct mt_rec *r, const char *detail)
 {
 	const struct mt_event *ev = r->ev;
 	const struct mt_pyresolved *pr;
@@ -256,6 +292,7 @@ static struct mt_site *site_of(struct tracer *tr, struct mt_target *t,
 		.phase = a.phase,
 		.module = a.module,
 		.node = a.node,
+		.detail = detail,
 		.recompute = a.recompute,
 		.truncated = pr && pr->truncated,
 		.depth = pr ? pr->depth : 0,
@@ -280,6 +317,7 @@ static int on_event(void *ctx, void *data, size_t len)
 {
 	struct tracer *tr = ctx;
 	const struct mt_event *ev = data;
+	const char *detail = NULL;
 	struct mt_target *t;
 	struct mt_site *site;
 	struct mt_rec r;
@@ -295,7 +333,12 @@ static int on_event(void *ctx, void *data, size_t len)
 	default0 = t && t->spawned;
 	if (!mt_decode(ev, default0 ? 0 : -1, &r))
 		return 0;
-	site = site_of(tr, t, &r);
+	if (ev->kind == MT_K_PY_RAISE) {
+		detail = raised_type(tr, t, ev);
+		if (!detail)
+			return 0;
+	}
+	site = site_of(tr, t, &r, detail);
 	if (!mt_session_event(tr->ses, &r, site))
 		return 0;
 	if (tr->rec)
@@ -343,8 +386,11 @@ static const char *const wanted_libs = "libcudart, libcuda, libc10";
 /* the first attach of each target; errors here end the run (exit 2) */
 static int attach_targets(struct tracer *tr)
 {
-	const unsigned int ours = (1u << MT_LIB_CUDART) | (1u << MT_LIB_CUDA) |
-				  (1u << MT_LIB_C10);
+	/* with --trace-exceptions, a Python without PyTorch is enough */
+	const unsigned int ours =
+		(1u << MT_LIB_CUDART) | (1u << MT_LIB_CUDA) |
+		(1u << MT_LIB_C10) |
+		(tr->opt->exc_types ? 1u << MT_LIB_PYTHON : 0);
 	char err[512];
 
 	for (int i = 0; i < tr->ntargets; i++) {
@@ -661,6 +707,7 @@ static int run(struct tracer *tr)
 	tr->att.no_cpu = o->no_cpu;
 	tr->att.no_cuda = o->no_cuda;
 	tr->att.no_python = o->no_python;
+	tr->att.trace_exceptions = o->exc_types != NULL;
 	/* with -q the attach notes still tell a script when tracing began */
 	tr->att.log = o->quiet || tr->rec ? stderr : tr->out;
 	if (tr->rec) {

@@ -20,7 +20,7 @@ struct pending {
 
 struct mt_oom {
 	struct pending p[PENDING];
-	__u64 failures, retries, gave_up;
+	__u64 failures, retries, gave_up, raised;
 };
 
 struct mt_oom *mt_oom_new(void)
@@ -179,6 +179,21 @@ static void follow_retry(struct mt_oom *o, const struct mt_rec *r,
 	p->tid = 0;
 }
 
+/* --trace-exceptions: a Python exception of a type asked for, raised */
+static void print_raise(const struct mt_rec *r, const struct mt_site *site,
+			__u64 t0, bool stacks, FILE *out)
+{
+	fprintf(out, "# EXCEPTION pid=%u tid=%u at %.6f s: %s raised",
+		r->ev->pid, r->ev->tid, (double)(r->ev->ts - t0) / 1e9,
+		site->detail ? site->detail : "?");
+	fprintf(out, " module=%s phase=%s\n", site->module ? site->module : "-",
+		site->phase ? site->phase : "-");
+	if (!stacks)
+		return;
+	for (int i = 0; i < site->depth; i++)
+		fprintf(out, "#\t%s\n", site->frames[i]);
+}
+
 void mt_oom_event(struct mt_oom *o, const struct mt_rec *r,
 		  const struct mt_site *site, struct mt_summary *sum,
 		  struct mt_sites *sites, __u64 t0, bool stacks, FILE *out)
@@ -187,6 +202,11 @@ void mt_oom_event(struct mt_oom *o, const struct mt_rec *r,
 	bool retry = p->tid == r->ev->tid && r->role == MT_ROLE_ALLOC &&
 		     r->event == p->event;
 
+	if (r->ev->kind == MT_K_PY_RAISE) {
+		o->raised++;
+		print_raise(r, site, t0, stacks, out);
+		return;
+	}
 	if (p->tid == r->ev->tid)
 		follow_retry(o, r, p, out);
 	if (r->role == MT_ROLE_OOM) {
@@ -210,7 +230,7 @@ void mt_oom_print(const struct mt_oom *o, FILE *out)
 	fprintf(out,
 		"# oom failed_allocations=%" PRIu64
 		" num_alloc_retries=%" PRIu64 " allocator_gave_up=%" PRIu64
-		"\n",
+		" exceptions=%" PRIu64 "\n",
 		(uint64_t)o->failures, (uint64_t)o->retries,
-		(uint64_t)o->gave_up);
+		(uint64_t)o->gave_up, (uint64_t)o->raised);
 }

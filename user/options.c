@@ -59,6 +59,7 @@ enum {
 	OPT_WATCH_WINDOW,
 	OPT_DEVICE_MEM,
 	OPT_ALERT_PCT,
+	OPT_TRACE_EXC,
 };
 
 static const struct argp_option opts[] = {
@@ -111,6 +112,10 @@ static const struct argp_option opts[] = {
 	  "Device memory for --watch, e.g. 80GiB (default: from NVML)", 0 },
 	{ "alert-pct", OPT_ALERT_PCT, "PCT", 0,
 	  "--watch: alert when usage crosses PCT % of the device", 0 },
+	{ "trace-exceptions", OPT_TRACE_EXC, "TYPE[,TYPE...]", 0,
+	  "Print Python exceptions of these types (e.g. OutOfMemoryError; "
+	  "all: every one) with their stack when raised",
+	  0 },
 	{ "verbose", 'v', NULL, 0, "Print libbpf debug output", 0 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show the help", 0 },
 	{ 0 },
@@ -275,6 +280,11 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_DEVICE_MEM:
 		o->device_mem = parse_size(state, arg);
 		break;
+	case OPT_TRACE_EXC:
+		if (!*arg || *arg == ',')
+			bad(state, "exception types", arg);
+		o->exc_types = arg;
+		break;
 	case OPT_ALERT_PCT:
 		o->alert_pct = parse_double(state, "percentage", arg, 1, 100);
 		break;
@@ -385,9 +395,10 @@ static int check_offline(const struct mt_options *o)
 			o->mode == MT_MODE_REPORT ? "report" : "script");
 		return 2;
 	}
-	if (o->npids || o->command || o->watch) {
-		fprintf(stderr, "memtrace-bpf: -p, --watch and a command are "
-				"for tracing, not for reading a record\n");
+	if (o->npids || o->command || o->watch || o->exc_types) {
+		fprintf(stderr, "memtrace-bpf: -p, --watch, --trace-exceptions "
+				"and a command are for tracing, not for "
+				"reading a record\n");
 		return 2;
 	}
 	return 0;
@@ -437,6 +448,11 @@ int mt_parse_options(int argc, char **argv, struct mt_options *o)
 	if (o->npids && o->command) {
 		fprintf(stderr, "memtrace-bpf: -p and a command exclude each "
 				"other\n");
+		return 2;
+	}
+	if (o->exc_types && o->no_python) {
+		fprintf(stderr, "memtrace-bpf: --trace-exceptions reads the "
+				"Python that --no-python leaves alone\n");
 		return 2;
 	}
 	if (o->module_log && o->no_python) {

@@ -28,6 +28,7 @@ struct mt_options {
 	double watch_window;
 	unsigned long long device_mem; /* --device-mem bytes; 0: NVML */
 	double alert_pct;
+	const char *exc_types; /* --trace-exceptions: names, or "all" */
 	int pids[MT_MAX_PIDS];
 	int npids;
 	char **command; /* after "--", NULL-terminated; NULL if none */

@@ -152,5 +152,10 @@ int mt_lib_classify(const char *path)
 		return MT_LIB_TORCH_CPU;
 	if (!strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-musl", 7))
 		return MT_LIB_LDSO;
+	/* libpython3.X.so..., or a python3.X executable with it linked in */
+	if (lib_named(base, "libpython3") ||
+	    !strncmp(base, "libpython3.", 11) ||
+	    (!strncmp(base, "python3.", 8) && base[8] >= '0' && base[8] <= '9'))
+		return MT_LIB_PYTHON;
 	return -1;
 }

@@ -912,15 +912,21 @@ int mt_py_child_name(struct mt_py *py, __u64 parent, __u64 child, char *name,
 
 int mt_py_type_name(struct mt_py *py, __u64 obj, char *name, size_t len)
 {
-	char s[MT_PY_NAME_MAX];
-	__u8 type[TP_FLAGS + 8];
-	const char *dot;
 	__u64 tp;
 	int ret;
 
 	ret = rd_u64(py, obj + OB_TYPE, &tp);
-	if (!ret)
-		ret = mt_py_read(py, tp, type, sizeof(type));
+	return ret ? ret : mt_py_class_name(py, tp, name, len);
+}
+
+int mt_py_class_name(struct mt_py *py, __u64 tp, char *name, size_t len)
+{
+	char s[MT_PY_NAME_MAX];
+	__u8 type[TP_FLAGS + 8];
+	const char *dot;
+	int ret;
+
+	ret = mt_py_read(py, tp, type, sizeof(type));
 	if (!ret)
 		ret = rd_cstr(py, get_u64(type, TP_NAME), s, sizeof(s));
 	if (ret)

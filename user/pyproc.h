@@ -115,6 +115,9 @@ int mt_py_child_name(struct mt_py *py, __u64 parent, __u64 child, char *name,
  */
 int mt_py_type_name(struct mt_py *py, __u64 obj, char *name, size_t len);
 
+/* the same for the type object tp itself: tp.__name__ */
+int mt_py_class_name(struct mt_py *py, __u64 tp, char *name, size_t len);
+
 /*
  * Walk the frames of the thread whose tstate->thread_id (its pthread_t) is
  * thread_id the way the BPF walker does, innermost first, shims skipped.

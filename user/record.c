@@ -66,7 +66,7 @@ enum field {
 /* an event's site, its mask, its ts and its values: at most this much */
 #define MAX_EVENT_CODE ((2 + NF) * MAX_VARINT)
 /* a site: pid, five strings, bits, depth, frames */
-#define MAX_SITE_CODE ((8 + MT_MAX_FRAMES) * MAX_VARINT)
+#define MAX_SITE_CODE ((9 + MT_MAX_FRAMES) * MAX_VARINT)
 
 /* the widest value of each field coded as a number */
 static const __u64 field_max[NF] = {
@@ -346,8 +346,8 @@ static int comm_id(struct mt_recorder *w, const char *comm, __u32 *id)
 /* the site's id in the file, defining it (and its strings) if new */
 static int site_id(struct mt_recorder *w, const struct mt_site *site, __u32 *id)
 {
-	const char *strs[5];
-	__u32 sid[5], fid[MT_MAX_FRAMES];
+	const char *strs[6];
+	__u32 sid[6], fid[MT_MAX_FRAMES];
 	int depth, err;
 	struct buf *b = &w->sites.body;
 
@@ -382,7 +382,8 @@ static int site_id(struct mt_recorder *w, const struct mt_site *site, __u32 *id)
 	strs[2] = site->phase;
 	strs[3] = site->module;
 	strs[4] = site->node;
-	for (int i = 0; i < 5; i++) {
+	strs[5] = site->detail;
+	for (int i = 0; i < 6; i++) {
 		err = cstr_id(w, strs[i], &sid[i]);
 		if (err)
 			return err;
@@ -398,7 +399,7 @@ static int site_id(struct mt_recorder *w, const struct mt_site *site, __u32 *id)
 	if (err)
 		return err;
 	put_varint(b, site->pid);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		put_varint(b, sid[i]);
 	put_varint(b, (__u64)site->recompute | (__u64)site->truncated << 1);
 	put_varint(b, (__u64)depth);
@@ -881,7 +882,8 @@ static int read_sites(struct mt_reader *r, struct cur *c)
 		    !get_strid(r, c, &key.caller) ||
 		    !get_strid(r, c, &key.phase) ||
 		    !get_strid(r, c, &key.module) ||
-		    !get_strid(r, c, &key.node) || !get_max(c, 3, &bits) ||
+		    !get_strid(r, c, &key.node) ||
+		    !get_strid(r, c, &key.detail) || !get_max(c, 3, &bits) ||
 		    !get_max(c, MT_MAX_FRAMES, &depth))
 			return fail(r, "bad site %zu", r->c.n);
 		for (__u64 d = 0; d < depth; d++)

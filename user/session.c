@@ -185,6 +185,7 @@ static void print_event(struct mt_session *s, const struct mt_rec *r,
 		.phase = site->phase,
 		.module = site->module,
 		.node = site->node,
+		.detail = site->detail,
 		.recompute = site->recompute,
 	};
 	char line[1024];

@@ -53,6 +53,7 @@ static __u64 site_hash(const struct mt_site *k)
 	h = mt_mix64(h ^ (__u64)(uintptr_t)k->phase);
 	h = mt_mix64(h ^ (__u64)(uintptr_t)k->module);
 	h = mt_mix64(h ^ (__u64)(uintptr_t)k->node);
+	h = mt_mix64(h ^ (__u64)(uintptr_t)k->detail);
 	for (int i = 0; i < k->depth; i++)
 		h = mt_mix64(h ^ (__u64)(uintptr_t)k->frames[i]);
 	return h;
@@ -63,8 +64,8 @@ static bool site_equal(const struct mt_site *a, const struct mt_site *b)
 	return a->pid == b->pid && a->event == b->event &&
 	       a->caller == b->caller && a->phase == b->phase &&
 	       a->module == b->module && a->node == b->node &&
-	       a->recompute == b->recompute && a->truncated == b->truncated &&
-	       a->depth == b->depth &&
+	       a->detail == b->detail && a->recompute == b->recompute &&
+	       a->truncated == b->truncated && a->depth == b->depth &&
 	       (!a->depth || !memcmp(a->frames, b->frames,
 				     (size_t)a->depth * sizeof(a->frames[0])));
 }
@@ -83,6 +84,7 @@ static struct mt_site *make(const struct mt_site *key, __u32 id)
 		.phase = key->phase,
 		.module = key->module,
 		.node = key->node,
+		.detail = key->detail,
 		.recompute = key->recompute,
 		.truncated = key->truncated,
 		.depth = key->depth > 0 ? key->depth : 0,

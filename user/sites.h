@@ -20,6 +20,7 @@ struct mt_site {
 	const char *phase;
 	const char *module;
 	const char *node;
+	const char *detail; /* python:raise: the exception's type */
 	bool recompute;
 	bool truncated; /* the stack is cut at depth frames */
 	int depth;

@@ -126,3 +126,43 @@ section() {
 		awk -v t="$t_oom" '{ d = t - $1 } d >= 1 && d <= 3')
 	[ "$checked" -ge 4 ]
 }
+
+@test "--trace-exceptions: torch's OutOfMemoryError printed with its stack when raised" {
+	HELD=1 fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/raise_exc.py" --torch
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 -q -p "$fx_PID" --trace-exceptions OutOfMemoryError
+	release fx
+	settle fx '^raise '
+	finish
+	read -r _ line < <(grep '^raise ' "$BATS_TEST_TMPDIR/fx.out")
+	grep -E '^# (EXCEPTION|oom)' "$TRACE"
+	[ "$(grep -c "^# EXCEPTION pid=$fx_PID tid=$fx_PID at [0-9.]* s: OutOfMemoryError raised module=- phase=other$" "$TRACE")" -eq 3 ]
+	grep -qF "#	raise_it ($ROOT/tests/fixtures/raise_exc.py:$line)" "$TRACE"
+	# the KeyError was not asked for
+	! grep -q 'KeyError' "$TRACE"
+	grep -q ' exceptions=3$' "$TRACE"
+}
+
+@test "--trace-exceptions on every CPython 3.10-3.13: the type and the line of the raise" {
+	local n=0
+	for py in /root/.pyenv/versions/3.1[0-3].*/bin/python3 /usr/bin/python3; do
+		[ -x "$py" ] || continue
+		HELD=1 fixture fx "$py" "$ROOT/tests/fixtures/raise_exc.py"
+		trace 0 -p "$fx_PID" --trace-exceptions ValueError,KeyError
+		# no allocator library here: wait for the raise probe instead
+		wait_for "$BATS_TEST_TMPDIR/trace.out" '^# attach .*python.* probes=[1-9]' 30
+		release fx
+		settle fx '^raise '
+		finish
+		read -r _ line < <(grep '^raise ' "$BATS_TEST_TMPDIR/fx.out")
+		echo "# $py: $(grep -c ': python:raise: ' "$TRACE") raises"
+		[ "$(grep -c ': python:raise: type=ValueError ' "$TRACE")" -eq 3 ]
+		# 3.13 sets dict's KeyError without _PyErr_SetObject
+		case $("$py" -c 'import sys; print(sys.version_info[1])') in
+		13) ;;
+		*) [ "$(grep -c ': python:raise: type=KeyError ' "$TRACE")" -eq 1 ] ;;
+		esac
+		grep -qF "	raise_it ($ROOT/tests/fixtures/raise_exc.py:$line)" "$TRACE"
+		n=$((n + 1))
+	done
+	[ "$n" -ge 2 ]
+}

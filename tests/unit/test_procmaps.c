@@ -196,6 +196,13 @@ static void test_classify(void **state)
 		{ "/opt/libcudart.so.13/libfoo.so", -1 },
 		{ "/x/libc10.so (deleted)", -1 },
 		{ "/x/libcudart.so.13 (deleted)", -1 },
+		/* CPython: its library, or an executable with it linked in */
+		{ "/usr/bin/python3.11", MT_LIB_PYTHON },
+		{ "/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0",
+		  MT_LIB_PYTHON },
+		{ "/usr/bin/python3", -1 },
+		{ "/usr/bin/python3-config", -1 },
+		{ "/usr/lib/python3.11/lib-dynload/_ctypes.so", -1 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
