@@ -90,7 +90,7 @@ section() {
 	grep -q '^#	do_calls (.*ctypes_cudart.py:[0-9]*)$' <<<"$oom"
 	grep -q '^#	mt_frame (.*ctypes_cudart.py:[0-9]*)$' <<<"$oom"
 	grep -q '^#     976.57 KiB in 1 allocations: cudart:cudaMalloc module=- phase=other at do_calls ' <<<"$oom"
-	grep -q '^# oom failed_allocations=1 num_alloc_retries=0 allocator_gave_up=0$' "$TRACE"
+	grep -q '^# oom failed_allocations=1 num_alloc_retries=0 allocator_gave_up=0 exceptions=0$' "$TRACE"
 }
 
 @test "OOM from the real libcudart: the failure is captured with its error and stack" {
