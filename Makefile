@@ -18,8 +18,8 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf \
 USER_SRCS := $(filter-out user/memtrace.c,$(wildcard user/*.c))
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
 MAIN_OBJ := $(OUTPUT)/memtrace.o
-LIBS := -lbpf -lelf -lz
-STATIC_LIBS := -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a
+LIBS := -lbpf -lelf -lz -lyajl
+STATIC_LIBS := -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a -l:libyajl_s.a
 
 UNIT_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
 ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer \
@@ -28,7 +28,7 @@ ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer \
 FIXDIR := $(OUTPUT)/fixtures
 include tests/fixtures/fixtures.mk
 
-.PHONY: all static test unit unit-asan e2e fuzz fuzz-short lint demo bench setup clean fmt
+.PHONY: all static test unit unit-asan e2e fuzz fuzz-short lint demo bench setup clean fmt npm-tools
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -77,7 +77,11 @@ unit-asan: $(addprefix $(OUTPUT)/asan/,$(UNIT_TESTS))
 	@set -e; for t in $^; do echo "== $$t (asan/ubsan)"; \
 		ASAN_OPTIONS=detect_leaks=1 $$t; done
 
-e2e: memtrace-bpf fixtures
+# the viewers' own checkers the export tests run (npm, into .output/npm)
+npm-tools:
+	scripts/npm-tools.sh $(OUTPUT)/npm
+
+e2e: memtrace-bpf fixtures npm-tools
 	bats --print-output-on-failure tests/e2e
 
 # The record reader under libFuzzer, ASan and UBSan (clang throughout):

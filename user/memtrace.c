@@ -779,7 +779,8 @@ static int open_output(struct tracer *tr)
 		}
 		return 0;
 	}
-	if (!o->output)
+	/* with --export, -o is the export's file */
+	if (!o->output || o->export_kind)
 		return 0;
 	tr->out = fopen(o->output, "we");
 	if (!tr->out) {
@@ -808,6 +809,7 @@ static int open_watch(struct tracer *tr)
 static int trace(const struct mt_options *opt)
 {
 	struct tracer tr = { .opt = opt };
+	struct mt_export_conf ec;
 	struct mt_session_conf sc;
 	char err[512];
 	int ret;
@@ -831,10 +833,18 @@ static int trace(const struct mt_options *opt)
 	    !tr.frames || !tr.nodes || open_watch(&tr)) {
 		fprintf(stderr, "memtrace-bpf: out of memory\n");
 		ret = 2;
+	} else if (mt_export_conf_from(&ec, opt) &&
+		   mt_export_start(tr.ses, &ec, err, sizeof(err))) {
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		ret = 2;
 	} else {
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
 		ret = run(&tr);
+	}
+	if (tr.ses && mt_export_finish(tr.ses, err, sizeof(err))) {
+		fprintf(stderr, "memtrace-bpf: export: %s\n", err);
+		ret = 2;
 	}
 
 	mt_attach_destroy(&tr.att);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include <linux/types.h>
+#include "export.h"
 #include "memtrace.h"
 #include "options.h"
 
@@ -60,6 +61,8 @@ enum {
 	OPT_DEVICE_MEM,
 	OPT_ALERT_PCT,
 	OPT_TRACE_EXC,
+	OPT_EXPORT,
+	OPT_FOLDED_PREFIX,
 };
 
 static const struct argp_option opts[] = {
@@ -96,8 +99,16 @@ static const struct argp_option opts[] = {
 	  "Timestamps in the --module-log records", 0 },
 	{ "no-python", OPT_NO_PYTHON, NULL, 0,
 	  "No Python stacks, modules or phases (cheapest)", 0 },
-	{ "at", OPT_AT, "SECS", 0,
-	  "report: what was alive SECS after the first event", 0 },
+	{ "at", OPT_AT, "SECS|peak", 0,
+	  "report: what was alive SECS after the first event; --export "
+	  "speedscope: peak weighs by the bytes live at the peak",
+	  0 },
+	{ "export", OPT_EXPORT, "KIND", 0,
+	  "Write the events as KIND into -o FILE: memviz, perfetto, "
+	  "speedscope, folded, json or svg",
+	  0 },
+	{ "folded-prefix", OPT_FOLDED_PREFIX, NULL, 0,
+	  "--export folded: module and phase as the outermost frames", 0 },
 	{ "leak-age", OPT_LEAK_AGE, "N|Ns", 0,
 	  "Leaks live across N optimizer steps (default 2), or N seconds "
 	  "where a process has no steps (default 10s)",
@@ -262,7 +273,22 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		o->input = arg;
 		break;
 	case OPT_AT:
-		o->at = parse_double(state, "time", arg, 0, 1e12);
+		if (!strcmp(arg, "peak"))
+			o->at_peak = true;
+		else
+			o->at = parse_double(state, "time", arg, 0, 1e12);
+		break;
+	case OPT_EXPORT:
+		if (!mt_exporter_find(arg)) {
+			fprintf(stderr,
+				"memtrace-bpf: no export '%s' (there are: %s)\n",
+				arg, mt_export_names());
+			exit(2);
+		}
+		o->export_kind = arg;
+		break;
+	case OPT_FOLDED_PREFIX:
+		o->folded_prefix = true;
 		break;
 	case OPT_LEAK_AGE:
 		parse_leak_age(state, o, arg);
@@ -424,9 +450,18 @@ int mt_parse_options(int argc, char **argv, struct mt_options *o)
 				  .max_depth = MT_MAX_FRAMES };
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, o))
 		return 2;
+	if (o->export_kind && !o->output) {
+		fprintf(stderr, "memtrace-bpf: --export needs -o FILE\n");
+		return 2;
+	}
+	if (o->export_kind && mode == MT_MODE_RECORD) {
+		fprintf(stderr, "memtrace-bpf: record writes a record: export "
+				"it with report -i FILE --export KIND\n");
+		return 2;
+	}
 	if (mode == MT_MODE_REPORT || mode == MT_MODE_SCRIPT)
 		return check_offline(o);
-	if (o->input || o->at >= 0) {
+	if (o->input || o->at >= 0 || (o->at_peak && !o->export_kind)) {
 		fprintf(stderr, "memtrace-bpf: -i and --at read a record: "
 				"use memtrace-bpf report\n");
 		return 2;

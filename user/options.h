@@ -29,6 +29,9 @@ struct mt_options {
 	unsigned long long device_mem; /* --device-mem bytes; 0: NVML */
 	double alert_pct;
 	const char *exc_types; /* --trace-exceptions: names, or "all" */
+	const char *export_kind; /* --export KIND: -o names its file */
+	bool at_peak; /* --at peak */
+	bool folded_prefix;
 	int pids[MT_MAX_PIDS];
 	int npids;
 	char **command; /* after "--", NULL-terminated; NULL if none */

@@ -59,6 +59,7 @@ static int replay(struct replay *rp)
 {
 	const struct mt_options *o = rp->o;
 	struct mt_session_conf sc;
+	struct mt_export_conf ec;
 	struct mt_summary_end end = { .top_live = o->top_live };
 	struct mt_rec_end re;
 	__u64 first = 0, last = 0;
@@ -71,6 +72,11 @@ static int replay(struct replay *rp)
 	rp->pool = mt_strpool_new(MAX_STRINGS);
 	if (!rp->ses || !rp->pool || mt_session_init(rp->ses, &sc, rp->out)) {
 		fprintf(stderr, "memtrace-bpf: out of memory\n");
+		return 2;
+	}
+	if (mt_export_conf_from(&ec, o) &&
+	    mt_export_start(rp->ses, &ec, err, sizeof(err))) {
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
 		return 2;
 	}
 	rp->rd = mt_reader_open(rp->in, rp->pool, rp->ses->sites, err,
@@ -106,6 +112,7 @@ static int replay(struct replay *rp)
 int mt_replay(const struct mt_options *o)
 {
 	struct replay rp = { .o = o, .out = stdout };
+	char err[512];
 	int ret;
 
 	rp.in = fopen(o->input, "re");
@@ -114,7 +121,8 @@ int mt_replay(const struct mt_options *o)
 			strerror(errno));
 		return 2;
 	}
-	if (o->output) {
+	/* with --export, -o is the export's file */
+	if (o->output && !o->export_kind) {
 		rp.out = fopen(o->output, "we");
 		if (!rp.out) {
 			fprintf(stderr, "memtrace-bpf: cannot write %s: %s\n",
@@ -124,6 +132,10 @@ int mt_replay(const struct mt_options *o)
 		}
 	}
 	ret = replay(&rp);
+	if (rp.ses && mt_export_finish(rp.ses, err, sizeof(err))) {
+		fprintf(stderr, "memtrace-bpf: export: %s\n", err);
+		ret = 2;
+	}
 	mt_reader_close(rp.rd);
 	if (rp.ses)
 		mt_session_free(rp.ses);

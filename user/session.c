@@ -233,6 +233,8 @@ bool mt_session_event(struct mt_session *s, struct mt_rec *r,
 		     !s->conf.no_stack, s->out);
 	if (s->conf.print_events)
 		print_event(s, r, site);
+	if (s->exp)
+		s->exp->event(s->exp_state, s, r, site);
 	return true;
 }
 

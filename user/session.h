@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include "export.h"
 #include "frag.h"
 #include "kinds.h"
 #include "leaks.h"
@@ -50,6 +51,11 @@ struct mt_session {
 	struct mt_frag *frag;
 	struct mt_oom *oom;
 	struct mt_steps steps[MT_STEP_PIDS]; /* by pid % size */
+	/* --export: the exporter, its state and file (export.c) */
+	const struct mt_exporter *exp;
+	void *exp_state;
+	FILE *exp_file;
+	const char *exp_path;
 	__u64 seq; /* events seen */
 	__u64 t0; /* ts of the first event */
 	__u64 last_ts;

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include "export.h"
+
+static void *open_folded(FILE *f, const struct mt_export_conf *c, char *err,
+			 size_t errlen)
+{
+	snprintf(err, errlen, "export folded: not built yet");
+	return NULL;
+}
+
+static void event_folded(void *x, const struct mt_session *s,
+			 const struct mt_rec *r, const struct mt_site *site)
+{
+}
+
+static int close_folded(void *x, const struct mt_session *s, char *err,
+			size_t errlen)
+{
+	return -ENOSYS;
+}
+
+const struct mt_exporter mt_export_folded = {
+	.name = "folded",
+	.what = "not built yet",
+	.open = open_folded,
+	.event = event_folded,
+	.close = close_folded,
+};
