@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(
 	make clang llvm gcc g++ pkg-config
 	libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
-	libyajl-dev
+	libyajl-dev libmicrohttpd-dev prometheus
 	libcmocka-dev bats bpftrace librsvg2-bin nodejs npm
 	cppcheck clang-format
 	python3 python3-torch libopenblas0-serial

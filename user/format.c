@@ -127,6 +127,8 @@ int mt_format_event(char *buf, size_t len, const struct mt_rec *r,
 		put(&o, " module=%s", a->module);
 	if (a && a->node)
 		put(&o, " node=%s", a->node);
+	if (a && a->rank >= 0)
+		put(&o, " rank=%d", a->rank);
 	put(&o, "\n");
 	return o.overflow ? -1 : (int)o.pos;
 }

@@ -13,6 +13,7 @@ struct mt_attrib {
 	const char *module;
 	const char *node; /* autograd Node class, in backward */
 	const char *detail; /* python:raise: the exception's type */
+	int rank; /* the process's rank in its job; -1: none */
 	bool recompute; /* a forward run again in backward (checkpointing) */
 };
 

@@ -28,6 +28,7 @@
 #include "strpool.h"
 #include "target.h"
 #include "watch.h"
+#include "metrics.h"
 
 #define POLL_MS 10
 #define RESCAN_NS (250 * 1000000ULL)
@@ -58,6 +59,7 @@ struct tracer {
 	struct mt_nodes *nodes;
 	struct mt_recorder *rec; /* record mode */
 	struct mt_watch *watch; /* --watch */
+	struct mt_metrics *metrics; /* --metrics-addr, --metrics-file */
 	__u64 stacks_lost;
 	FILE *out;
 	__u64 lost_reported;
@@ -518,6 +520,9 @@ static int trace_loop(struct tracer *tr, struct ring_buffer *rb)
 		if (tr->watch)
 			mt_watch_tick(tr->watch, now_ns(), &tr->ses->sum,
 				      tr->ses->sites, tr->out);
+		if (tr->metrics)
+			mt_metrics_poll(tr->metrics, now_ns(), &tr->ses, 1,
+					lost_now(tr));
 		fflush(tr->out);
 		if (tr->rec && !tr->rec_failed)
 			record_flush(tr);
@@ -792,6 +797,39 @@ static int open_output(struct tracer *tr)
 	return 0;
 }
 
+static int open_metrics(struct tracer *tr)
+{
+	const struct mt_options *o = tr->opt;
+	const struct mt_metrics_conf c = { .addr = o->metrics_addr,
+					   .file = o->metrics_file,
+					   .file_interval = 1.0 };
+	char err[512];
+
+	if (!o->metrics_addr && !o->metrics_file)
+		return 0;
+	tr->metrics = mt_metrics_open(&c, err, sizeof(err));
+	if (!tr->metrics) {
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		return 2;
+	}
+	return 0;
+}
+
+static int close_metrics(struct tracer *tr)
+{
+	char err[512];
+	int ret;
+
+	if (!tr->metrics)
+		return 0;
+	ret = mt_metrics_close(tr->metrics, &tr->ses, 1,
+			       tr->skel ? lost_now(tr) : 0, err, sizeof(err));
+	tr->metrics = NULL;
+	if (ret)
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+	return ret ? 2 : 0;
+}
+
 static int open_watch(struct tracer *tr)
 {
 	const struct mt_options *o = tr->opt;
@@ -837,11 +875,15 @@ static int trace(const struct mt_options *opt)
 		   mt_export_start(tr.ses, &ec, err, sizeof(err))) {
 		fprintf(stderr, "memtrace-bpf: %s\n", err);
 		ret = 2;
+	} else if (open_metrics(&tr)) {
+		ret = 2;
 	} else {
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
 		ret = run(&tr);
 	}
+	if (close_metrics(&tr))
+		ret = 2;
 	if (tr.ses && mt_export_finish(tr.ses, err, sizeof(err))) {
 		fprintf(stderr, "memtrace-bpf: export: %s\n", err);
 		ret = 2;

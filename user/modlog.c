@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "modlog.h"
+#include "rank.h"
 
 #define MAX_RECORDS 8192
 #define MAX_DEPTH 32
@@ -43,57 +44,15 @@ struct mt_modlog {
 	unsigned long dropped;
 };
 
-static int target_rank(int pid)
-{
-	char path[64], buf[65536];
-	size_t n;
-	FILE *f;
-	int rank = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-		if (!strncmp(buf + i, "RANK=", 5))
-			rank = atoi(buf + i + 5);
-	return rank;
-}
-
-int mt_modlog_path(const char *pattern, int pid, int rank, char *out,
-		   size_t len)
-{
-	size_t o = 0;
-
-	for (const char *p = pattern; *p; p++) {
-		int w;
-
-		if (!strncmp(p, "{pid}", 5))
-			w = snprintf(out + o, len - o, "%d", pid), p += 4;
-		else if (!strncmp(p, "{rank}", 6))
-			w = snprintf(out + o, len - o, "%d", rank), p += 5;
-		else
-			w = snprintf(out + o, len - o, "%c", *p);
-		if (w < 0 || (size_t)w >= len - o)
-			return -ENAMETOOLONG;
-		o += (size_t)w;
-	}
-	if (!o)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
 struct mt_modlog *mt_modlog_open(const char *pattern, int pid, bool with_time,
 				 char *err, size_t errlen)
 {
 	struct mt_modlog *ml;
+	struct mt_rank rank;
 	char path[4096];
 
-	if (mt_modlog_path(pattern, pid, target_rank(pid), path,
-			   sizeof(path))) {
+	mt_rank_read(pid, &rank); /* no environ to read: rank 0 */
+	if (mt_path_expand(pattern, pid, &rank, path, sizeof(path))) {
 		snprintf(err, errlen, "--module-log %s: name too long",
 			 pattern);
 		return NULL;

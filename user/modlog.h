@@ -35,8 +35,4 @@ void mt_modlog_event(struct mt_modlog *ml, __u64 ts, const char *phase,
 /* Write what the last step recorded and close; 0 or -errno. */
 int mt_modlog_close(struct mt_modlog *ml);
 
-/* Expand {pid} and {rank} of pattern into out. 0, or -ENAMETOOLONG. */
-int mt_modlog_path(const char *pattern, int pid, int rank, char *out,
-		   size_t len);
-
 #endif /* __MODLOG_H */

@@ -63,6 +63,8 @@ enum {
 	OPT_TRACE_EXC,
 	OPT_EXPORT,
 	OPT_FOLDED_PREFIX,
+	OPT_METRICS_ADDR,
+	OPT_METRICS_FILE,
 };
 
 static const struct argp_option opts[] = {
@@ -126,6 +128,12 @@ static const struct argp_option opts[] = {
 	{ "trace-exceptions", OPT_TRACE_EXC, "TYPE[,TYPE...]", 0,
 	  "Print Python exceptions of these types (e.g. OutOfMemoryError; "
 	  "all: every one) with their stack when raised",
+	  0 },
+	{ "metrics-addr", OPT_METRICS_ADDR, "HOST:PORT", 0,
+	  "Serve Prometheus metrics on http://HOST:PORT/metrics", 0 },
+	{ "metrics-file", OPT_METRICS_FILE, "PATH", 0,
+	  "Write Prometheus metrics to PATH every second (node_exporter's "
+	  "textfile collector)",
 	  0 },
 	{ "verbose", 'v', NULL, 0, "Print libbpf debug output", 0 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show the help", 0 },
@@ -290,6 +298,12 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_FOLDED_PREFIX:
 		o->folded_prefix = true;
 		break;
+	case OPT_METRICS_ADDR:
+		o->metrics_addr = arg;
+		break;
+	case OPT_METRICS_FILE:
+		o->metrics_file = arg;
+		break;
 	case OPT_LEAK_AGE:
 		parse_leak_age(state, o, arg);
 		break;
@@ -421,7 +435,8 @@ static int check_offline(const struct mt_options *o)
 			o->mode == MT_MODE_REPORT ? "report" : "script");
 		return 2;
 	}
-	if (o->npids || o->command || o->watch || o->exc_types) {
+	if (o->npids || o->command || o->watch || o->exc_types ||
+	    o->metrics_addr || o->metrics_file) {
 		fprintf(stderr, "memtrace-bpf: -p, --watch, --trace-exceptions "
 				"and a command are for tracing, not for "
 				"reading a record\n");

@@ -32,6 +32,8 @@ struct mt_options {
 	const char *export_kind; /* --export KIND: -o names its file */
 	bool at_peak; /* --at peak */
 	bool folded_prefix;
+	const char *metrics_addr; /* --metrics-addr HOST:PORT */
+	const char *metrics_file; /* --metrics-file PATH */
 	int pids[MT_MAX_PIDS];
 	int npids;
 	char **command; /* after "--", NULL-terminated; NULL if none */

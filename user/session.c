@@ -52,20 +52,40 @@ void mt_session_free(struct mt_session *s)
 	mt_live_free(s->live);
 }
 
-static struct mt_steps *steps_of(struct mt_session *s, __u32 pid)
+/* pid's slot; a pid whose slot another took starts afresh (counted) */
+static struct mt_proc *proc_of(struct mt_session *s, __u32 pid)
 {
-	struct mt_steps *st = &s->steps[pid % MT_STEP_PIDS];
+	struct mt_proc *p = &s->procs[pid % MT_PROCS];
 
-	if (st->pid != pid)
-		*st = (struct mt_steps){ .pid = pid };
-	return st;
+	if (p->pid != pid) {
+		if (p->pid)
+			s->procs_evicted++;
+		*p = (struct mt_proc){ .pid = pid,
+				       .rank = { .rank = -1,
+						 .local_rank = -1,
+						 .world_size = -1 } };
+	}
+	return p;
+}
+
+const struct mt_proc *mt_session_proc(const struct mt_session *s, __u32 pid)
+{
+	const struct mt_proc *p = &s->procs[pid % MT_PROCS];
+
+	return p->pid == pid ? p : NULL;
 }
 
 __u32 mt_session_step(const struct mt_session *s, __u32 pid)
 {
-	const struct mt_steps *st = &s->steps[pid % MT_STEP_PIDS];
+	const struct mt_proc *p = mt_session_proc(s, pid);
 
-	return st->pid == pid ? st->step : 0;
+	return p ? p->step : 0;
+}
+
+void mt_session_set_rank(struct mt_session *s, __u32 pid,
+			 const struct mt_rank *r)
+{
+	proc_of(s, pid)->rank = *r;
 }
 
 /*
@@ -76,7 +96,7 @@ __u32 mt_session_step(const struct mt_session *s, __u32 pid)
 static void count_steps(struct mt_session *s, const struct mt_rec *r,
 			const char *phase)
 {
-	struct mt_steps *st = steps_of(s, r->ev->pid);
+	struct mt_proc *st = proc_of(s, r->ev->pid);
 	__u64 ts = r->ev->ts, age = (__u64)(s->conf.leak.age_seconds * 1e9);
 
 	if (phase) {
@@ -102,6 +122,16 @@ static void count_steps(struct mt_session *s, const struct mt_rec *r,
 	}
 }
 
+static void count_calls(struct mt_proc *p, const struct mt_rec *r)
+{
+	if (r->role == MT_ROLE_ALLOC && r->failed)
+		p->failed++;
+	else if (r->role == MT_ROLE_ALLOC)
+		p->allocs++;
+	else if (r->role == MT_ROLE_FREE && !r->failed)
+		p->frees++;
+}
+
 static void site_live(struct mt_site *site, __s64 delta)
 {
 	if (!site)
@@ -121,7 +151,10 @@ static void site_live(struct mt_site *site, __s64 delta)
 static void forget(struct mt_session *s, const struct mt_live *old)
 {
 	bool counted = old->space != MT_SP_C10; /* c10 reports totals */
+	struct mt_proc *p = proc_of(s, old->pid);
 
+	if (p->live)
+		p->live--;
 	mt_peak_release(s->peak, old);
 	site_live(old->site, -(__s64)old->size);
 	if (counted)
@@ -161,6 +194,7 @@ static void track_live(struct mt_session *s, struct mt_rec *r,
 			return;
 		}
 		mt_peak_alloc(s->peak, &e);
+		proc_of(s, ev->pid)->live++;
 		site_live(site, (__s64)e.size);
 		if (e.space != MT_SP_C10)
 			mt_summary_live(&s->sum, ev->pid, r->dev_type,
@@ -181,7 +215,9 @@ static void track_live(struct mt_session *s, struct mt_rec *r,
 static void print_event(struct mt_session *s, const struct mt_rec *r,
 			const struct mt_site *site)
 {
+	const struct mt_proc *p = mt_session_proc(s, r->ev->pid);
 	struct mt_attrib a = {
+		.rank = p && p->rank.known ? p->rank.rank : -1,
 		.phase = site->phase,
 		.module = site->module,
 		.node = site->node,
@@ -215,6 +251,7 @@ bool mt_session_event(struct mt_session *s, struct mt_rec *r,
 	if (!s->t0)
 		s->t0 = r->ev->ts;
 	s->last_ts = r->ev->ts;
+	count_calls(proc_of(s, r->ev->pid), r);
 	if (site->phase)
 		count_steps(s, r, site->phase);
 	track_live(s, r, site);

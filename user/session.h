@@ -17,10 +17,11 @@
 #include "livetable.h"
 #include "oom.h"
 #include "peak.h"
+#include "rank.h"
 #include "sites.h"
 #include "summary.h"
 
-#define MT_STEP_PIDS 1024
+#define MT_PROCS 1024
 
 struct mt_session_conf {
 	bool print_events; /* the event lines (not with -q, record, report) */
@@ -31,13 +32,16 @@ struct mt_session_conf {
 	struct mt_leak_conf leak;
 };
 
-/* optimizer steps of one process, from the phases of its events */
-struct mt_steps {
+/* what the session knows of one process */
+struct mt_proc {
 	__u32 pid;
+	/* optimizer steps, from the phases of its events */
 	__u32 step;
 	const char *phase; /* of its last event */
 	bool backward_seen; /* since the last step: zero_grad is no step */
 	__u64 last_boundary; /* ts of the last leak boundary */
+	struct mt_rank rank; /* from its environment (rank= on its lines) */
+	__u64 allocs, frees, failed, live; /* allocation calls */
 };
 
 struct mt_session {
@@ -50,12 +54,13 @@ struct mt_session {
 	struct mt_leaks *leaks;
 	struct mt_frag *frag;
 	struct mt_oom *oom;
-	struct mt_steps steps[MT_STEP_PIDS]; /* by pid % size */
+	struct mt_proc procs[MT_PROCS]; /* by pid % size; 0 pid: free */
 	/* --export: the exporter, its state and file (export.c) */
 	const struct mt_exporter *exp;
 	void *exp_state;
 	FILE *exp_file;
 	const char *exp_path;
+	__u64 procs_evicted; /* processes whose slot went to another */
 	__u64 seq; /* events seen */
 	__u64 t0; /* ts of the first event */
 	__u64 last_ts;
@@ -81,6 +86,13 @@ bool mt_session_event(struct mt_session *s, struct mt_rec *r,
 
 /* the steps process pid finished so far */
 __u32 mt_session_step(const struct mt_session *s, __u32 pid);
+
+/* pid's rank, shown on its lines and in the per-rank table */
+void mt_session_set_rank(struct mt_session *s, __u32 pid,
+			 const struct mt_rank *r);
+
+/* what the session knows of pid; NULL if none of its events came */
+const struct mt_proc *mt_session_proc(const struct mt_session *s, __u32 pid);
 
 /* the summary, then every analysis */
 void mt_session_end(struct mt_session *s, const struct mt_summary_end *end);
