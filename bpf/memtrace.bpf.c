@@ -119,9 +119,31 @@ struct {
  */
 const volatile __u64 wakeup_bytes = 1 << 20;
 
+/*
+ * --children: the probes are on whole library files, for every process
+ * that maps them; only the processes in `traced` report, and a traced
+ * process's children join it as they are forked.
+ */
+const volatile bool filter_pids = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} traced SEC(".maps");
+
 /* events that could not be recorded: user space reports them */
 __u64 lost_events = 0;
 __u64 lost_inflight = 0;
+__u64 lost_forks = 0; /* children not followed: the traced map was full */
+
+static __always_inline bool wanted(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	return !filter_pids || bpf_map_lookup_elem(&traced, &tgid);
+}
 
 static __always_inline void fill(struct mt_event *e, struct pt_regs *ctx,
 				 __u32 kind)
@@ -368,6 +390,8 @@ int mt_enter(struct pt_regs *ctx)
 	struct mt_event ev;
 	__s32 dev;
 
+	if (!wanted())
+		return 0;
 	if (cookie & MT_F_SETNODE) {
 		struct node_ref ref = { .node = PT_REGS_PARM3(ctx) };
 		__u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -440,6 +464,8 @@ int mt_exit(struct pt_regs *ctx)
 	struct inflight_key key;
 	struct mt_event *stashed, ev;
 
+	if (!wanted())
+		return 0;
 	key.tid = (__u32)bpf_get_current_pid_tgid();
 	key.kind = MT_COOKIE_KIND(cookie);
 	stashed = bpf_map_lookup_elem(&inflight, &key);
@@ -459,6 +485,33 @@ int mt_exit(struct pt_regs *ctx)
 			ev.flags |= MT_EV_OUT_FAULT;
 	}
 	submit(&ev, false);
+	return 0;
+}
+
+/* --children: a traced process's new child process is traced too */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(mt_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	struct mt_event ev = { 0 };
+	__u8 one = 1;
+
+	/* a new thread is no new process */
+	if (BPF_CORE_READ(child, pid) != ctgid ||
+	    !bpf_map_lookup_elem(&traced, &ptgid))
+		return 0;
+	if (bpf_map_update_elem(&traced, &ctgid, &one, BPF_ANY)) {
+		__sync_fetch_and_add(&lost_forks, 1);
+		return 0;
+	}
+	ev.ts = bpf_ktime_get_ns();
+	ev.pid = ctgid;
+	ev.tid = ctgid;
+	ev.kind = MT_K_FORK;
+	ev.args[0] = ptgid;
+	/* user space sets the child up before it gets far */
+	submit(&ev, true);
 	return 0;
 }
 

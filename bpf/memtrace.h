@@ -55,6 +55,9 @@ enum mt_kind {
 #define MT_F_SETNODE (1u << 22) /* entry: arg2 is the Node* this thread runs */
 #define MT_F_EXC (1u << 23) /* entry: drop it if arg1 (a type) is in exc_skip */
 
+/* mt_event.kind of what no probe reports: a traced process forked */
+#define MT_K_FORK 0x8000 /* pid: the child, args[0]: its parent */
+
 /* mt_event.flags */
 #define MT_EV_RET (1u << 0) /* ret is valid */
 #define MT_EV_OUT (1u << 1) /* out is valid */

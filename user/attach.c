@@ -23,6 +23,14 @@ static bool kind_wanted(const struct mt_attacher *a,
 	return !a->no_cuda;
 }
 
+static bool global_has(const struct mt_attacher *a, __u64 dev, __u64 inode)
+{
+	for (size_t i = 0; i < a->ngfiles; i++)
+		if (a->gfiles[i].dev == dev && a->gfiles[i].inode == inode)
+			return true;
+	return false;
+}
+
 static int push_link(struct mt_attacher *a, struct bpf_link *l)
 {
 	if (a->nlinks == a->cap) {
@@ -48,8 +56,9 @@ static int attach_one(struct mt_attacher *a, struct bpf_program *prog, int pid,
 	struct bpf_link *l;
 	int err;
 
-	l = bpf_program__attach_uprobe_opts(prog, pid, file, (size_t)offset,
-					    &opts);
+	/* pid -1: every process that maps the file */
+	l = bpf_program__attach_uprobe_opts(prog, a->global ? -1 : pid, file,
+					    (size_t)offset, &opts);
 	if (!l)
 		return -errno;
 	err = push_link(a, l);
@@ -143,6 +152,15 @@ int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 		if (lib < 0 || mt_target_has_file(t, m->dev, m->inode) ||
 		    (lib == MT_LIB_PYTHON && !a->trace_exceptions))
 			continue;
+		if (t->nfiles < MT_MAX_FILES &&
+		    global_has(a, m->dev, m->inode)) {
+			/* its probes are on already, for every process */
+			t->files[t->nfiles++] =
+				(struct mt_file_id){ .dev = m->dev,
+						     .inode = m->inode };
+			t->libs |= 1u << lib;
+			continue;
+		}
 		if (t->nfiles == MT_MAX_FILES) {
 			snprintf(err, errlen,
 				 "pid %d maps more than %d of our "
@@ -157,6 +175,8 @@ int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 		t->files[t->nfiles++] =
 			(struct mt_file_id){ .dev = m->dev, .inode = m->inode };
 		t->libs |= 1u << lib;
+		if (a->global && a->ngfiles < MT_MAX_GLOBAL_FILES)
+			a->gfiles[a->ngfiles++] = t->files[t->nfiles - 1];
 		if (a->log)
 			fprintf(a->log, "# attach pid=%d lib=%s probes=%d\n",
 				t->pid, m->path, ret);

@@ -8,6 +8,8 @@
 #include "kinds.h"
 #include "target.h"
 
+#define MT_MAX_GLOBAL_FILES 256
+
 struct memtrace_bpf;
 struct bpf_link;
 
@@ -18,6 +20,13 @@ struct mt_attacher {
 	bool no_cpu, no_cuda;
 	bool no_python; /* the autograd probes serve the attribution only */
 	bool trace_exceptions; /* probe CPython's _PyErr_SetObject */
+	/*
+	 * --children, --all: probe whole library files, for every process
+	 * mapping them; each file once, whichever process showed it first.
+	 */
+	bool global;
+	struct mt_file_id gfiles[MT_MAX_GLOBAL_FILES];
+	size_t ngfiles;
 	FILE *log; /* "# attach" lines; NULL for none */
 	/* told of each library attached (a record keeps them); may be NULL */
 	void (*on_lib)(void *ctx, const struct mt_target *t, const char *path,

@@ -329,6 +329,18 @@ static void print_leak(const struct leak *k, bool stacks, FILE *out)
 		fprintf(out, "#\t[truncated at %d frames]\n", site->depth);
 }
 
+size_t mt_leaks_count(const struct mt_leaks *l, __u32 pid)
+{
+	size_t k = pid_index(l, pid), n = 0;
+
+	if (k == l->npids || !judged(&l->pids[k]))
+		return 0;
+	for (size_t i = 0; i < l->used; i++)
+		if (l->sites[i].pid == pid && grows(&l->sites[i], &l->pids[k]))
+			n++;
+	return n;
+}
+
 void mt_leaks_print(const struct mt_leaks *l, bool stacks, FILE *out)
 {
 	struct leak *v = malloc((l->used ? l->used : 1) * sizeof(*v));

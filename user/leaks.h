@@ -32,6 +32,9 @@ void mt_leaks_free(struct mt_leaks *l);
 void mt_leaks_boundary(struct mt_leaks *l, __u32 pid, __u32 step, __u64 ts,
 		       const struct mt_livetable *live);
 
+/* how many of pid's sites are leaks by now */
+size_t mt_leaks_count(const struct mt_leaks *l, __u32 pid);
+
 /* the sites that grew at every one of the last boundaries */
 void mt_leaks_print(const struct mt_leaks *l, bool stacks, FILE *out);
 

@@ -25,9 +25,12 @@
 #include "record.h"
 #include "replay.h"
 #include "session.h"
+#include "sink.h"
 #include "strpool.h"
 #include "target.h"
 #include "watch.h"
+#include "follow.h"
+#include "rank.h"
 #include "metrics.h"
 
 #define POLL_MS 10
@@ -36,6 +39,10 @@
 /* CPython may not be initialised yet: look again at each rescan, a while */
 #define PY_TRIES 200
 #define MAX_STACKS 65536
+/* processes --children and --all may follow */
+#define MAX_TARGETS 256
+/* --all looks for new processes this often */
+#define ALL_SCAN_NS (2000 * 1000000ULL)
 
 static volatile sig_atomic_t exiting;
 
@@ -50,24 +57,24 @@ struct tracer {
 	const struct mt_options *opt;
 	struct memtrace_bpf *skel;
 	struct mt_attacher att;
-	struct mt_target targets[MT_MAX_PIDS];
+	struct mt_target targets[MAX_TARGETS];
 	int ntargets;
-	struct mt_session *ses;
+	__u64 targets_dropped; /* processes past MAX_TARGETS, not traced */
+	struct bpf_link *fork_link; /* --children */
+	struct mt_sink sink; /* every process's, or those without their own */
+	bool per_proc; /* -o names {pid} or {rank}: a sink per process */
+	bool ran; /* the trace ran: end holds its figures */
+	struct mt_summary_end end;
 	struct mt_strpool *names;
 	struct mt_strpool *frames; /* stack lines, module and phase names */
 	struct mt_pystacks *stacks;
 	struct mt_nodes *nodes;
-	struct mt_recorder *rec; /* record mode */
 	struct mt_watch *watch; /* --watch */
 	struct mt_metrics *metrics; /* --metrics-addr, --metrics-file */
 	__u64 stacks_lost;
 	FILE *out;
 	__u64 lost_reported;
-	bool rec_failed; /* a write error was reported: no more */
 };
-
-static void record_meta(struct tracer *tr, const char *key, const char *fmt,
-			...) __attribute__((format(printf, 3, 4)));
 
 static __u64 now_ns(void)
 {
@@ -114,6 +121,11 @@ static const char *caller_name(struct tracer *tr, struct mt_target *t,
 	if (!m || !m->path)
 		return NULL;
 	return mt_intern(tr->names, mt_basename(m->path));
+}
+
+static struct mt_sink *sink_of(struct tracer *tr, struct mt_target *t)
+{
+	return t && t->sink ? t->sink : &tr->sink;
 }
 
 static int put_pyconf(struct tracer *tr, struct mt_target *t)
@@ -166,9 +178,57 @@ static void find_python(struct tracer *tr, struct mt_target *t)
 	if (tr->att.log)
 		fprintf(tr->att.log, "# python pid=%d version=3.%u\n", t->pid,
 			t->pyconf.minor);
-	if (tr->rec)
-		record_meta(tr, "python", "pid=%d version=3.%u", t->pid,
-			    t->pyconf.minor);
+	mt_sink_meta(t->sink ? t->sink : &tr->sink, "python",
+		     "pid=%d version=3.%u", t->pid, t->pyconf.minor);
+}
+
+/* -o FILE{rank}: the process's own sink, named once its rank is known */
+static void open_proc_sink(struct tracer *tr, struct mt_target *t,
+			   const struct mt_rank *r)
+{
+	char path[4096];
+
+	if (mt_path_expand(tr->opt->output, t->pid, r, path, sizeof(path))) {
+		fprintf(stderr, "memtrace-bpf: -o %s: name too long\n",
+			tr->opt->output);
+		return;
+	}
+	t->sink = calloc(1, sizeof(*t->sink));
+	if (!t->sink || mt_sink_open(t->sink, tr->opt, path)) {
+		if (t->sink)
+			mt_sink_close(t->sink, NULL);
+		free(t->sink);
+		t->sink = NULL; /* its events go to the shared sink */
+		return;
+	}
+	mt_sink_describe(t->sink, t, tr->opt->command);
+	if (!tr->opt->quiet && !t->sink->rec)
+		fprintf(t->sink->out, "# memtrace-bpf %s: pid=%d(%s)\n",
+			MT_VERSION, t->pid, t->comm);
+}
+
+/*
+ * The rank is in the environment once the process runs its own image:
+ * read at its first event.
+ */
+static void read_rank(struct tracer *tr, struct mt_target *t)
+{
+	struct mt_rank r;
+
+	t->ranked = true;
+	if (mt_rank_read(t->pid, &r))
+		r = (struct mt_rank){ .rank = -1,
+				      .local_rank = -1,
+				      .world_size = -1 };
+	/* a process without a rank has no file of its own under {rank} */
+	if (tr->per_proc && (r.known || strstr(tr->opt->output, "{pid}")))
+		open_proc_sink(tr, t, &r);
+	if (!r.known)
+		return;
+	mt_session_set_rank(sink_of(tr, t)->ses, (__u32)t->pid, &r);
+	mt_sink_meta(sink_of(tr, t), "rank",
+		     "pid=%d rank=%d local_rank=%d world_size=%d", t->pid,
+		     r.rank, r.local_rank, r.world_size);
 }
 
 static void rescan(struct tracer *tr, struct mt_target *t)
@@ -181,6 +241,38 @@ static void rescan(struct tracer *tr, struct mt_target *t)
 	    !mt_target_poll_exit(t))
 		fprintf(stderr, "memtrace-bpf: %s\n", err);
 	find_python(tr, t);
+}
+
+/*
+ * A process --children or --all found: set up as -p does, without
+ * failing the run when it is gone already or maps nothing of ours.
+ */
+static struct mt_target *add_target(struct tracer *tr, int pid, const char *how)
+{
+	const __u8 one = 1;
+	struct mt_target *t = find_target(tr, (__u32)pid);
+	char err[512];
+
+	if (t)
+		return t;
+	if (tr->ntargets == MAX_TARGETS) {
+		tr->targets_dropped++;
+		return NULL;
+	}
+	t = &tr->targets[tr->ntargets];
+	if (mt_target_open(t, pid, err, sizeof(err)))
+		return NULL;
+	tr->ntargets++;
+	if (tr->opt->children_of &&
+	    bpf_map__update_elem(tr->skel->maps.traced, &pid, sizeof(pid), &one,
+				 sizeof(one), BPF_ANY))
+		fprintf(stderr, "memtrace-bpf: follow pid %d: %s\n", pid,
+			strerror(errno));
+	if (tr->att.log)
+		fprintf(tr->att.log, "# follow pid=%d comm=%s (%s)\n", pid,
+			t->comm, how);
+	rescan(tr, t);
+	return t;
 }
 
 /* a library came: attach before the (held) process goes on */
@@ -277,8 +369,9 @@ static const char *raised_type(struct tracer *tr, struct mt_target *t,
 }
 
 /* who made the event: its site, interned in the session's table */
-static struct mt_site *site_of(struct tracer *tr, struct mt_target *t,
-			       const struct mt_rec *r, const char *detail)
+static struct mt_site *site_of(struct tracer *tr, struct mt_sink *k,
+			       struct mt_target *t, const struct mt_rec *r,
+			       const char *detail)
 {
 	const struct mt_event *ev = r->ev;
 	const struct mt_pyresolved *pr;
@@ -300,19 +393,7 @@ static struct mt_site *site_of(struct tracer *tr, struct mt_target *t,
 		.depth = pr ? pr->depth : 0,
 		.frames = pr ? (const char **)pr->frames : NULL,
 	};
-	return mt_sites_get(tr->ses->sites, &key, &is_new);
-}
-
-static void record_event(struct tracer *tr, const struct mt_event *ev,
-			 bool default0, const struct mt_site *site)
-{
-	int ret = mt_recorder_event(tr->rec, ev, default0, site);
-
-	if (ret && !tr->rec_failed) {
-		fprintf(stderr, "memtrace-bpf: write %s: %s\n", tr->opt->output,
-			strerror(-ret));
-		tr->rec_failed = true;
-	}
+	return mt_sites_get(k->ses->sites, &key, &is_new);
 }
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -321,6 +402,7 @@ static int on_event(void *ctx, void *data, size_t len)
 	const struct mt_event *ev = data;
 	const char *detail = NULL;
 	struct mt_target *t;
+	struct mt_sink *k;
 	struct mt_site *site;
 	struct mt_rec r;
 	bool default0;
@@ -331,7 +413,16 @@ static int on_event(void *ctx, void *data, size_t len)
 		on_loader(tr, ev);
 		return 0;
 	}
+	if (ev->kind == MT_K_FORK) {
+		add_target(tr, (int)ev->pid, "forked");
+		return 0;
+	}
 	t = find_target(tr, ev->pid);
+	/* --all: a process that mapped an attached library since the scan */
+	if (!t && tr->opt->all)
+		t = add_target(tr, (int)ev->pid, "seen");
+	if (t && !t->ranked)
+		read_rank(tr, t);
 	default0 = t && t->spawned;
 	if (!mt_decode(ev, default0 ? 0 : -1, &r))
 		return 0;
@@ -340,16 +431,14 @@ static int on_event(void *ctx, void *data, size_t len)
 		if (!detail)
 			return 0;
 	}
-	site = site_of(tr, t, &r, detail);
-	if (!mt_session_event(tr->ses, &r, site))
+	k = sink_of(tr, t);
+	site = site_of(tr, k, t, &r, detail);
+	if (!mt_sink_event(k, ev, default0, &r, site))
 		return 0;
-	if (tr->rec)
-		record_event(tr, ev, default0, site);
 	if (site->phase && t && t->modlog) {
 		__u64 allocated, reserved;
 
-		mt_summary_totals(&tr->ses->sum, ev->pid, &allocated,
-				  &reserved);
+		mt_summary_totals(&k->ses->sum, ev->pid, &allocated, &reserved);
 		mt_modlog_event(t->modlog, ev->ts, site->phase, site->module,
 				mt_pystacks_root(tr->stacks, ev->pid),
 				allocated, reserved);
@@ -375,7 +464,7 @@ static void report_lost(struct tracer *tr)
 
 static bool all_exited(struct tracer *tr)
 {
-	bool all = true;
+	bool all = !tr->opt->all; /* --all waits for new ones */
 
 	for (int i = 0; i < tr->ntargets; i++)
 		if (!mt_target_poll_exit(&tr->targets[i]))
@@ -405,7 +494,8 @@ static int attach_targets(struct tracer *tr)
 			return 2;
 		}
 		find_python(tr, t);
-		if (!(t->libs & ours) && !tr->opt->wait_libs) {
+		if (!(t->libs & ours) && !tr->opt->wait_libs &&
+		    !tr->att.global) {
 			fprintf(stderr,
 				"memtrace-bpf: pid %d (%s) maps none of %s; "
 				"use --wait to wait for them\n",
@@ -446,10 +536,53 @@ static int spawn_command(struct tracer *tr, int gate[2])
 	return 0;
 }
 
+/* --children: the launcher, what it started so far, and what it starts */
+static int follow_children(struct tracer *tr)
+{
+	int pids[MAX_TARGETS];
+	size_t n;
+
+	if (!add_target(tr, tr->opt->children_of, "launcher")) {
+		fprintf(stderr,
+			"memtrace-bpf: no such process: %d (check the pid "
+			"with ps)\n",
+			tr->opt->children_of);
+		return 2;
+	}
+	tr->fork_link = bpf_program__attach(tr->skel->progs.mt_fork);
+	if (!tr->fork_link) {
+		fprintf(stderr, "memtrace-bpf: follow forks: %s\n",
+			strerror(errno));
+		return 2;
+	}
+	n = mt_descendants(tr->opt->children_of, pids, MAX_TARGETS);
+	for (size_t i = 0; i < n; i++)
+		add_target(tr, pids[i], "child");
+	return 0;
+}
+
+/* --all: every process that maps our libraries now */
+static void scan_all(struct tracer *tr)
+{
+	const unsigned int ours = (1u << MT_LIB_CUDART) | (1u << MT_LIB_CUDA) |
+				  (1u << MT_LIB_C10);
+	int pids[MAX_TARGETS];
+	size_t n = mt_procs_mapping(ours, getpid(), pids, MAX_TARGETS);
+
+	for (size_t i = 0; i < n; i++)
+		add_target(tr, pids[i], "maps our libraries");
+}
+
 static int open_targets(struct tracer *tr)
 {
 	char err[512];
 
+	if (tr->opt->children_of)
+		return follow_children(tr);
+	if (tr->opt->all) {
+		scan_all(tr);
+		return 0;
+	}
 	for (int i = 0; i < tr->opt->npids; i++) {
 		if (mt_target_open(&tr->targets[i], tr->opt->pids[i], err,
 				   sizeof(err))) {
@@ -487,20 +620,29 @@ static void print_header(struct tracer *tr)
 	fprintf(tr->out, "\n");
 }
 
-static void record_flush(struct tracer *tr)
+/* the sessions of every sink: the shared one, then each process's */
+static size_t sessions(struct tracer *tr, struct mt_session **v, size_t max)
 {
-	int ret = mt_recorder_flush(tr->rec);
+	size_t n = 0;
 
-	if (ret) {
-		fprintf(stderr, "memtrace-bpf: write %s: %s\n", tr->opt->output,
-			strerror(-ret));
-		tr->rec_failed = true;
-	}
+	v[n++] = tr->sink.ses;
+	for (int i = 0; i < tr->ntargets && n < max; i++)
+		if (tr->targets[i].sink)
+			v[n++] = tr->targets[i].sink->ses;
+	return n;
+}
+
+static void flush_sinks(struct tracer *tr)
+{
+	mt_sink_flush(&tr->sink);
+	for (int i = 0; i < tr->ntargets; i++)
+		if (tr->targets[i].sink)
+			mt_sink_flush(tr->targets[i].sink);
 }
 
 static int trace_loop(struct tracer *tr, struct ring_buffer *rb)
 {
-	__u64 start = now_ns(), last_scan = start;
+	__u64 start = now_ns(), last_scan = start, last_all = start;
 	__u64 end = tr->opt->duration > 0 ?
 			    start + (__u64)(tr->opt->duration * 1e9) :
 			    0;
@@ -518,14 +660,17 @@ static int trace_loop(struct tracer *tr, struct ring_buffer *rb)
 		}
 		report_lost(tr);
 		if (tr->watch)
-			mt_watch_tick(tr->watch, now_ns(), &tr->ses->sum,
-				      tr->ses->sites, tr->out);
-		if (tr->metrics)
-			mt_metrics_poll(tr->metrics, now_ns(), &tr->ses, 1,
+			mt_watch_tick(tr->watch, now_ns(), &tr->sink.ses->sum,
+				      tr->sink.ses->sites, tr->out);
+		if (tr->metrics) {
+			struct mt_session *v[MAX_TARGETS + 1];
+			size_t n = sessions(tr, v, MAX_TARGETS + 1);
+
+			mt_metrics_poll(tr->metrics, now_ns(), v, n,
 					lost_now(tr));
+		}
 		fflush(tr->out);
-		if (tr->rec && !tr->rec_failed)
-			record_flush(tr);
+		flush_sinks(tr);
 		if (end && now_ns() >= end)
 			break;
 		if (all_exited(tr))
@@ -535,6 +680,10 @@ static int trace_loop(struct tracer *tr, struct ring_buffer *rb)
 				rescan(tr, &tr->targets[i]);
 			last_scan = now_ns();
 		}
+		if (tr->opt->all && now_ns() - last_all >= ALL_SCAN_NS) {
+			scan_all(tr);
+			last_all = now_ns();
+		}
 	}
 	/* what the targets did before they exited or we stopped */
 	ring_buffer__consume(rb);
@@ -542,150 +691,26 @@ static int trace_loop(struct tracer *tr, struct ring_buffer *rb)
 	return 0;
 }
 
-static void record_meta(struct tracer *tr, const char *key, const char *fmt,
-			...)
+static void describe_targets(struct tracer *tr)
 {
-	char value[4096];
-	va_list ap;
-	int ret;
-
-	va_start(ap, fmt);
-	vsnprintf(value, sizeof(value), fmt, ap);
-	va_end(ap);
-	ret = mt_recorder_meta(tr->rec, key, value);
-	if (ret && !tr->rec_failed) {
-		fprintf(stderr, "memtrace-bpf: write %s: %s\n", tr->opt->output,
-			strerror(-ret));
-		tr->rec_failed = true;
-	}
+	mt_sink_meta(&tr->sink, "tool", "memtrace-bpf %s", MT_VERSION);
+	for (int i = 0; i < tr->ntargets; i++)
+		mt_sink_describe(&tr->sink, &tr->targets[i], tr->opt->command);
 }
 
-/* the command line of pid, arguments joined by spaces */
-static void read_cmdline(int pid, char *buf, size_t len)
-{
-	char path[64];
-	size_t n = 0;
-	FILE *f;
-
-	buf[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	n = fread(buf, 1, len - 1, f);
-	fclose(f);
-	for (size_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = ' ';
-	while (n && buf[n - 1] == ' ')
-		n--;
-	buf[n] = '\0';
-}
-
-static void join_args(char **argv, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	buf[0] = '\0';
-	for (int i = 0; argv[i] && n < len; i++) {
-		int w = snprintf(buf + n, len - n, "%s%s", i ? " " : "",
-				 argv[i]);
-
-		if (w < 0)
-			break;
-		n += (size_t)w;
-	}
-}
-
-static void record_targets(struct tracer *tr)
-{
-	char cmdline[2048];
-
-	record_meta(tr, "tool", "memtrace-bpf %s", MT_VERSION);
-	for (int i = 0; i < tr->ntargets; i++) {
-		const struct mt_target *t = &tr->targets[i];
-
-		/* a spawned command has not reached its exec yet */
-		if (t->spawned)
-			join_args(tr->opt->command, cmdline, sizeof(cmdline));
-		else
-			read_cmdline(t->pid, cmdline, sizeof(cmdline));
-		record_meta(tr, "target", "pid=%d comm=%s cmdline=%s", t->pid,
-			    t->comm, cmdline);
-	}
-}
-
-/*
- * A library attached: the record keeps it, and PyTorch's version from
- * libc10's file name (Debian: libc10.so.1.13.0) or torch/version.py
- * beside torch/lib/ (wheels).
- */
+/* a library attached: the record keeps it */
 static void on_lib(void *ctx, const struct mt_target *t, const char *path,
 		   int probes)
 {
 	struct tracer *tr = ctx;
-	const char *base = mt_basename(path), *v;
-	char vpath[4096], line[256];
-	FILE *f;
 
-	record_meta(tr, "library", "pid=%d path=%s probes=%d", t->pid, path,
-		    probes);
-	if (strncmp(base, "libc10.so", 9))
-		return;
-	v = base + 9;
-	if (*v == '.' && v[1]) {
-		record_meta(tr, "torch", "pid=%d version=%s", t->pid, v + 1);
-		return;
-	}
-	snprintf(vpath, sizeof(vpath), "/proc/%d/root%.*s/../version.py",
-		 t->pid, (int)(base - path), path);
-	f = fopen(vpath, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char ver[128];
-
-		if (sscanf(line, "__version__ = '%127[^']'", ver) == 1) {
-			record_meta(tr, "torch", "pid=%d version=%s", t->pid,
-				    ver);
-			break;
-		}
-	}
-	fclose(f);
-}
-
-static int finish_record(struct tracer *tr, const struct mt_summary_end *end)
-{
-	const struct mt_rec_end re = { .seconds = end->seconds,
-				       .lost = end->lost,
-				       .stacks_lost = end->stacks_lost };
-	__u64 events = mt_recorder_events(tr->rec);
-	int ret = mt_recorder_close(tr->rec, &re);
-	struct stat st;
-
-	tr->rec = NULL;
-	if (ret) {
-		fprintf(stderr, "memtrace-bpf: write %s: %s\n", tr->opt->output,
-			strerror(-ret));
-		return 2;
-	}
-	if (stat(tr->opt->output, &st))
-		st.st_size = 0;
-	fprintf(stderr,
-		"memtrace-bpf: recorded %llu events in %.3f s to %s: %lld "
-		"bytes, %.1f bytes per event, lost %llu\n",
-		(unsigned long long)events, end->seconds, tr->opt->output,
-		(long long)st.st_size,
-		events ? (double)st.st_size / (double)events : 0.0,
-		(unsigned long long)end->lost);
-	return 0;
+	mt_sink_library(t->sink ? t->sink : &tr->sink, t->pid, path, probes);
 }
 
 static int run(struct tracer *tr)
 {
 	const struct mt_options *o = tr->opt;
 	struct ring_buffer *rb = NULL;
-	struct mt_summary_end end;
 	int gate[2] = { -1, -1 };
 	char err[512];
 	__u64 start;
@@ -701,6 +726,7 @@ static int run(struct tracer *tr)
 				       o->ringbuf_mb << 20);
 	/* an eighth full: the reader still has room to catch up */
 	tr->skel->rodata->wakeup_bytes = ((__u64)o->ringbuf_mb << 20) / 8;
+	tr->skel->rodata->filter_pids = o->children_of > 0;
 	if (!ret)
 		ret = memtrace_bpf__load(tr->skel);
 	if (ret) {
@@ -713,20 +739,19 @@ static int run(struct tracer *tr)
 	tr->att.no_cuda = o->no_cuda;
 	tr->att.no_python = o->no_python;
 	tr->att.trace_exceptions = o->exc_types != NULL;
+	tr->att.global = o->children_of || o->all;
 	/* with -q the attach notes still tell a script when tracing began */
-	tr->att.log = o->quiet || tr->rec ? stderr : tr->out;
-	if (tr->rec) {
-		tr->att.on_lib = on_lib;
-		tr->att.ctx = tr;
-	}
+	tr->att.log = o->quiet || o->mode == MT_MODE_RECORD ? stderr : tr->out;
+	tr->att.on_lib = on_lib;
+	tr->att.ctx = tr;
 
 	ret = o->command ? spawn_command(tr, gate) : open_targets(tr);
 	if (!ret && o->module_log)
 		ret = open_module_logs(tr);
 	if (ret)
 		return ret;
-	if (tr->rec)
-		record_targets(tr);
+	if (o->mode == MT_MODE_RECORD)
+		describe_targets(tr);
 	else if (!o->quiet)
 		print_header(tr);
 	ret = attach_targets(tr);
@@ -754,47 +779,15 @@ static int run(struct tracer *tr)
 	}
 	start = now_ns();
 	ret = trace_loop(tr, rb);
-	end = (struct mt_summary_end){
+	tr->end = (struct mt_summary_end){
 		.seconds = (double)(now_ns() - start) / 1e9,
 		.lost = lost_now(tr),
 		.stacks_lost = tr->stacks_lost,
 		.top_live = o->top_live,
 	};
-	if (tr->rec)
-		ret = finish_record(tr, &end) ? 2 : ret;
-	else
-		mt_session_end(tr->ses, &end);
-	fflush(tr->out);
+	tr->ran = true;
 	ring_buffer__free(rb);
 	return ret;
-}
-
-/* where the event lines and summary go: stdout, or -o (not a record) */
-static int open_output(struct tracer *tr)
-{
-	const struct mt_options *o = tr->opt;
-	char err[512];
-
-	tr->out = stdout;
-	if (o->mode == MT_MODE_RECORD) {
-		tr->rec = mt_recorder_open(o->output, err, sizeof(err));
-		if (!tr->rec) {
-			fprintf(stderr, "memtrace-bpf: %s\n", err);
-			return 2;
-		}
-		return 0;
-	}
-	/* with --export, -o is the export's file */
-	if (!o->output || o->export_kind)
-		return 0;
-	tr->out = fopen(o->output, "we");
-	if (!tr->out) {
-		tr->out = stdout;
-		fprintf(stderr, "memtrace-bpf: cannot write %s: %s\n",
-			o->output, strerror(errno));
-		return 2;
-	}
-	return 0;
 }
 
 static int open_metrics(struct tracer *tr)
@@ -822,8 +815,11 @@ static int close_metrics(struct tracer *tr)
 
 	if (!tr->metrics)
 		return 0;
-	ret = mt_metrics_close(tr->metrics, &tr->ses, 1,
-			       tr->skel ? lost_now(tr) : 0, err, sizeof(err));
+	struct mt_session *v[MAX_TARGETS + 1];
+	size_t n = sessions(tr, v, MAX_TARGETS + 1);
+
+	ret = mt_metrics_close(tr->metrics, v, n, tr->skel ? lost_now(tr) : 0,
+			       err, sizeof(err));
 	tr->metrics = NULL;
 	if (ret)
 		fprintf(stderr, "memtrace-bpf: %s\n", err);
@@ -848,7 +844,6 @@ static int trace(const struct mt_options *opt)
 {
 	struct tracer tr = { .opt = opt };
 	struct mt_export_conf ec;
-	struct mt_session_conf sc;
 	char err[512];
 	int ret;
 
@@ -857,22 +852,23 @@ static int trace(const struct mt_options *opt)
 		return 2;
 	}
 	libbpf_set_print(opt->verbose ? libbpf_print_verbose : libbpf_print);
-	ret = open_output(&tr);
-	if (ret)
-		return ret;
-	mt_session_conf_from(&sc, opt);
-	/* a record is printed by report and script, not now */
-	sc.print_events = !opt->quiet && !tr.rec;
-	tr.ses = calloc(1, sizeof(*tr.ses));
+	/* with --export, -o is the export's file */
+	tr.per_proc = opt->output && !opt->export_kind &&
+		      mt_path_per_process(opt->output);
+	ret = mt_sink_open(&tr.sink, opt,
+			   tr.per_proc || opt->export_kind ? NULL :
+							     opt->output);
+	tr.out = tr.sink.out;
 	tr.names = mt_strpool_new(4096);
 	tr.frames = mt_strpool_new(1 << 18);
 	tr.nodes = mt_nodes_new();
-	if (!tr.ses || mt_session_init(tr.ses, &sc, tr.out) || !tr.names ||
-	    !tr.frames || !tr.nodes || open_watch(&tr)) {
+	if (ret) {
+		ret = 2;
+	} else if (!tr.names || !tr.frames || !tr.nodes || open_watch(&tr)) {
 		fprintf(stderr, "memtrace-bpf: out of memory\n");
 		ret = 2;
 	} else if (mt_export_conf_from(&ec, opt) &&
-		   mt_export_start(tr.ses, &ec, err, sizeof(err))) {
+		   mt_export_start(tr.sink.ses, &ec, err, sizeof(err))) {
 		fprintf(stderr, "memtrace-bpf: %s\n", err);
 		ret = 2;
 	} else if (open_metrics(&tr)) {
@@ -884,11 +880,12 @@ static int trace(const struct mt_options *opt)
 	}
 	if (close_metrics(&tr))
 		ret = 2;
-	if (tr.ses && mt_export_finish(tr.ses, err, sizeof(err))) {
+	if (tr.sink.ses && mt_export_finish(tr.sink.ses, err, sizeof(err))) {
 		fprintf(stderr, "memtrace-bpf: export: %s\n", err);
 		ret = 2;
 	}
 
+	bpf_link__destroy(tr.fork_link);
 	mt_attach_destroy(&tr.att);
 	for (int i = 0; i < tr.ntargets; i++) {
 		/* never leave a held command stopped behind us */
@@ -901,28 +898,24 @@ static int trace(const struct mt_options *opt)
 				strerror(errno));
 			ret = 2;
 		}
+		if (tr.targets[i].sink &&
+		    mt_sink_close(tr.targets[i].sink, tr.ran ? &tr.end : NULL))
+			ret = 2;
+		free(tr.targets[i].sink);
 		mt_target_close(&tr.targets[i]);
 	}
-	if (tr.rec) {
-		/* an error path: keep what was recorded readable */
-		const struct mt_rec_end e = { 0 };
-
-		mt_recorder_close(tr.rec, &e);
-	}
+	/* the shared summary only if it has something (-o FILE{rank}) */
+	if (mt_sink_close(&tr.sink,
+			  tr.ran && (!tr.per_proc || tr.sink.ses->seq) ?
+				  &tr.end :
+				  NULL))
+		ret = 2;
 	mt_watch_free(tr.watch);
 	mt_pystacks_free(tr.stacks);
 	mt_nodes_free(tr.nodes);
-	if (tr.ses)
-		mt_session_free(tr.ses);
-	free(tr.ses);
 	memtrace_bpf__destroy(tr.skel);
 	mt_strpool_free(tr.names);
 	mt_strpool_free(tr.frames);
-	if (tr.out != stdout && fclose(tr.out)) {
-		fprintf(stderr, "memtrace-bpf: write %s: %s\n", opt->output,
-			strerror(errno));
-		ret = 2;
-	}
 	return ret;
 }
 

@@ -9,6 +9,7 @@
 #include <linux/types.h>
 #include "export.h"
 #include "memtrace.h"
+#include "rank.h"
 #include "options.h"
 
 const char *argp_program_version = "memtrace-bpf " MT_VERSION;
@@ -65,10 +66,20 @@ enum {
 	OPT_FOLDED_PREFIX,
 	OPT_METRICS_ADDR,
 	OPT_METRICS_FILE,
+	OPT_CHILDREN,
+	OPT_ALL,
 };
 
 static const struct argp_option opts[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Processes to trace", 0 },
+	{ "children", OPT_CHILDREN, "PID", 0,
+	  "PID (a launcher such as torchrun) and all its descendants, also "
+	  "the ones it starts later",
+	  0 },
+	{ "all", OPT_ALL, NULL, 0,
+	  "Every process that maps libcudart, libcuda or libc10, also the "
+	  "ones that start later",
+	  0 },
 	{ "output", 'o', "FILE", 0,
 	  "Write events and summary to FILE (record: the record)", 0 },
 	{ "input", 'i', "FILE", 0, "The record to read (report, script)", 0 },
@@ -298,6 +309,14 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_FOLDED_PREFIX:
 		o->folded_prefix = true;
 		break;
+	case OPT_CHILDREN:
+		o->children_of = (int)parse_ull(state, "pid", arg, INT_MAX);
+		if (o->children_of <= 0)
+			bad(state, "pid", arg);
+		break;
+	case OPT_ALL:
+		o->all = true;
+		break;
 	case OPT_METRICS_ADDR:
 		o->metrics_addr = arg;
 		break;
@@ -436,7 +455,7 @@ static int check_offline(const struct mt_options *o)
 		return 2;
 	}
 	if (o->npids || o->command || o->watch || o->exc_types ||
-	    o->metrics_addr || o->metrics_file) {
+	    o->metrics_addr || o->metrics_file || o->children_of || o->all) {
 		fprintf(stderr, "memtrace-bpf: -p, --watch, --trace-exceptions "
 				"and a command are for tracing, not for "
 				"reading a record\n");
@@ -485,19 +504,19 @@ int mt_parse_options(int argc, char **argv, struct mt_options *o)
 		fprintf(stderr, "memtrace-bpf: record needs -o FILE\n");
 		return 2;
 	}
+	if (o->watch && o->output && mt_path_per_process(o->output)) {
+		fprintf(stderr, "memtrace-bpf: --watch reads one summary: give "
+				"-o one file, not one per {pid} or {rank}\n");
+		return 2;
+	}
 	if ((o->alert_pct > 0 || o->device_mem) && !o->watch) {
 		fprintf(stderr, "memtrace-bpf: --alert-pct and --device-mem "
 				"go with --watch\n");
 		return 2;
 	}
-	if (!o->npids && !o->command) {
-		fprintf(stderr, "memtrace-bpf: give -p PID or -- COMMAND "
-				"(see --help)\n");
-		return 2;
-	}
-	if (o->npids && o->command) {
-		fprintf(stderr, "memtrace-bpf: -p and a command exclude each "
-				"other\n");
+	if ((o->npids > 0) + !!o->command + !!o->children_of + o->all != 1) {
+		fprintf(stderr, "memtrace-bpf: give one of -p PID, --children "
+				"PID, --all or -- COMMAND (see --help)\n");
 		return 2;
 	}
 	if (o->exc_types && o->no_python) {

@@ -34,6 +34,8 @@ struct mt_options {
 	bool folded_prefix;
 	const char *metrics_addr; /* --metrics-addr HOST:PORT */
 	const char *metrics_file; /* --metrics-file PATH */
+	int children_of; /* --children PID: it and its descendants */
+	bool all; /* --all: every process mapping our libraries */
 	int pids[MT_MAX_PIDS];
 	int npids;
 	char **command; /* after "--", NULL-terminated; NULL if none */

@@ -25,6 +25,24 @@ static void print_meta(const struct replay *rp)
 		fprintf(rp->out, "# record %s: %s\n", key, value);
 }
 
+/* header lines read since the last look: the ranks for rank= */
+static void apply_meta(struct replay *rp, size_t *next)
+{
+	const char *key, *value;
+
+	for (; mt_reader_meta(rp->rd, *next, &key, &value); (*next)++) {
+		struct mt_rank r;
+		int pid;
+
+		if (strcmp(key, "rank") ||
+		    sscanf(value, "pid=%d rank=%d local_rank=%d world_size=%d",
+			   &pid, &r.rank, &r.local_rank, &r.world_size) != 4)
+			continue;
+		r.known = true;
+		mt_session_set_rank(rp->ses, (__u32)pid, &r);
+	}
+}
+
 /* every event up to the end, or up to --at; 0 or 2 */
 static int read_events(struct replay *rp, __u64 *first, __u64 *last)
 {
@@ -32,9 +50,11 @@ static int read_events(struct replay *rp, __u64 *first, __u64 *last)
 	struct mt_rec_item it;
 	char err[512];
 	struct mt_rec r;
+	size_t meta = 0;
 	int ret;
 
 	while ((ret = mt_reader_next(rp->rd, &it, err, sizeof(err))) == 1) {
+		apply_meta(rp, &meta);
 		if (!*first)
 			*first = it.ev.ts;
 		if (rp->o->at >= 0 && it.ev.ts - *first > at)

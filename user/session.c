@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "format.h"
 #include "ops.h"
@@ -275,11 +278,74 @@ bool mt_session_event(struct mt_session *s, struct mt_rec *r,
 	return true;
 }
 
+/* a process's highest and current memory over its devices' accounts */
+static void proc_memory(const struct mt_summary *sum, __u32 pid, __u64 *peak,
+			__u64 *cur)
+{
+	*peak = *cur = 0;
+	for (size_t i = 0; i < sum->ndevs; i++) {
+		const struct mt_dev_stat *d = &sum->devs[i];
+		__u64 p = d->space == MT_SP_C10 ? d->allocated_peak : d->peak;
+		__u64 c = d->space == MT_SP_C10 ? d->allocated : d->cur;
+
+		if (d->pid != pid || d->space == MT_SP_VAMAP)
+			continue;
+		if (p > *peak)
+			*peak = p;
+		if (c > *cur)
+			*cur = c;
+	}
+}
+
+static int by_rank(const void *a, const void *b)
+{
+	const struct mt_proc *x = *(const struct mt_proc *const *)a;
+	const struct mt_proc *y = *(const struct mt_proc *const *)b;
+
+	return x->rank.rank - y->rank.rank;
+}
+
+/* one line per rank, each peak against the median: the odd one shows */
+static void print_ranks(struct mt_session *s)
+{
+	const struct mt_proc *v[MT_PROCS];
+	__u64 peaks[MT_PROCS], median, cur;
+	size_t n = 0;
+
+	for (size_t i = 0; i < MT_PROCS; i++)
+		if (s->procs[i].pid && s->procs[i].rank.known)
+			v[n++] = &s->procs[i];
+	if (!n)
+		return;
+	qsort(v, n, sizeof(v[0]), by_rank);
+	for (size_t i = 0; i < n; i++)
+		proc_memory(&s->sum, v[i]->pid, &peaks[i], &cur);
+	median = peaks[n / 2];
+	for (size_t i = 0; i < n; i++) {
+		double dev =
+			median ? 100.0 * ((double)peaks[i] - (double)median) /
+					 (double)median :
+				 0.0;
+
+		proc_memory(&s->sum, v[i]->pid, &peaks[i], &cur);
+		fprintf(s->out,
+			"# rank rank=%d pid=%u peak=%" PRIu64
+			" current=%" PRIu64
+			" peak_vs_median=%+.1f%% allocs=%" PRIu64
+			" failed=%" PRIu64 " live=%" PRIu64 " leaks=%zu\n",
+			v[i]->rank.rank, v[i]->pid, (uint64_t)peaks[i],
+			(uint64_t)cur, dev, (uint64_t)v[i]->allocs,
+			(uint64_t)v[i]->failed, (uint64_t)v[i]->live,
+			mt_leaks_count(s->leaks, v[i]->pid));
+	}
+}
+
 void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
 {
 	bool stacks = !s->conf.no_stack;
 
 	mt_summary_print(&s->sum, s->live, end, s->out);
+	print_ranks(s);
 	mt_oom_print(s->oom, s->out);
 	mt_peak_print(s->peak, s->live, s->t0, s->conf.top_live, stacks,
 		      s->out);

@@ -18,6 +18,8 @@ struct mt_file_id {
 	__u64 dev, inode;
 };
 
+struct mt_sink;
+
 struct mt_target {
 	int pid;
 	int pidfd;
@@ -32,6 +34,8 @@ struct mt_target {
 	struct mt_pyconf pyconf; /* as given to the BPF walker */
 	int py_tries; /* looks for CPython so far */
 	struct mt_modlog *modlog; /* --module-log */
+	bool ranked; /* its rank was read (at its first event) */
+	struct mt_sink *sink; /* its own (-o FILE{rank}), or NULL */
 };
 
 /* Check that pid exists and can be traced. Returns 0 or -errno, err set. */

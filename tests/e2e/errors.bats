@@ -44,7 +44,7 @@ bats_require_minimum_version 1.5.0
 	[ "$status" -eq 2 ]
 	run "$MT"
 	[ "$status" -eq 2 ]
-	[[ "$output" == "memtrace-bpf: give -p PID or -- COMMAND (see --help)" ]]
+	[[ "$output" == "memtrace-bpf: give one of -p PID, --children PID, --all or -- COMMAND (see --help)" ]]
 	run "$MT" -p 1 -- true
 	[ "$status" -eq 2 ]
 	run "$MT" --no-cpu --no-cuda -p 1

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "follow.h"
+#include "procmaps.h"
+
+#define MAX_PROCS 65536
+
+struct proc {
+	int pid, ppid;
+};
+
+/* the parent of pid, from /proc/PID/stat; -1 if it is gone */
+static int parent_of(int pid)
+{
+	char path[64], buf[512], *p;
+	int ppid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	/* "pid (comm) state ppid": comm may hold spaces and ')' */
+	p = p ? strrchr(buf, ')') : NULL;
+	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	return ppid;
+}
+
+/* every process's pid and parent, at most max; the count */
+static size_t list_procs(struct proc *v, size_t max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	size_t n = 0;
+
+	if (!d)
+		return 0;
+	while (n < max && (e = readdir(d))) {
+		int pid;
+
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		pid = atoi(e->d_name);
+		v[n].ppid = parent_of(pid);
+		if (v[n].ppid < 0)
+			continue;
+		v[n++].pid = pid;
+	}
+	closedir(d);
+	return n;
+}
+
+size_t mt_descendants(int root, int *out, size_t max)
+{
+	struct proc *v = malloc(MAX_PROCS * sizeof(*v));
+	size_t n, found = 0;
+
+	if (!v)
+		return 0;
+	n = list_procs(v, MAX_PROCS);
+	/* breadth first: out[] doubles as the queue of parents */
+	for (size_t q = 0;; q++) {
+		int parent = q ? out[q - 1] : root;
+
+		if (q > found)
+			break;
+		for (size_t i = 0; i < n && found < max; i++)
+			if (v[i].ppid == parent)
+				out[found++] = v[i].pid;
+	}
+	free(v);
+	return found;
+}
+
+size_t mt_procs_mapping(unsigned int libs, int self, int *out, size_t max)
+{
+	struct mt_maps maps = { 0 };
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	size_t n = 0;
+
+	if (!d)
+		return 0;
+	while (n < max && (e = readdir(d))) {
+		int pid;
+
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		pid = atoi(e->d_name);
+		if (pid == self || mt_maps_read(pid, &maps))
+			continue;
+		for (size_t i = 0; i < maps.n; i++) {
+			int lib = maps.v[i].path ?
+					  mt_lib_classify(maps.v[i].path) :
+					  -1;
+
+			if (lib >= 0 && (libs & (1u << lib))) {
+				out[n++] = pid;
+				break;
+			}
+		}
+	}
+	mt_maps_free(&maps);
+	closedir(d);
+	return n;
+}
