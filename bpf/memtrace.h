@@ -38,6 +38,8 @@ enum mt_kind {
 	MT_K_GRAD_EDGE,
 	MT_K_EVAL_FN,
 	MT_K_PY_RAISE, /* CPython's _PyErr_SetObject: an exception is set */
+	MT_K_NCCL_MEM_ALLOC,
+	MT_K_NCCL_MEM_FREE,
 	MT_K_MAX,
 };
 

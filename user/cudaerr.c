@@ -23,6 +23,14 @@ static const struct err_name cu_errs[] = {
 #undef MT_CUDART_ERR
 #undef MT_CU_ERR
 
+/* nccl.h's ncclResult_t */
+static const struct err_name nccl_errs[] = {
+	{ 0, "ncclSuccess" },	      { 1, "ncclUnhandledCudaError" },
+	{ 2, "ncclSystemError" },     { 3, "ncclInternalError" },
+	{ 4, "ncclInvalidArgument" }, { 5, "ncclInvalidUsage" },
+	{ 6, "ncclRemoteError" },     { 7, "ncclInProgress" },
+};
+
 static const char *lookup(const struct err_name *t, size_t n, int code)
 {
 	for (size_t i = 0; i < n; i++)
@@ -41,6 +49,9 @@ const char *mt_cuda_err_name(enum mt_errdomain domain, int code)
 	case MT_ERR_CU:
 		return lookup(cu_errs, sizeof(cu_errs) / sizeof(cu_errs[0]),
 			      code);
+	case MT_ERR_NCCL:
+		return lookup(nccl_errs,
+			      sizeof(nccl_errs) / sizeof(nccl_errs[0]), code);
 	default:
 		return NULL;
 	}

@@ -169,6 +169,19 @@ static const struct mt_kind_info kinds[MT_K_MAX] = {
 		.event = NULL, .lib = MT_LIB_TORCH_CPU, .flags = MT_F_SETNODE,
 		.syms = { "_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEEPNS0_4NodeERNS0_11InputBufferERKS2_INS0_10ReadyQueueEE" },
 	},
+	/* ncclMemAlloc(void **ptr, size_t size): NCCL's own buffers */
+	[MT_K_NCCL_MEM_ALLOC] = {
+		OUT_ALLOC("nccl:ncclMemAlloc", MT_LIB_NCCL, MT_SP_NCCL,
+			  MT_DS_THREAD, MT_ERR_NCCL),
+		.syms = { "ncclMemAlloc" },
+		.ptr_arg = MT_ARG_OUT, .size_arg = MT_A(1),
+	},
+	[MT_K_NCCL_MEM_FREE] = {
+		RET_FREE("nccl:ncclMemFree", MT_LIB_NCCL, MT_SP_NCCL,
+			 MT_DS_THREAD, MT_ERR_NCCL),
+		.syms = { "ncclMemFree" },
+		.ptr_arg = MT_A(0),
+	},
 	/* _PyErr_SetObject(tstate, type, value): raise, and C code's PyErr_* */
 	[MT_K_PY_RAISE] = {
 		.event = "python:raise", .lib = MT_LIB_PYTHON, .flags = MT_F_EXC,
@@ -197,6 +210,7 @@ const char *mt_lib_name(enum mt_lib lib)
 		[MT_LIB_TORCH_CPU] = "libtorch_cpu",
 		[MT_LIB_LDSO] = "ld.so",
 		[MT_LIB_PYTHON] = "libpython",
+		[MT_LIB_NCCL] = "libnccl",
 	};
 
 	return lib < MT_LIB_MAX ? names[lib] : "?";
@@ -209,6 +223,7 @@ const char *mt_space_name(enum mt_space sp)
 		[MT_SP_PINNED] = "pinned", [MT_SP_DRIVER] = "driver",
 		[MT_SP_HANDLE] = "vmm",	   [MT_SP_VAMAP] = "vmm_map",
 		[MT_SP_C10] = "c10",	   [MT_SP_CPU] = "cpu",
+		[MT_SP_NCCL] = "nccl",
 	};
 
 	return sp < MT_SP_MAX ? names[sp] : "?";

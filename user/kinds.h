@@ -15,6 +15,7 @@ enum mt_lib {
 	MT_LIB_TORCH_CPU,
 	MT_LIB_LDSO,
 	MT_LIB_PYTHON, /* libpython, or a python executable linking it in */
+	MT_LIB_NCCL,
 	MT_LIB_MAX,
 };
 
@@ -35,6 +36,7 @@ enum mt_space {
 	MT_SP_VAMAP, /* cuMemMap ranges */
 	MT_SP_C10, /* caching-allocator blocks */
 	MT_SP_CPU, /* CPU tensor storage */
+	MT_SP_NCCL, /* ncclMemAlloc device memory */
 	MT_SP_MAX,
 };
 
@@ -51,6 +53,7 @@ enum mt_errdomain {
 	MT_ERR_NONE,
 	MT_ERR_CUDART,
 	MT_ERR_CU,
+	MT_ERR_NCCL, /* ncclResult_t */
 };
 
 /* where a value comes from; 0 (the default) means the call has none */

@@ -376,14 +376,20 @@ static struct mt_site *site_of(struct tracer *tr, struct mt_sink *k,
 	const struct mt_event *ev = r->ev;
 	const struct mt_pyresolved *pr;
 	struct mt_attrib a = { 0 };
+	const char *caller;
 	struct mt_site key;
 	bool is_new;
 
 	pr = attribute(tr, t, ev, &a);
+	caller = caller_name(tr, t, ev->caller);
+	/* NCCL's memory is NCCL's, whatever module runs the collective */
+	if (r->ki->space == MT_SP_NCCL ||
+	    (caller && !strncmp(caller, "libnccl", 7)))
+		a.module = mt_intern(tr->frames, "[nccl]");
 	key = (struct mt_site){
 		.pid = ev->pid,
 		.event = r->event,
-		.caller = caller_name(tr, t, ev->caller),
+		.caller = caller,
 		.phase = a.phase,
 		.module = a.module,
 		.node = a.node,

@@ -150,6 +150,8 @@ int mt_lib_classify(const char *path)
 		return MT_LIB_C10;
 	if (lib_named(base, "libtorch_cpu"))
 		return MT_LIB_TORCH_CPU;
+	if (lib_named(base, "libnccl"))
+		return MT_LIB_NCCL;
 	if (!strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-musl", 7))
 		return MT_LIB_LDSO;
 	/* libpython3.X.so..., or a python3.X executable with it linked in */

@@ -107,3 +107,22 @@ trace_launcher() {
 		grep -q "^# record rank: pid=$pid rank=$rank local_rank=$rank world_size=3\$" <<<"$output"
 	done < <(grep '^worker ' "$BATS_TEST_TMPDIR/fx.out")
 }
+
+@test "NCCL: ncclMemAlloc and the runtime calls NCCL makes are NCCL's own" {
+	# the real ncclMemAlloc needs a GPU: the stand-in passes it to the
+	# stand-in runtime's cudaMalloc, as NCCL goes through CUDA
+	LD_LIBRARY_PATH=$FIX/fake HELD=1 fixture fx python3 \
+		"$ROOT/tests/fixtures/nccl_calls.py" "$FIX/fake/libnccl.so.2" 2097152 4194304
+	trace 1 -p "$fx_PID"
+	wait_for "$BATS_TEST_TMPDIR/trace.out" '^# attach .*libnccl' 30
+	release fx
+	settle fx '^done'
+	finish
+	events 'nccl:ncclMemAlloc'
+	[ "$(events nccl:ncclMemAlloc | grep -c ' size=2097152 .*ret=0 .*module=\[nccl\]')" -eq 1 ]
+	[ "$(events nccl:ncclMemFree | grep -c 'ret=0 .*module=\[nccl\]')" -eq 2 ]
+	# the cudaMalloc under it: caller libnccl, owner [nccl]
+	events cudart:cudaMalloc | grep -q ' size=4194304 .* caller=libnccl.so.2 phase=other module=\[nccl\]$'
+	grep -q "^# device pid=$fx_PID dev=cuda:? source=nccl current=0 peak=6291456\$" "$TRACE"
+	grep -q "^# module pid=$fx_PID phase=other module=\[nccl\] allocs=4 " "$TRACE"
+}

@@ -390,6 +390,8 @@ static const char *layer_of(enum mt_lib lib)
 		return "c10:";
 	case MT_LIB_PYTHON:
 		return "python:";
+	case MT_LIB_NCCL:
+		return "nccl:";
 	default:
 		return NULL;
 	}
