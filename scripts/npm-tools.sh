@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Install the npm tools the export tests use into DIR (default .output/npm):
-# speedscope (its file-format JSON schema), ajv-cli (a JSON-schema
-# validator) and stackvis (turns folded stacks into a flame graph SVG).
+# speedscope (its file-format JSON schema) and ajv-cli (a JSON-schema
+# validator).
 # Idempotent: an install with every package present does nothing.
 set -euo pipefail
 
 dir=${1:-.output/npm}
-pkgs=(speedscope@1.25.0 ajv-cli@5.0.0 stackvis@0.5.0)
+pkgs=(speedscope@1.25.0 ajv-cli@5.0.0)
 
 command -v npm >/dev/null || {
 	echo "npm-tools.sh: npm missing: run scripts/setup.sh" >&2

@@ -7,6 +7,7 @@ pkgs=(
 	libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
 	libyajl-dev libmicrohttpd-dev prometheus
 	libcmocka-dev bats bpftrace librsvg2-bin nodejs npm
+	libdevel-nytprof-perl
 	cppcheck clang-format
 	python3 python3-torch libopenblas0-serial
 	util-linux procps binutils
