@@ -145,6 +145,7 @@ demo: setup
 bench: setup
 	$(MAKE) memtrace-bpf fixtures
 	bench/run.sh
+	bench/multi.sh
 
 clean:
 	rm -rf $(OUTPUT) memtrace-bpf

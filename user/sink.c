@@ -182,8 +182,7 @@ void mt_sink_flush(struct mt_sink *k)
 {
 	int ret;
 
-	if (k->out != stdout || !k->rec)
-		fflush(k->out);
+	fflush(k->out);
 	if (!k->rec || k->failed)
 		return;
 	ret = mt_recorder_flush(k->rec);
