@@ -1,28 +1,843 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * --export speedscope: speedscope's file format, "sampled" profiles
+ * weighted by bytes, one per memory account (process, device, layer: the
+ * layers of one device are the same memory seen at different heights, so
+ * they are never added up). A sample is a call site, its stack outermost
+ * first: with --folded-prefix the phase and module, then the Python
+ * frames, the autograd node, and the allocating call (its library as the
+ * file). The weight is what the site allocated, or with --at peak what it
+ * had alive when its account peaked.
+ *
+ * Memory is bounded by the sites, not the events: weights add up per
+ * (account, site). --at peak needs to know, at a free, when the allocation
+ * was made and by whom, which the session has forgotten by then: it keeps
+ * its own table of live allocations, as large as the session's (--max-live),
+ * and keeps the peak as peak.c does (a new peak bumps the account's
+ * generation; a free of what was alive at it adds to its site's weight;
+ * what is still alive at the end is added then). An allocation beyond
+ * --max-live is not followed, as the session's table drops it too.
+ */
 #include <errno.h>
-#include "export.h"
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_gen.h>
+#include "format.h"
+#include "hashing.h"
+#include "options.h"
+#include "session.h"
+
+#define MAX_ACCOUNTS 256
+#define MIN_CAP 1024
+#define MAX_GROUP_SLOTS (1 << 21) /* (account, site) weights: 48 MiB */
+#define MAX_FRAME_SLOTS (1 << 21) /* distinct frames */
+
+struct jw {
+	yajl_gen g;
+	FILE *f;
+	const char *what; /* "export speedscope", for messages */
+	yajl_gen_status st; /* the first failure; later calls do nothing */
+	int io; /* -errno of the first failed write */
+};
+
+static void jw_check(struct jw *w, yajl_gen_status st)
+{
+	if (!w->st)
+		w->st = st;
+}
+
+static void jw_strn(struct jw *w, const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	unsigned char c[1024];
+	yajl_gen_status st;
+
+	if (w->st)
+		return;
+	st = yajl_gen_string(w->g, u, n);
+	if (st == yajl_gen_invalid_string) {
+		/* not UTF-8 (a file name, a comm): bytes above 0x7f as '?' */
+		n = n < sizeof(c) ? n : sizeof(c);
+		for (size_t i = 0; i < n; i++)
+			c[i] = u[i] < 0x80 ? u[i] : '?';
+		st = yajl_gen_string(w->g, c, n);
+	}
+	jw_check(w, st);
+}
+
+static void jw_str(struct jw *w, const char *s)
+{
+	jw_strn(w, s, strlen(s));
+}
+
+static void jw_number(struct jw *w, const char *num, size_t n)
+{
+	if (!w->st)
+		jw_check(w, yajl_gen_number(w->g, num, n));
+}
+
+static void jw_u64(struct jw *w, __u64 v)
+{
+	char b[24];
+	int n = snprintf(b, sizeof(b), "%" PRIu64, (uint64_t)v);
+
+	jw_number(w, b, (size_t)n);
+}
+
+/* '{', '}', '[' or ']' */
+static void jw_open_close(struct jw *w, char c)
+{
+	if (w->st)
+		return;
+	switch (c) {
+	case '{':
+		jw_check(w, yajl_gen_map_open(w->g));
+		break;
+	case '}':
+		jw_check(w, yajl_gen_map_close(w->g));
+		break;
+	case '[':
+		jw_check(w, yajl_gen_array_open(w->g));
+		break;
+	default:
+		jw_check(w, yajl_gen_array_close(w->g));
+		break;
+	}
+}
+
+/* the buffered output into the file */
+static void jw_flush(struct jw *w)
+{
+	const unsigned char *buf;
+	size_t len;
+
+	if (w->st || w->io)
+		return;
+	jw_check(w, yajl_gen_get_buf(w->g, &buf, &len));
+	if (w->st)
+		return;
+	errno = 0;
+	if (len && fwrite(buf, 1, len, w->f) != len)
+		w->io = errno ? -errno : -EIO;
+	yajl_gen_clear(w->g);
+}
+
+static int jw_open(struct jw *w, FILE *f, const char *what, char *err,
+		   size_t errlen)
+{
+	w->f = f;
+	w->what = what;
+	w->g = yajl_gen_alloc(NULL);
+	if (!w->g || !yajl_gen_config(w->g, yajl_gen_validate_utf8, 1)) {
+		if (w->g)
+			yajl_gen_free(w->g);
+		snprintf(err, errlen, "%s: out of memory", what);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* the first failure, with context; 0 if none */
+static int jw_error(const struct jw *w, char *err, size_t errlen)
+{
+	if (w->io) {
+		snprintf(err, errlen, "%s: write: %s", w->what,
+			 strerror(-w->io));
+		return w->io;
+	}
+	if (w->st) {
+		snprintf(err, errlen, "%s: JSON generator status %d", w->what,
+			 (int)w->st);
+		return w->st == yajl_gen_no_buf ? -ENOMEM : -EINVAL;
+	}
+	return 0;
+}
+
+/* one memory account, as peak.c keeps them */
+struct account {
+	__u32 pid;
+	__u16 space;
+	__u8 dev_type;
+	__s8 dev;
+	__u64 cur, peak, peak_seq, peak_ts; /* --at peak */
+	__u32 gen; /* a new peak: the weights of older generations are void */
+	__u64 unfit; /* bytes of this generation no table had room for */
+};
+
+/* the weight of a site in an account; acct is index + 1, 0: empty */
+struct group {
+	const struct mt_site *site;
+	__u64 weight;
+	__u32 acct;
+	__u32 gen;
+};
+
+/* --at peak: an allocation alive now; acct is index + 1, 0: empty */
+struct alive {
+	__u64 ptr;
+	const struct mt_site *site;
+	__u64 size;
+	__u64 seq;
+	__u32 pid;
+	__u16 space;
+	__u16 acct;
+};
+
+enum frame_kind {
+	FR_NONE, /* an empty slot */
+	FR_PY, /* a "qualname (file:line)" stack line */
+	FR_PHASE,
+	FR_MODULE,
+	FR_NODE,
+	FR_CALL, /* the allocating call; b: its caller */
+	FR_TRUNC, /* the outer frames cut at --max-depth */
+	FR_UNFIT, /* bytes no table had room for */
+};
+
+struct frame {
+	enum frame_kind kind;
+	const char *a, *b; /* interned */
+};
+
+/* hash tables of open addressing, at half load at most */
+struct table {
+	void *v;
+	size_t cap, n;
+};
+
+struct speedscope {
+	struct jw w;
+	bool at_peak, prefix;
+	int err; /* -ENOMEM: a table could not be made */
+	struct account acct[MAX_ACCOUNTS];
+	size_t nacct;
+	__u64 unfit_events; /* of accounts beyond MAX_ACCOUNTS */
+	struct table groups; /* struct group */
+	struct table alive; /* struct alive, --at peak */
+	size_t max_alive;
+	struct table frames; /* __u32 index + 1 into frame_v */
+	struct frame *frame_v;
+	size_t nframes;
+};
 
 static void *open_speedscope(FILE *f, const struct mt_export_conf *c, char *err,
 			     size_t errlen)
 {
-	snprintf(err, errlen, "export speedscope: not built yet");
-	return NULL;
+	struct speedscope *x = calloc(1, sizeof(*x));
+
+	if (!x) {
+		snprintf(err, errlen, "export speedscope: out of memory");
+		return NULL;
+	}
+	x->groups = (struct table){ .v = calloc(MIN_CAP, sizeof(struct group)),
+				    .cap = MIN_CAP };
+	if (!x->groups.v ||
+	    jw_open(&x->w, f, "export speedscope", err, errlen)) {
+		if (!x->groups.v)
+			snprintf(err, errlen,
+				 "export speedscope: out of memory");
+		free(x->groups.v);
+		free(x);
+		return NULL;
+	}
+	x->at_peak = c->at_peak;
+	x->prefix = c->folded_prefix;
+	return x;
 }
 
-static void event_speedscope(void *x, const struct mt_session *s,
+static void free_speedscope(struct speedscope *x)
+{
+	yajl_gen_free(x->w.g);
+	free(x->groups.v);
+	free(x->alive.v);
+	free(x->frames.v);
+	free(x->frame_v);
+	free(x);
+}
+
+/* the account of an allocation; NULL beyond MAX_ACCOUNTS */
+static struct account *account_get(struct speedscope *x, __u32 pid, __u16 space,
+				   __u8 dev_type, __s8 dev)
+{
+	struct account *a;
+
+	for (size_t i = 0; i < x->nacct; i++) {
+		a = &x->acct[i];
+		if (a->pid == pid && a->space == space &&
+		    a->dev_type == dev_type && a->dev == dev)
+			return a;
+	}
+	if (x->nacct == MAX_ACCOUNTS) {
+		x->unfit_events++;
+		return NULL;
+	}
+	a = &x->acct[x->nacct++];
+	*a = (struct account){
+		.pid = pid, .space = space, .dev_type = dev_type, .dev = dev
+	};
+	return a;
+}
+
+static size_t group_hash(__u32 acct, const struct mt_site *site)
+{
+	return (size_t)mt_mix64((__u64)(uintptr_t)site ^ (__u64)acct << 48);
+}
+
+static struct group *group_slot(struct group *v, size_t cap, __u32 acct,
+				const struct mt_site *site)
+{
+	size_t mask = cap - 1, i = group_hash(acct, site) & mask;
+
+	while (v[i].acct && (v[i].acct != acct || v[i].site != site))
+		i = (i + 1) & mask;
+	return &v[i];
+}
+
+static int groups_grow(struct table *t)
+{
+	struct group *old = t->v, *v;
+	size_t cap = t->cap * 2;
+
+	if (cap > MAX_GROUP_SLOTS)
+		return -ENOSPC;
+	v = calloc(cap, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++)
+		if (old[i].acct)
+			*group_slot(v, cap, old[i].acct, old[i].site) = old[i];
+	free(old);
+	t->v = v;
+	t->cap = cap;
+	return 0;
+}
+
+/* add bytes to (a, site) in a's generation; to a's unfit bytes if full */
+static void weigh(struct speedscope *x, struct account *a,
+		  const struct mt_site *site, __u64 bytes)
+{
+	__u32 ai = (__u32)(a - x->acct) + 1;
+	struct group *g = group_slot(x->groups.v, x->groups.cap, ai, site);
+
+	if (!g->acct) {
+		int ret = 0;
+
+		if ((x->groups.n + 1) * 2 > x->groups.cap)
+			ret = groups_grow(&x->groups);
+		if (ret == -ENOMEM)
+			x->err = ret;
+		if (ret) {
+			a->unfit += bytes;
+			return;
+		}
+		g = group_slot(x->groups.v, x->groups.cap, ai, site);
+		*g = (struct group){ .acct = ai, .site = site, .gen = a->gen };
+		x->groups.n++;
+	}
+	if (g->gen != a->gen)
+		*g = (struct group){ .acct = ai, .site = site, .gen = a->gen };
+	g->weight += bytes;
+}
+
+static size_t alive_hash(__u32 pid, __u16 space, __u64 ptr)
+{
+	return (size_t)mt_mix64(ptr ^ (__u64)pid << 32 ^ (__u64)space << 16);
+}
+
+static struct alive *alive_slot(struct alive *v, size_t cap, __u32 pid,
+				__u16 space, __u64 ptr)
+{
+	size_t mask = cap - 1, i = alive_hash(pid, space, ptr) & mask;
+
+	while (v[i].acct &&
+	       (v[i].ptr != ptr || v[i].pid != pid || v[i].space != space))
+		i = (i + 1) & mask;
+	return &v[i];
+}
+
+/* room for one more entry; -ENOSPC beyond --max-live, -ENOMEM */
+static int alive_room(struct speedscope *x)
+{
+	struct table *t = &x->alive;
+	struct alive *v;
+	size_t cap;
+
+	if (t->n >= x->max_alive)
+		return -ENOSPC;
+	if (t->v && (t->n + 1) * 2 <= t->cap)
+		return 0;
+	cap = t->cap ? t->cap * 2 : MIN_CAP;
+	v = calloc(cap, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++) {
+		const struct alive *e = (const struct alive *)t->v + i;
+
+		if (e->acct)
+			*alive_slot(v, cap, e->pid, e->space, e->ptr) = *e;
+	}
+	free(t->v);
+	t->v = v;
+	t->cap = cap;
+	return 0;
+}
+
+/* take e out, moving up the entries its slot was hiding */
+static void alive_remove(struct table *t, struct alive *e)
+{
+	struct alive *v = t->v;
+	size_t mask = t->cap - 1, i = (size_t)(e - v), j = i, home;
+
+	v[i].acct = 0;
+	t->n--;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!v[j].acct)
+			return;
+		home = alive_hash(v[j].pid, v[j].space, v[j].ptr) & mask;
+		/* v[j] stays if its home lies cyclically in (i, j] */
+		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
+			continue;
+		v[i] = v[j];
+		v[j].acct = 0;
+		i = j;
+	}
+}
+
+/* e, alive until now, is freed: it counts if it was alive at the peak */
+static void release(struct speedscope *x, struct alive *e)
+{
+	struct account *a = &x->acct[e->acct - 1];
+
+	a->cur = a->cur > e->size ? a->cur - e->size : 0;
+	if (a->peak && e->seq <= a->peak_seq)
+		weigh(x, a, e->site, e->size);
+	alive_remove(&x->alive, e);
+}
+
+/* the session's live table, followed (session.c: track_live) */
+static void peak_event(struct speedscope *x, const struct mt_session *s,
+		       const struct mt_rec *r, const struct mt_site *site)
+{
+	__u32 pid = r->ev->pid;
+	__u16 space = (__u16)r->ki->space;
+	struct account *a;
+	struct alive *e;
+	int ret;
+
+	if (!x->max_alive)
+		x->max_alive = s->conf.max_live;
+	if (r->role == MT_ROLE_ALLOC && r->has_ptr && r->ptr && !r->failed) {
+		a = account_get(x, pid, space, (__u8)r->dev_type,
+				(__s8)r->dev_index);
+		ret = alive_room(x);
+		if (ret == -ENOMEM)
+			x->err = ret;
+		if (!a || ret)
+			return;
+		e = alive_slot(x->alive.v, x->alive.cap, pid, space, r->ptr);
+		/* an address reused without the free we missed: undo it */
+		if (e->acct) {
+			release(x, e);
+			e = alive_slot(x->alive.v, x->alive.cap, pid, space,
+				       r->ptr);
+		}
+		*e = (struct alive){ .ptr = r->ptr,
+				     .site = site,
+				     .size = r->size,
+				     .seq = s->seq,
+				     .pid = pid,
+				     .space = space,
+				     .acct = (__u16)(a - x->acct + 1) };
+		x->alive.n++;
+		a->cur += r->size;
+		if (a->cur > a->peak) {
+			a->peak = a->cur;
+			a->peak_seq = s->seq;
+			a->peak_ts = r->ev->ts;
+			a->gen++;
+			a->unfit = 0;
+		}
+	} else if (r->role == MT_ROLE_FREE && r->has_ptr && !r->failed &&
+		   x->alive.v) {
+		e = alive_slot(x->alive.v, x->alive.cap, pid, space, r->ptr);
+		if (e->acct)
+			release(x, e);
+	}
+}
+
+static void event_speedscope(void *p, const struct mt_session *s,
 			     const struct mt_rec *r, const struct mt_site *site)
 {
+	struct speedscope *x = p;
+	struct account *a;
+
+	/* cuMemMap ranges map memory counted at cuMemCreate */
+	if (x->err || r->ki->space == MT_SP_NONE || r->ki->space == MT_SP_VAMAP)
+		return;
+	if (x->at_peak) {
+		peak_event(x, s, r, site);
+		return;
+	}
+	if (r->role != MT_ROLE_ALLOC || r->failed ||
+	    r->size_state != MT_SIZE_KNOWN || !r->size)
+		return;
+	a = account_get(x, r->ev->pid, (__u16)r->ki->space, (__u8)r->dev_type,
+			(__s8)r->dev_index);
+	if (a)
+		weigh(x, a, site, r->size);
 }
 
-static int close_speedscope(void *x, const struct mt_session *s, char *err,
+/* --at peak: what is still alive and was at its account's peak */
+static void weigh_alive(struct speedscope *x)
+{
+	const struct alive *v = x->alive.v;
+
+	for (size_t i = 0; i < x->alive.cap; i++) {
+		struct account *a;
+
+		if (!v[i].acct)
+			continue;
+		a = &x->acct[v[i].acct - 1];
+		if (a->peak && v[i].seq <= a->peak_seq)
+			weigh(x, a, v[i].site, v[i].size);
+	}
+}
+
+static size_t frame_hash(const struct frame *f)
+{
+	return (size_t)mt_mix64((__u64)(uintptr_t)f->a * 31 ^
+				(__u64)(uintptr_t)f->b ^ (__u64)f->kind << 56);
+}
+
+static __u32 *frame_slot(__u32 *slots, size_t cap, const struct frame *fv,
+			 const struct frame *f)
+{
+	size_t mask = cap - 1, i = frame_hash(f) & mask;
+
+	while (slots[i]) {
+		const struct frame *o = &fv[slots[i] - 1];
+
+		if (o->kind == f->kind && o->a == f->a && o->b == f->b)
+			break;
+		i = (i + 1) & mask;
+	}
+	return &slots[i];
+}
+
+static int frames_grow(struct speedscope *x)
+{
+	size_t cap = x->frames.cap ? x->frames.cap * 2 : MIN_CAP;
+	struct frame *fv;
+	__u32 *slots;
+
+	if (cap > MAX_FRAME_SLOTS)
+		return -ENOSPC;
+	slots = calloc(cap, sizeof(*slots));
+	fv = realloc(x->frame_v, cap / 2 * sizeof(*fv));
+	if (!slots || !fv) {
+		free(slots);
+		if (fv)
+			x->frame_v = fv;
+		return -ENOMEM;
+	}
+	x->frame_v = fv;
+	for (size_t i = 0; i < x->nframes; i++)
+		*frame_slot(slots, cap, fv, &fv[i]) = (__u32)i + 1;
+	free(x->frames.v);
+	x->frames.v = slots;
+	x->frames.cap = cap;
+	return 0;
+}
+
+/* the index of a frame in shared.frames, made if new; -errno */
+static long frame_index(struct speedscope *x, enum frame_kind kind,
+			const char *a, const char *b)
+{
+	const struct frame f = { .kind = kind, .a = a, .b = b };
+	__u32 *slot;
+	int ret;
+
+	if ((x->nframes + 1) * 2 > x->frames.cap) {
+		ret = frames_grow(x);
+		if (ret)
+			return ret;
+	}
+	slot = frame_slot(x->frames.v, x->frames.cap, x->frame_v, &f);
+	if (!*slot) {
+		x->frame_v[x->nframes] = f;
+		*slot = (__u32)++x->nframes;
+	}
+	return (long)*slot - 1;
+}
+
+static void put_frame(struct speedscope *x, enum frame_kind kind, const char *a,
+		      const char *b)
+{
+	long i = frame_index(x, kind, a, b);
+
+	if (i < 0) {
+		if (!x->err)
+			x->err = (int)i;
+		return;
+	}
+	jw_u64(&x->w, (__u64)i);
+}
+
+/* one sample: the site's stack, outermost first */
+static void put_sample(struct speedscope *x, const struct mt_site *site)
+{
+	struct jw *w = &x->w;
+
+	jw_open_close(w, '[');
+	if (x->prefix && site->phase)
+		put_frame(x, FR_PHASE, site->phase, NULL);
+	if (x->prefix && site->module && strcmp(site->module, "-"))
+		put_frame(x, FR_MODULE, site->module, NULL);
+	if (site->truncated)
+		put_frame(x, FR_TRUNC, NULL, NULL);
+	for (int i = site->depth - 1; i >= 0; i--)
+		put_frame(x, FR_PY, site->frames[i], NULL);
+	if (site->node)
+		put_frame(x, FR_NODE, site->node, NULL);
+	put_frame(x, FR_CALL, site->event, site->caller);
+	jw_open_close(w, ']');
+}
+
+static void key_str(struct jw *w, const char *key, const char *value)
+{
+	jw_str(w, key);
+	jw_str(w, value);
+}
+
+static void key_u64(struct jw *w, const char *key, __u64 value)
+{
+	jw_str(w, key);
+	jw_u64(w, value);
+}
+
+static int by_account_then_weight(const void *pa, const void *pb)
+{
+	const struct group *x = *(const struct group *const *)pa;
+	const struct group *y = *(const struct group *const *)pb;
+	__u32 ix = x->site ? x->site->id : 0, iy = y->site ? y->site->id : 0;
+
+	if (x->acct != y->acct)
+		return x->acct < y->acct ? -1 : 1;
+	if (x->weight != y->weight)
+		return x->weight > y->weight ? -1 : 1;
+	return ix < iy ? -1 : ix > iy;
+}
+
+static void profile_name(const struct speedscope *x, const struct account *a,
+			 __u64 t0, char *buf, size_t len)
+{
+	char dev[32], b[32];
+
+	mt_format_dev(dev, sizeof(dev), (enum mt_dev_type)a->dev_type, a->dev);
+	if (x->at_peak)
+		snprintf(buf, len,
+			 "pid %u %s %s: live at the peak, %s at %.3f s", a->pid,
+			 dev, mt_space_name((enum mt_space)a->space),
+			 mt_format_bytes(b, sizeof(b), a->peak),
+			 a->peak_ts > t0 ? (double)(a->peak_ts - t0) / 1e9 :
+					   0.0);
+	else
+		snprintf(buf, len, "pid %u %s %s: bytes allocated", a->pid, dev,
+			 mt_space_name((enum mt_space)a->space));
+}
+
+/* one profile: v[0..n) are the weighed groups of account a */
+static void put_profile(struct speedscope *x, const struct account *a,
+			struct group *const *v, size_t n, __u64 t0)
+{
+	struct jw *w = &x->w;
+	__u64 total = a->unfit;
+	char name[160];
+
+	for (size_t i = 0; i < n; i++)
+		total += v[i]->weight;
+	profile_name(x, a, t0, name, sizeof(name));
+	jw_open_close(w, '{');
+	key_str(w, "type", "sampled");
+	key_str(w, "name", name);
+	key_str(w, "unit", "bytes");
+	key_u64(w, "startValue", 0);
+	key_u64(w, "endValue", total);
+	jw_str(w, "samples");
+	jw_open_close(w, '[');
+	for (size_t i = 0; i < n; i++) {
+		put_sample(x, v[i]->site);
+		jw_flush(w);
+	}
+	if (a->unfit) {
+		jw_open_close(w, '[');
+		put_frame(x, FR_UNFIT, NULL, NULL);
+		jw_open_close(w, ']');
+	}
+	jw_open_close(w, ']');
+	jw_str(w, "weights");
+	jw_open_close(w, '[');
+	for (size_t i = 0; i < n; i++)
+		jw_u64(w, v[i]->weight);
+	if (a->unfit)
+		jw_u64(w, a->unfit);
+	jw_open_close(w, ']');
+	jw_open_close(w, '}');
+	jw_flush(w);
+}
+
+/* the groups that weigh, by account then weight; NULL: none or no memory */
+static struct group **weighed(struct speedscope *x, size_t *n)
+{
+	struct group *g = x->groups.v, **v;
+
+	*n = 0;
+	v = malloc((x->groups.n ? x->groups.n : 1) * sizeof(*v));
+	if (!v) {
+		x->err = -ENOMEM;
+		return NULL;
+	}
+	for (size_t i = 0; i < x->groups.cap; i++)
+		if (g[i].acct && g[i].weight &&
+		    g[i].gen == x->acct[g[i].acct - 1].gen)
+			v[(*n)++] = &g[i];
+	qsort(v, *n, sizeof(*v), by_account_then_weight);
+	return v;
+}
+
+static void put_profiles(struct speedscope *x, __u64 t0)
+{
+	size_t n, i = 0;
+	struct group **v = weighed(x, &n);
+
+	if (!v)
+		return;
+	jw_str(&x->w, "profiles");
+	jw_open_close(&x->w, '[');
+	for (__u32 ai = 1; ai <= x->nacct; ai++) {
+		size_t first = i;
+
+		while (i < n && v[i]->acct == ai)
+			i++;
+		if (i > first || x->acct[ai - 1].unfit)
+			put_profile(x, &x->acct[ai - 1], v + first, i - first,
+				    t0);
+	}
+	jw_open_close(&x->w, ']');
+	free(v);
+}
+
+/* "qualname (file:line)" as speedscope's name, file and line */
+static void put_py_frame(struct jw *w, const char *s)
+{
+	const char *open = strrchr(s, '('), *colon, *end = s + strlen(s);
+	char *num_end;
+	unsigned long line;
+
+	colon = open ? strrchr(open, ':') : NULL;
+	if (!open || open == s || open[-1] != ' ' || !colon || end[-1] != ')') {
+		key_str(w, "name", s);
+		return;
+	}
+	line = strtoul(colon + 1, &num_end, 10);
+	if (num_end != end - 1 || num_end == colon + 1) {
+		key_str(w, "name", s);
+		return;
+	}
+	jw_str(w, "name");
+	jw_strn(w, s, (size_t)(open - 1 - s));
+	jw_str(w, "file");
+	jw_strn(w, open + 1, (size_t)(colon - open - 1));
+	key_u64(w, "line", line);
+}
+
+static void put_frames(struct speedscope *x)
+{
+	struct jw *w = &x->w;
+	char name[256];
+
+	jw_str(w, "shared");
+	jw_open_close(w, '{');
+	jw_str(w, "frames");
+	jw_open_close(w, '[');
+	for (size_t i = 0; i < x->nframes; i++) {
+		const struct frame *f = &x->frame_v[i];
+
+		jw_open_close(w, '{');
+		switch (f->kind) {
+		case FR_PY:
+			put_py_frame(w, f->a);
+			break;
+		case FR_PHASE:
+		case FR_MODULE:
+		case FR_NODE:
+			snprintf(name, sizeof(name), "%s=%s",
+				 f->kind == FR_PHASE  ? "phase" :
+				 f->kind == FR_MODULE ? "module" :
+							"node",
+				 f->a);
+			key_str(w, "name", name);
+			break;
+		case FR_CALL:
+			key_str(w, "name", f->a ? f->a : "?");
+			if (f->b)
+				key_str(w, "file", f->b);
+			break;
+		case FR_TRUNC:
+			key_str(w, "name", "[stack truncated]");
+			break;
+		default:
+			key_str(w, "name", "[untracked: a table was full]");
+			break;
+		}
+		jw_open_close(w, '}');
+		jw_flush(w);
+	}
+	jw_open_close(w, ']');
+	jw_open_close(w, '}');
+}
+
+static int close_speedscope(void *p, const struct mt_session *s, char *err,
 			    size_t errlen)
 {
-	return -ENOSYS;
+	struct speedscope *x = p;
+	struct jw *w = &x->w;
+	int ret;
+
+	if (x->at_peak && !x->err)
+		weigh_alive(x);
+	jw_open_close(w, '{');
+	key_str(w, "$schema",
+		"https://www.speedscope.app/file-format-schema.json");
+	key_str(w, "name",
+		x->at_peak ? "memtrace-bpf: bytes live at the peak" :
+			     "memtrace-bpf: bytes allocated");
+	key_str(w, "exporter", "memtrace-bpf " MT_VERSION);
+	key_u64(w, "activeProfileIndex", 0);
+	if (!x->err)
+		put_profiles(x, s->t0);
+	if (!x->err)
+		put_frames(x);
+	jw_open_close(w, '}');
+	jw_flush(w);
+	ret = jw_error(w, err, errlen);
+	if (!ret && x->err) {
+		snprintf(err, errlen, "export speedscope: %s",
+			 x->err == -ENOSPC ? "too many distinct frames" :
+					     "out of memory");
+		ret = x->err;
+	}
+	free_speedscope(x);
+	return ret;
 }
 
 const struct mt_exporter mt_export_speedscope = {
 	.name = "speedscope",
-	.what = "not built yet",
+	.what = "speedscope profiles weighted by bytes, one per device and "
+		"layer (--at peak: live at its peak)",
 	.open = open_speedscope,
 	.event = event_speedscope,
 	.close = close_speedscope,
