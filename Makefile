@@ -146,6 +146,7 @@ bench: setup
 	$(MAKE) memtrace-bpf fixtures
 	bench/run.sh
 	bench/multi.sh
+	bench/exports.sh
 
 clean:
 	rm -rf $(OUTPUT) memtrace-bpf

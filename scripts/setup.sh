@@ -10,7 +10,7 @@ pkgs=(
 	libdevel-nytprof-perl
 	cppcheck clang-format
 	python3 python3-torch libopenblas0-serial
-	util-linux procps binutils curl
+	util-linux procps binutils curl time
 )
 
 if [ "$(id -u)" -ne 0 ]; then
