@@ -23,6 +23,7 @@
 #include "pyproc.h"
 #include "pystack.h"
 #include "record.h"
+#include "estimate.h"
 #include "replay.h"
 #include "session.h"
 #include "sink.h"
@@ -846,6 +847,19 @@ static int open_watch(struct tracer *tr)
 	return tr->watch ? 0 : -ENOMEM;
 }
 
+/* processes --children or --all could not follow: said, not lost */
+static void report_lost_procs(const struct tracer *tr)
+{
+	__u64 forks = tr->skel ? tr->skel->bss->lost_forks : 0;
+
+	if (tr->targets_dropped || forks)
+		fprintf(tr->out,
+			"# lost processes=%llu (past %d followed) forks=%llu "
+			"(children not followed: the traced map was full)\n",
+			(unsigned long long)tr->targets_dropped, MAX_TARGETS,
+			(unsigned long long)forks);
+}
+
 static int trace(const struct mt_options *opt)
 {
 	struct tracer tr = { .opt = opt };
@@ -910,6 +924,7 @@ static int trace(const struct mt_options *opt)
 		free(tr.targets[i].sink);
 		mt_target_close(&tr.targets[i]);
 	}
+	report_lost_procs(&tr);
 	/* the shared summary only if it has something (-o FILE{rank}) */
 	if (mt_sink_close(&tr.sink,
 			  tr.ran && (!tr.per_proc || tr.sink.ses->seq) ?
@@ -935,5 +950,7 @@ int main(int argc, char **argv)
 		return ret;
 	if (opt.mode == MT_MODE_REPORT || opt.mode == MT_MODE_SCRIPT)
 		return mt_replay(&opt);
+	if (opt.mode == MT_MODE_ESTIMATE)
+		return mt_estimate(&opt);
 	return trace(&opt);
 }
