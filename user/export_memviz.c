@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "export.h"
+#include "frames.h"
 #include "pickle.h"
 #include "session.h"
 
@@ -482,34 +483,13 @@ static void write_frame(struct mt_pickle *p, const char *name, size_t nlen,
 /* "qualname (file:line)" as memviz's {filename, line, name} */
 static void write_py_frame(struct mt_pickle *p, const char *fr)
 {
-	size_t len = strlen(fr);
-	const char *open = NULL, *colon = NULL, *end = fr + len - 1;
-	__u64 line = 0;
+	struct mt_frame_parts fp;
 
-	for (const char *c = fr; len && c < end; c++)
-		if (c[0] == ' ' && c[1] == '(')
-			open = c;
-	if (!open || *end != ')') {
-		write_frame(p, fr, len, "??", 2, 0);
-		return;
-	}
-	for (const char *c = open + 2; c < end; c++)
-		if (*c == ':')
-			colon = c;
-	if (colon && colon + 1 < end) {
-		for (const char *c = colon + 1; c < end && line != UINT64_MAX;
-		     c++)
-			line = *c >= '0' && *c <= '9' ?
-				       line * 10 + (__u64)(*c - '0') :
-				       UINT64_MAX;
-	}
-	if (!colon || colon + 1 == end || line == UINT64_MAX) {
-		/* no line: "[unknown] (code 0x...)" */
-		colon = end;
-		line = 0;
-	}
-	write_frame(p, fr, (size_t)(open - fr), open + 2,
-		    (size_t)(colon - open - 2), line);
+	if (mt_frame_parse(fr, &fp) < 0)
+		write_frame(p, fr, fp.name_len, "??", 2, 0);
+	else
+		write_frame(p, fp.name, fp.name_len, fp.file, fp.file_len,
+			    fp.line);
 }
 
 /* a site's frames, the call first; written once, then by memo */

@@ -10,140 +10,18 @@
  * thread names. Times are CLOCK_MONOTONIC microseconds, the clock of the
  * event lines.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yajl/yajl_gen.h>
 #include "cudaerr.h"
 #include "format.h"
 #include "hashing.h"
+#include "jsonw.h"
 #include "options.h"
 #include "session.h"
 
 #define MAX_THREADS 4096 /* with slices and names; more get neither */
 #define THREAD_SLOTS 8192 /* at half load */
-
-struct jw {
-	yajl_gen g;
-	FILE *f;
-	const char *what; /* "export perfetto", for messages */
-	yajl_gen_status st; /* the first failure; later calls do nothing */
-	int io; /* -errno of the first failed write */
-};
-
-static void jw_check(struct jw *w, yajl_gen_status st)
-{
-	if (!w->st)
-		w->st = st;
-}
-
-static void jw_strn(struct jw *w, const char *s, size_t n)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	unsigned char c[1024];
-	yajl_gen_status st;
-
-	if (w->st)
-		return;
-	st = yajl_gen_string(w->g, u, n);
-	if (st == yajl_gen_invalid_string) {
-		/* not UTF-8 (a file name, a comm): bytes above 0x7f as '?' */
-		n = n < sizeof(c) ? n : sizeof(c);
-		for (size_t i = 0; i < n; i++)
-			c[i] = u[i] < 0x80 ? u[i] : '?';
-		st = yajl_gen_string(w->g, c, n);
-	}
-	jw_check(w, st);
-}
-
-static void jw_str(struct jw *w, const char *s)
-{
-	jw_strn(w, s, strlen(s));
-}
-
-static void jw_number(struct jw *w, const char *num, size_t n)
-{
-	if (!w->st)
-		jw_check(w, yajl_gen_number(w->g, num, n));
-}
-
-static void jw_u64(struct jw *w, __u64 v)
-{
-	char b[24];
-	int n = snprintf(b, sizeof(b), "%" PRIu64, (uint64_t)v);
-
-	jw_number(w, b, (size_t)n);
-}
-
-/* '{', '}', '[' or ']' */
-static void jw_open_close(struct jw *w, char c)
-{
-	if (w->st)
-		return;
-	switch (c) {
-	case '{':
-		jw_check(w, yajl_gen_map_open(w->g));
-		break;
-	case '}':
-		jw_check(w, yajl_gen_map_close(w->g));
-		break;
-	case '[':
-		jw_check(w, yajl_gen_array_open(w->g));
-		break;
-	default:
-		jw_check(w, yajl_gen_array_close(w->g));
-		break;
-	}
-}
-
-/* the buffered output into the file */
-static void jw_flush(struct jw *w)
-{
-	const unsigned char *buf;
-	size_t len;
-
-	if (w->st || w->io)
-		return;
-	jw_check(w, yajl_gen_get_buf(w->g, &buf, &len));
-	if (w->st)
-		return;
-	errno = 0;
-	if (len && fwrite(buf, 1, len, w->f) != len)
-		w->io = errno ? -errno : -EIO;
-	yajl_gen_clear(w->g);
-}
-
-static int jw_open(struct jw *w, FILE *f, const char *what, char *err,
-		   size_t errlen)
-{
-	w->f = f;
-	w->what = what;
-	w->g = yajl_gen_alloc(NULL);
-	if (!w->g || !yajl_gen_config(w->g, yajl_gen_validate_utf8, 1)) {
-		if (w->g)
-			yajl_gen_free(w->g);
-		snprintf(err, errlen, "%s: out of memory", what);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* the first failure, with context; 0 if none */
-static int jw_error(const struct jw *w, char *err, size_t errlen)
-{
-	if (w->io) {
-		snprintf(err, errlen, "%s: write: %s", w->what,
-			 strerror(-w->io));
-		return w->io;
-	}
-	if (w->st) {
-		snprintf(err, errlen, "%s: JSON generator status %d", w->what,
-			 (int)w->st);
-		return w->st == yajl_gen_no_buf ? -ENOMEM : -EINVAL;
-	}
-	return 0;
-}
 
 /* a thread's open slices: phase, and the module inside it */
 struct thread {
@@ -161,7 +39,7 @@ struct written {
 };
 
 struct perfetto {
-	struct jw w;
+	struct mt_jw w;
 	struct thread threads[THREAD_SLOTS];
 	size_t nthreads;
 	struct written devs[MT_SUM_DEVS]; /* by index in s->sum.devs */
@@ -176,74 +54,62 @@ static void *open_perfetto(FILE *f, const struct mt_export_conf *c, char *err,
 		snprintf(err, errlen, "export perfetto: out of memory");
 		return NULL;
 	}
-	if (jw_open(&x->w, f, "export perfetto", err, errlen)) {
+	if (mt_jw_open(&x->w, f, "export perfetto", err, errlen)) {
 		free(x);
 		return NULL;
 	}
-	jw_open_close(&x->w, '{');
-	jw_str(&x->w, "traceEvents");
-	jw_open_close(&x->w, '[');
+	mt_jw_open_close(&x->w, '{');
+	mt_jw_str(&x->w, "traceEvents");
+	mt_jw_open_close(&x->w, '[');
 	return x;
 }
 
 /* microseconds with the nanoseconds kept: exact, not a double */
-static void put_ts(struct jw *w, __u64 ns)
+static void put_ts(struct mt_jw *w, __u64 ns)
 {
 	char b[32];
 	int n = snprintf(b, sizeof(b), "%" PRIu64 ".%03" PRIu64,
 			 (uint64_t)(ns / 1000), (uint64_t)(ns % 1000));
 
-	jw_str(w, "ts");
-	jw_number(w, b, (size_t)n);
-}
-
-static void key_str(struct jw *w, const char *key, const char *value)
-{
-	jw_str(w, key);
-	jw_str(w, value);
-}
-
-static void key_u64(struct jw *w, const char *key, __u64 value)
-{
-	jw_str(w, key);
-	jw_u64(w, value);
+	mt_jw_str(w, "ts");
+	mt_jw_number(w, b, (size_t)n);
 }
 
 /* the start of a trace event: {"name":..,"ph":..,"pid":..,"tid":.. */
-static void begin_event(struct jw *w, const char *name, const char *ph,
+static void begin_event(struct mt_jw *w, const char *name, const char *ph,
 			__u32 pid, __u32 tid)
 {
-	jw_open_close(w, '{');
-	key_str(w, "name", name);
-	key_str(w, "ph", ph);
-	key_u64(w, "pid", pid);
-	key_u64(w, "tid", tid);
+	mt_jw_open_close(w, '{');
+	mt_jw_key_str(w, "name", name);
+	mt_jw_key_str(w, "ph", ph);
+	mt_jw_key_u64(w, "pid", pid);
+	mt_jw_key_u64(w, "tid", tid);
 }
 
-static void name_meta(struct jw *w, const char *what, __u32 pid, __u32 tid,
+static void name_meta(struct mt_jw *w, const char *what, __u32 pid, __u32 tid,
 		      const char *comm)
 {
 	begin_event(w, what, "M", pid, tid);
-	jw_str(w, "args");
-	jw_open_close(w, '{');
-	jw_str(w, "name");
-	jw_strn(w, comm, strnlen(comm, MT_COMM_LEN));
-	jw_open_close(w, '}');
-	jw_open_close(w, '}');
+	mt_jw_str(w, "args");
+	mt_jw_open_close(w, '{');
+	mt_jw_str(w, "name");
+	mt_jw_strn(w, comm, strnlen(comm, MT_COMM_LEN));
+	mt_jw_open_close(w, '}');
+	mt_jw_open_close(w, '}');
 }
 
 /* "B" or "E" of a slice on thread t's track */
-static void slice(struct jw *w, const struct thread *t, const char *ph,
+static void slice(struct mt_jw *w, const struct thread *t, const char *ph,
 		  const char *cat, const char *name, __u64 ts)
 {
 	begin_event(w, name, ph, t->pid, t->tid);
-	key_str(w, "cat", cat);
+	mt_jw_key_str(w, "cat", cat);
 	put_ts(w, ts);
-	jw_open_close(w, '}');
+	mt_jw_open_close(w, '}');
 }
 
 /* end t's open slices at ts, the module's inside the phase's */
-static void end_slices(struct jw *w, struct thread *t, __u64 ts)
+static void end_slices(struct mt_jw *w, struct thread *t, __u64 ts)
 {
 	if (t->module)
 		slice(w, t, "E", "module", t->module, ts);
@@ -256,7 +122,7 @@ static void end_slices(struct jw *w, struct thread *t, __u64 ts)
  * The slices of t from its event at ts: a new phase ends the open ones; a
  * module runs inside its phase, so a new phase starts its module anew.
  */
-static void follow_slices(struct jw *w, struct thread *t, __u64 ts,
+static void follow_slices(struct mt_jw *w, struct thread *t, __u64 ts,
 			  const char *phase, const char *module)
 {
 	if (module && !strcmp(module, "-"))
@@ -297,7 +163,7 @@ static struct thread *thread_get(struct perfetto *x, __u32 tid, bool *is_new)
 /* the thread of an event, its names written when new or renamed */
 static struct thread *thread_of(struct perfetto *x, const struct mt_event *ev)
 {
-	struct jw *w = &x->w;
+	struct mt_jw *w = &x->w;
 	struct thread *t;
 	bool is_new;
 
@@ -324,7 +190,7 @@ static struct thread *thread_of(struct perfetto *x, const struct mt_event *ev)
 	return t;
 }
 
-static void counter(struct jw *w, __u32 pid, __u64 ts, const char *dev,
+static void counter(struct mt_jw *w, __u32 pid, __u64 ts, const char *dev,
 		    const char *what, __u64 bytes)
 {
 	char name[64];
@@ -332,11 +198,11 @@ static void counter(struct jw *w, __u32 pid, __u64 ts, const char *dev,
 	snprintf(name, sizeof(name), "%s %s", dev, what);
 	begin_event(w, name, "C", pid, pid);
 	put_ts(w, ts);
-	jw_str(w, "args");
-	jw_open_close(w, '{');
-	key_u64(w, "bytes", bytes);
-	jw_open_close(w, '}');
-	jw_open_close(w, '}');
+	mt_jw_str(w, "args");
+	mt_jw_open_close(w, '{');
+	mt_jw_key_u64(w, "bytes", bytes);
+	mt_jw_open_close(w, '}');
+	mt_jw_open_close(w, '}');
 }
 
 /* what a layer's live bytes are, as the counter names them */
@@ -391,7 +257,7 @@ static void counters(struct perfetto *x, const struct mt_summary *sum, __u64 ts)
 }
 
 /* an allocation that failed, c10's OOM report, a Python raise */
-static void instant(struct jw *w, const struct mt_rec *r,
+static void instant(struct mt_jw *w, const struct mt_rec *r,
 		    const struct mt_site *site)
 {
 	const struct mt_event *ev = r->ev;
@@ -403,30 +269,30 @@ static void instant(struct jw *w, const struct mt_rec *r,
 	else
 		snprintf(name, sizeof(name), "OOM %s", r->event);
 	begin_event(w, name, "i", ev->pid, ev->tid);
-	key_str(w, "s", "t");
+	mt_jw_key_str(w, "s", "t");
 	put_ts(w, ev->ts);
-	jw_str(w, "args");
-	jw_open_close(w, '{');
+	mt_jw_str(w, "args");
+	mt_jw_open_close(w, '{');
 	if (r->size_state == MT_SIZE_KNOWN)
-		key_u64(w, "size", r->size);
+		mt_jw_key_u64(w, "size", r->size);
 	if (r->dev_type != MT_DT_NONE)
-		key_str(w, "dev",
-			mt_format_dev(dev, sizeof(dev), r->dev_type,
-				      r->dev_index));
+		mt_jw_key_str(w, "dev",
+			      mt_format_dev(dev, sizeof(dev), r->dev_type,
+					    r->dev_index));
 	if (r->failed) {
 		err = mt_cuda_err_name(r->ki->errdomain, r->ret);
-		key_str(w, "err", err ? err : "unknown");
+		mt_jw_key_str(w, "err", err ? err : "unknown");
 	}
 	if (r->has_totals) {
-		key_u64(w, "allocated", r->allocated);
-		key_u64(w, "reserved", r->reserved);
+		mt_jw_key_u64(w, "allocated", r->allocated);
+		mt_jw_key_u64(w, "reserved", r->reserved);
 	}
 	if (site->phase)
-		key_str(w, "phase", site->phase);
+		mt_jw_key_str(w, "phase", site->phase);
 	if (site->module)
-		key_str(w, "module", site->module);
-	jw_open_close(w, '}');
-	jw_open_close(w, '}');
+		mt_jw_key_str(w, "module", site->module);
+	mt_jw_open_close(w, '}');
+	mt_jw_open_close(w, '}');
 }
 
 static void event_perfetto(void *p, const struct mt_session *s,
@@ -441,30 +307,30 @@ static void event_perfetto(void *p, const struct mt_session *s,
 	if (r->role == MT_ROLE_OOM || (r->role == MT_ROLE_ALLOC && r->failed) ||
 	    site->detail)
 		instant(&x->w, r, site);
-	jw_flush(&x->w);
+	mt_jw_flush(&x->w);
 }
 
 static int close_perfetto(void *p, const struct mt_session *s, char *err,
 			  size_t errlen)
 {
 	struct perfetto *x = p;
-	struct jw *w = &x->w;
+	struct mt_jw *w = &x->w;
 	int ret;
 
 	for (size_t i = 0; i < THREAD_SLOTS; i++)
 		if (x->threads[i].tid)
 			end_slices(w, &x->threads[i], x->threads[i].last_ts);
-	jw_open_close(w, ']');
-	key_str(w, "displayTimeUnit", "ms");
-	jw_str(w, "otherData");
-	jw_open_close(w, '{');
-	key_str(w, "exporter", "memtrace-bpf " MT_VERSION);
-	key_str(w, "clock", "CLOCK_MONOTONIC");
-	jw_open_close(w, '}');
-	jw_open_close(w, '}');
-	jw_flush(w);
-	ret = jw_error(w, err, errlen);
-	yajl_gen_free(w->g);
+	mt_jw_open_close(w, ']');
+	mt_jw_key_str(w, "displayTimeUnit", "ms");
+	mt_jw_str(w, "otherData");
+	mt_jw_open_close(w, '{');
+	mt_jw_key_str(w, "exporter", "memtrace-bpf " MT_VERSION);
+	mt_jw_key_str(w, "clock", "CLOCK_MONOTONIC");
+	mt_jw_open_close(w, '}');
+	mt_jw_open_close(w, '}');
+	mt_jw_flush(w);
+	ret = mt_jw_error(w, err, errlen);
+	mt_jw_free(w);
 	free(x);
 	return ret;
 }

@@ -19,13 +19,13 @@
  * --max-live is not followed, as the session's table drops it too.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yajl/yajl_gen.h>
 #include "format.h"
+#include "frames.h"
 #include "hashing.h"
+#include "jsonw.h"
 #include "options.h"
 #include "session.h"
 
@@ -33,127 +33,6 @@
 #define MIN_CAP 1024
 #define MAX_GROUP_SLOTS (1 << 21) /* (account, site) weights: 48 MiB */
 #define MAX_FRAME_SLOTS (1 << 21) /* distinct frames */
-
-struct jw {
-	yajl_gen g;
-	FILE *f;
-	const char *what; /* "export speedscope", for messages */
-	yajl_gen_status st; /* the first failure; later calls do nothing */
-	int io; /* -errno of the first failed write */
-};
-
-static void jw_check(struct jw *w, yajl_gen_status st)
-{
-	if (!w->st)
-		w->st = st;
-}
-
-static void jw_strn(struct jw *w, const char *s, size_t n)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	unsigned char c[1024];
-	yajl_gen_status st;
-
-	if (w->st)
-		return;
-	st = yajl_gen_string(w->g, u, n);
-	if (st == yajl_gen_invalid_string) {
-		/* not UTF-8 (a file name, a comm): bytes above 0x7f as '?' */
-		n = n < sizeof(c) ? n : sizeof(c);
-		for (size_t i = 0; i < n; i++)
-			c[i] = u[i] < 0x80 ? u[i] : '?';
-		st = yajl_gen_string(w->g, c, n);
-	}
-	jw_check(w, st);
-}
-
-static void jw_str(struct jw *w, const char *s)
-{
-	jw_strn(w, s, strlen(s));
-}
-
-static void jw_number(struct jw *w, const char *num, size_t n)
-{
-	if (!w->st)
-		jw_check(w, yajl_gen_number(w->g, num, n));
-}
-
-static void jw_u64(struct jw *w, __u64 v)
-{
-	char b[24];
-	int n = snprintf(b, sizeof(b), "%" PRIu64, (uint64_t)v);
-
-	jw_number(w, b, (size_t)n);
-}
-
-/* '{', '}', '[' or ']' */
-static void jw_open_close(struct jw *w, char c)
-{
-	if (w->st)
-		return;
-	switch (c) {
-	case '{':
-		jw_check(w, yajl_gen_map_open(w->g));
-		break;
-	case '}':
-		jw_check(w, yajl_gen_map_close(w->g));
-		break;
-	case '[':
-		jw_check(w, yajl_gen_array_open(w->g));
-		break;
-	default:
-		jw_check(w, yajl_gen_array_close(w->g));
-		break;
-	}
-}
-
-/* the buffered output into the file */
-static void jw_flush(struct jw *w)
-{
-	const unsigned char *buf;
-	size_t len;
-
-	if (w->st || w->io)
-		return;
-	jw_check(w, yajl_gen_get_buf(w->g, &buf, &len));
-	if (w->st)
-		return;
-	errno = 0;
-	if (len && fwrite(buf, 1, len, w->f) != len)
-		w->io = errno ? -errno : -EIO;
-	yajl_gen_clear(w->g);
-}
-
-static int jw_open(struct jw *w, FILE *f, const char *what, char *err,
-		   size_t errlen)
-{
-	w->f = f;
-	w->what = what;
-	w->g = yajl_gen_alloc(NULL);
-	if (!w->g || !yajl_gen_config(w->g, yajl_gen_validate_utf8, 1)) {
-		if (w->g)
-			yajl_gen_free(w->g);
-		snprintf(err, errlen, "%s: out of memory", what);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* the first failure, with context; 0 if none */
-static int jw_error(const struct jw *w, char *err, size_t errlen)
-{
-	if (w->io) {
-		snprintf(err, errlen, "%s: write: %s", w->what,
-			 strerror(-w->io));
-		return w->io;
-	}
-	if (w->st) {
-		snprintf(err, errlen, "%s: JSON generator status %d", w->what,
-			 (int)w->st);
-		return w->st == yajl_gen_no_buf ? -ENOMEM : -EINVAL;
-	}
-	return 0;
-}
 
 /* one memory account, as peak.c keeps them */
 struct account {
@@ -208,7 +87,7 @@ struct table {
 };
 
 struct speedscope {
-	struct jw w;
+	struct mt_jw w;
 	bool at_peak, prefix;
 	int err; /* -ENOMEM: a table could not be made */
 	struct account acct[MAX_ACCOUNTS];
@@ -234,7 +113,7 @@ static void *open_speedscope(FILE *f, const struct mt_export_conf *c, char *err,
 	x->groups = (struct table){ .v = calloc(MIN_CAP, sizeof(struct group)),
 				    .cap = MIN_CAP };
 	if (!x->groups.v ||
-	    jw_open(&x->w, f, "export speedscope", err, errlen)) {
+	    mt_jw_open(&x->w, f, "export speedscope", err, errlen)) {
 		if (!x->groups.v)
 			snprintf(err, errlen,
 				 "export speedscope: out of memory");
@@ -249,7 +128,7 @@ static void *open_speedscope(FILE *f, const struct mt_export_conf *c, char *err,
 
 static void free_speedscope(struct speedscope *x)
 {
-	yajl_gen_free(x->w.g);
+	mt_jw_free(&x->w);
 	free(x->groups.v);
 	free(x->alive.v);
 	free(x->frames.v);
@@ -583,15 +462,15 @@ static void put_frame(struct speedscope *x, enum frame_kind kind, const char *a,
 			x->err = (int)i;
 		return;
 	}
-	jw_u64(&x->w, (__u64)i);
+	mt_jw_u64(&x->w, (__u64)i);
 }
 
 /* one sample: the site's stack, outermost first */
 static void put_sample(struct speedscope *x, const struct mt_site *site)
 {
-	struct jw *w = &x->w;
+	struct mt_jw *w = &x->w;
 
-	jw_open_close(w, '[');
+	mt_jw_open_close(w, '[');
 	if (x->prefix && site->phase)
 		put_frame(x, FR_PHASE, site->phase, NULL);
 	if (x->prefix && site->module && strcmp(site->module, "-"))
@@ -603,19 +482,7 @@ static void put_sample(struct speedscope *x, const struct mt_site *site)
 	if (site->node)
 		put_frame(x, FR_NODE, site->node, NULL);
 	put_frame(x, FR_CALL, site->event, site->caller);
-	jw_open_close(w, ']');
-}
-
-static void key_str(struct jw *w, const char *key, const char *value)
-{
-	jw_str(w, key);
-	jw_str(w, value);
-}
-
-static void key_u64(struct jw *w, const char *key, __u64 value)
-{
-	jw_str(w, key);
-	jw_u64(w, value);
+	mt_jw_open_close(w, ']');
 }
 
 static int by_account_then_weight(const void *pa, const void *pb)
@@ -653,40 +520,40 @@ static void profile_name(const struct speedscope *x, const struct account *a,
 static void put_profile(struct speedscope *x, const struct account *a,
 			struct group *const *v, size_t n, __u64 t0)
 {
-	struct jw *w = &x->w;
+	struct mt_jw *w = &x->w;
 	__u64 total = a->unfit;
 	char name[160];
 
 	for (size_t i = 0; i < n; i++)
 		total += v[i]->weight;
 	profile_name(x, a, t0, name, sizeof(name));
-	jw_open_close(w, '{');
-	key_str(w, "type", "sampled");
-	key_str(w, "name", name);
-	key_str(w, "unit", "bytes");
-	key_u64(w, "startValue", 0);
-	key_u64(w, "endValue", total);
-	jw_str(w, "samples");
-	jw_open_close(w, '[');
+	mt_jw_open_close(w, '{');
+	mt_jw_key_str(w, "type", "sampled");
+	mt_jw_key_str(w, "name", name);
+	mt_jw_key_str(w, "unit", "bytes");
+	mt_jw_key_u64(w, "startValue", 0);
+	mt_jw_key_u64(w, "endValue", total);
+	mt_jw_str(w, "samples");
+	mt_jw_open_close(w, '[');
 	for (size_t i = 0; i < n; i++) {
 		put_sample(x, v[i]->site);
-		jw_flush(w);
+		mt_jw_flush(w);
 	}
 	if (a->unfit) {
-		jw_open_close(w, '[');
+		mt_jw_open_close(w, '[');
 		put_frame(x, FR_UNFIT, NULL, NULL);
-		jw_open_close(w, ']');
+		mt_jw_open_close(w, ']');
 	}
-	jw_open_close(w, ']');
-	jw_str(w, "weights");
-	jw_open_close(w, '[');
+	mt_jw_open_close(w, ']');
+	mt_jw_str(w, "weights");
+	mt_jw_open_close(w, '[');
 	for (size_t i = 0; i < n; i++)
-		jw_u64(w, v[i]->weight);
+		mt_jw_u64(w, v[i]->weight);
 	if (a->unfit)
-		jw_u64(w, a->unfit);
-	jw_open_close(w, ']');
-	jw_open_close(w, '}');
-	jw_flush(w);
+		mt_jw_u64(w, a->unfit);
+	mt_jw_open_close(w, ']');
+	mt_jw_open_close(w, '}');
+	mt_jw_flush(w);
 }
 
 /* the groups that weigh, by account then weight; NULL: none or no memory */
@@ -715,8 +582,8 @@ static void put_profiles(struct speedscope *x, __u64 t0)
 
 	if (!v)
 		return;
-	jw_str(&x->w, "profiles");
-	jw_open_close(&x->w, '[');
+	mt_jw_str(&x->w, "profiles");
+	mt_jw_open_close(&x->w, '[');
 	for (__u32 ai = 1; ai <= x->nacct; ai++) {
 		size_t first = i;
 
@@ -726,47 +593,40 @@ static void put_profiles(struct speedscope *x, __u64 t0)
 			put_profile(x, &x->acct[ai - 1], v + first, i - first,
 				    t0);
 	}
-	jw_open_close(&x->w, ']');
+	mt_jw_open_close(&x->w, ']');
 	free(v);
 }
 
 /* "qualname (file:line)" as speedscope's name, file and line */
-static void put_py_frame(struct jw *w, const char *s)
+static void put_py_frame(struct mt_jw *w, const char *s)
 {
-	const char *open = strrchr(s, '('), *colon, *end = s + strlen(s);
-	char *num_end;
-	unsigned long line;
+	struct mt_frame_parts fp;
 
-	colon = open ? strrchr(open, ':') : NULL;
-	if (!open || open == s || open[-1] != ' ' || !colon || end[-1] != ')') {
-		key_str(w, "name", s);
+	/* no line: the whole stack line is the name */
+	if (mt_frame_parse(s, &fp) < 1) {
+		mt_jw_key_str(w, "name", s);
 		return;
 	}
-	line = strtoul(colon + 1, &num_end, 10);
-	if (num_end != end - 1 || num_end == colon + 1) {
-		key_str(w, "name", s);
-		return;
-	}
-	jw_str(w, "name");
-	jw_strn(w, s, (size_t)(open - 1 - s));
-	jw_str(w, "file");
-	jw_strn(w, open + 1, (size_t)(colon - open - 1));
-	key_u64(w, "line", line);
+	mt_jw_str(w, "name");
+	mt_jw_strn(w, fp.name, fp.name_len);
+	mt_jw_str(w, "file");
+	mt_jw_strn(w, fp.file, fp.file_len);
+	mt_jw_key_u64(w, "line", fp.line);
 }
 
 static void put_frames(struct speedscope *x)
 {
-	struct jw *w = &x->w;
+	struct mt_jw *w = &x->w;
 	char name[256];
 
-	jw_str(w, "shared");
-	jw_open_close(w, '{');
-	jw_str(w, "frames");
-	jw_open_close(w, '[');
+	mt_jw_str(w, "shared");
+	mt_jw_open_close(w, '{');
+	mt_jw_str(w, "frames");
+	mt_jw_open_close(w, '[');
 	for (size_t i = 0; i < x->nframes; i++) {
 		const struct frame *f = &x->frame_v[i];
 
-		jw_open_close(w, '{');
+		mt_jw_open_close(w, '{');
 		switch (f->kind) {
 		case FR_PY:
 			put_py_frame(w, f->a);
@@ -779,51 +639,52 @@ static void put_frames(struct speedscope *x)
 				 f->kind == FR_MODULE ? "module" :
 							"node",
 				 f->a);
-			key_str(w, "name", name);
+			mt_jw_key_str(w, "name", name);
 			break;
 		case FR_CALL:
-			key_str(w, "name", f->a ? f->a : "?");
+			mt_jw_key_str(w, "name", f->a ? f->a : "?");
 			if (f->b)
-				key_str(w, "file", f->b);
+				mt_jw_key_str(w, "file", f->b);
 			break;
 		case FR_TRUNC:
-			key_str(w, "name", "[stack truncated]");
+			mt_jw_key_str(w, "name", "[stack truncated]");
 			break;
 		default:
-			key_str(w, "name", "[untracked: a table was full]");
+			mt_jw_key_str(w, "name",
+				      "[untracked: a table was full]");
 			break;
 		}
-		jw_open_close(w, '}');
-		jw_flush(w);
+		mt_jw_open_close(w, '}');
+		mt_jw_flush(w);
 	}
-	jw_open_close(w, ']');
-	jw_open_close(w, '}');
+	mt_jw_open_close(w, ']');
+	mt_jw_open_close(w, '}');
 }
 
 static int close_speedscope(void *p, const struct mt_session *s, char *err,
 			    size_t errlen)
 {
 	struct speedscope *x = p;
-	struct jw *w = &x->w;
+	struct mt_jw *w = &x->w;
 	int ret;
 
 	if (x->at_peak && !x->err)
 		weigh_alive(x);
-	jw_open_close(w, '{');
-	key_str(w, "$schema",
-		"https://www.speedscope.app/file-format-schema.json");
-	key_str(w, "name",
-		x->at_peak ? "memtrace-bpf: bytes live at the peak" :
-			     "memtrace-bpf: bytes allocated");
-	key_str(w, "exporter", "memtrace-bpf " MT_VERSION);
-	key_u64(w, "activeProfileIndex", 0);
+	mt_jw_open_close(w, '{');
+	mt_jw_key_str(w, "$schema",
+		      "https://www.speedscope.app/file-format-schema.json");
+	mt_jw_key_str(w, "name",
+		      x->at_peak ? "memtrace-bpf: bytes live at the peak" :
+				   "memtrace-bpf: bytes allocated");
+	mt_jw_key_str(w, "exporter", "memtrace-bpf " MT_VERSION);
+	mt_jw_key_u64(w, "activeProfileIndex", 0);
 	if (!x->err)
 		put_profiles(x, s->t0);
 	if (!x->err)
 		put_frames(x);
-	jw_open_close(w, '}');
-	jw_flush(w);
-	ret = jw_error(w, err, errlen);
+	mt_jw_open_close(w, '}');
+	mt_jw_flush(w);
+	ret = mt_jw_error(w, err, errlen);
 	if (!ret && x->err) {
 		snprintf(err, errlen, "export speedscope: %s",
 			 x->err == -ENOSPC ? "too many distinct frames" :
