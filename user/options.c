@@ -24,6 +24,8 @@ static const char doc[] =
 	"       memtrace-bpf record -o FILE [OPTION...] -p PID | -- COMMAND\n"
 	"       memtrace-bpf report -i FILE [--at SECS] [OPTION...]\n"
 	"       memtrace-bpf script -i FILE [OPTION...]\n"
+	"       memtrace-bpf estimate -i FILE [--device-mem SIZE] "
+	"[--scale PATTERN=FACTOR]...\n"
 	"\n"
 	"EXAMPLES:\n"
 	"    memtrace-bpf -p 4121              # until Ctrl-C or its exit\n"
@@ -68,6 +70,12 @@ enum {
 	OPT_METRICS_FILE,
 	OPT_CHILDREN,
 	OPT_ALL,
+	OPT_EXPANDABLE,
+	OPT_SCALE,
+	OPT_MAX_SPLIT,
+	OPT_ROUNDUP_DIV,
+	OPT_GC_THRESHOLD,
+	OPT_CHECK,
 };
 
 static const struct argp_option opts[] = {
@@ -145,6 +153,22 @@ static const struct argp_option opts[] = {
 	{ "metrics-file", OPT_METRICS_FILE, "PATH", 0,
 	  "Write Prometheus metrics to PATH every second (node_exporter's "
 	  "textfile collector)",
+	  0 },
+	{ "expandable-segments", OPT_EXPANDABLE, NULL, 0,
+	  "estimate: model expandable_segments:True", 0 },
+	{ "scale", OPT_SCALE, "PATTERN=FACTOR", 0,
+	  "estimate: sizes of allocations whose stack, module or phase "
+	  "contains PATTERN times FACTOR (repeatable, first match wins)",
+	  0 },
+	{ "max-split-size-mb", OPT_MAX_SPLIT, "MB", 0,
+	  "estimate: model max_split_size_mb (default: no limit)", 0 },
+	{ "roundup-power2-divisions", OPT_ROUNDUP_DIV, "N", 0,
+	  "estimate: model roundup_power2_divisions (a power of two)", 0 },
+	{ "gc-threshold", OPT_GC_THRESHOLD, "FRACTION", 0,
+	  "estimate: model garbage_collection_threshold (of --device-mem)", 0 },
+	{ "check", OPT_CHECK, NULL, 0,
+	  "estimate: compare the model's reserved with the recorded c10 "
+	  "totals at every event; exit 1 at a mismatch",
 	  0 },
 	{ "verbose", 'v', NULL, 0, "Print libbpf debug output", 0 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show the help", 0 },
@@ -276,11 +300,71 @@ static void parse_phase(struct argp_state *state, struct mt_options *o,
 	p->qualname = eq + 1;
 }
 
+static void parse_scale(struct argp_state *state, struct mt_options *o,
+			char *arg)
+{
+	char *eq = strrchr(arg, '=');
+	struct mt_scale *sc;
+
+	if (!eq || eq == arg || !eq[1])
+		bad(state, "scale (PATTERN=FACTOR)", arg);
+	if (o->est.nscales == MT_MAX_SCALES) {
+		fprintf(stderr, "memtrace-bpf: at most %d --scale\n",
+			MT_MAX_SCALES);
+		exit(2);
+	}
+	sc = &o->est.scales[o->est.nscales++];
+	sc->factor = parse_double(state, "scale factor", eq + 1, 1e-6, 1e6);
+	*eq = '\0';
+	sc->pattern = arg;
+}
+
+/* the estimate mode's own options */
+static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
+{
+	struct mt_options *o = state->input;
+	unsigned long long v;
+
+	switch (key) {
+	case OPT_EXPANDABLE:
+		o->est.expandable_segments = true;
+		break;
+	case OPT_SCALE:
+		parse_scale(state, o, arg);
+		break;
+	case OPT_MAX_SPLIT:
+		/* PyTorch: max_split_size_mb must be > 20 */
+		v = parse_ull(state, "max split size (MB, > 20)", arg, 1 << 30);
+		if (v <= 20)
+			bad(state, "max split size (MB, > 20)", arg);
+		o->est.max_split_size = v << 20;
+		break;
+	case OPT_ROUNDUP_DIV:
+		v = parse_ull(state, "divisions (a power of two)", arg, 64);
+		if (v & (v - 1))
+			bad(state, "divisions (a power of two)", arg);
+		o->est.roundup_power2_divisions = (unsigned int)v;
+		break;
+	case OPT_GC_THRESHOLD:
+		o->est.gc_threshold =
+			parse_double(state, "threshold", arg, 1e-9, 0.999999);
+		break;
+	case OPT_CHECK:
+		o->est.check = true;
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
 	struct mt_options *o = state->input;
 	char *end;
 
+	if (parse_estimate_arg(key, arg, state))
+		return 0;
 	switch (key) {
 	case 'p':
 		parse_pids(state, o, arg);
@@ -426,13 +510,15 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 
 static enum mt_mode parse_mode(int *argc, char ***argv)
 {
-	static const char *const names[] = { "record", "report", "script" };
+	static const char *const names[] = { "record", "report", "script",
+					     "estimate" };
 	static const enum mt_mode modes[] = { MT_MODE_RECORD, MT_MODE_REPORT,
-					      MT_MODE_SCRIPT };
+					      MT_MODE_SCRIPT,
+					      MT_MODE_ESTIMATE };
 
 	if (*argc < 2)
 		return MT_MODE_TRACE;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		if (strcmp((*argv)[1], names[i]))
 			continue;
 		/* argp sees "memtrace-bpf OPTION...": the mode word goes */
@@ -451,7 +537,9 @@ static int check_offline(const struct mt_options *o)
 		fprintf(stderr,
 			"memtrace-bpf: %s needs -i FILE (a record "
 			"made by memtrace-bpf record)\n",
-			o->mode == MT_MODE_REPORT ? "report" : "script");
+			o->mode == MT_MODE_REPORT ? "report" :
+			o->mode == MT_MODE_SCRIPT ? "script" :
+						    "estimate");
 		return 2;
 	}
 	if (o->npids || o->command || o->watch || o->exc_types ||
@@ -493,7 +581,22 @@ int mt_parse_options(int argc, char **argv, struct mt_options *o)
 				"it with report -i FILE --export KIND\n");
 		return 2;
 	}
-	if (mode == MT_MODE_REPORT || mode == MT_MODE_SCRIPT)
+	if (mode != MT_MODE_ESTIMATE &&
+	    (o->est.expandable_segments || o->est.nscales ||
+	     o->est.max_split_size || o->est.roundup_power2_divisions ||
+	     o->est.gc_threshold > 0 || o->est.check)) {
+		fprintf(stderr, "memtrace-bpf: --scale, --check and the "
+				"allocator settings are for estimate\n");
+		return 2;
+	}
+	if (mode == MT_MODE_ESTIMATE && o->est.gc_threshold > 0 &&
+	    !o->device_mem) {
+		fprintf(stderr, "memtrace-bpf: --gc-threshold is a fraction "
+				"of --device-mem: give both\n");
+		return 2;
+	}
+	if (mode == MT_MODE_REPORT || mode == MT_MODE_SCRIPT ||
+	    mode == MT_MODE_ESTIMATE)
 		return check_offline(o);
 	if (o->input || o->at >= 0 || (o->at_peak && !o->export_kind)) {
 		fprintf(stderr, "memtrace-bpf: -i and --at read a record: "

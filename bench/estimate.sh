@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Replay speed of `memtrace-bpf estimate`: record a long CPU training run
+# of tests/fixtures/incident_model.py (Debian's python3 and torch), then
+# time `estimate -i` on it (best of RUNS) and print events per second,
+# next to `script -i >/dev/null` (the record reader alone) for scale.
+#
+# Run as root after `make memtrace-bpf`. Knobs: STEPS (1500), RUNS (5),
+# MT (another memtrace-bpf), KEEP=1 keeps the work directory.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+MT=${MT:-$ROOT/memtrace-bpf}
+STEPS=${STEPS:-1500}
+RUNS=${RUNS:-5}
+WORK=$(mktemp -d /tmp/mt-estimate-bench.XXXXXX)
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$WORK"' EXIT
+
+# seconds of the fastest of RUNS runs of a command (output discarded)
+best_of() {
+	local best=0 t0 t1 ns
+	for ((i = 0; i < RUNS; i++)); do
+		t0=$(date +%s%N)
+		"$@" >/dev/null
+		t1=$(date +%s%N)
+		ns=$((t1 - t0))
+		if [ "$best" -eq 0 ] || [ "$ns" -lt "$best" ]; then
+			best=$ns
+		fi
+	done
+	awk -v n="$best" 'BEGIN { printf "%.4f", n / 1e9 }'
+}
+
+PYTHONPATH=$ROOT/tests/fixtures "$MT" record -o "$WORK/t.mtb" -- \
+	/usr/bin/python3 "$ROOT/tests/fixtures/incident_model.py" --steps "$STEPS" \
+	>"$WORK/rec.out" 2>"$WORK/rec.err"
+events=$(sed -nE 's/^memtrace-bpf: recorded ([0-9]+) events .*/\1/p' "$WORK/rec.err")
+[ -n "$events" ] || { cat "$WORK/rec.err" >&2; exit 1; }
+allocs=$("$MT" estimate -i "$WORK/t.mtb" | sed -nE 's/^# estimate cpu source=.* allocs=([0-9]+) frees=([0-9]+) .*/\1 \2/p')
+
+t_est=$(best_of "$MT" estimate -i "$WORK/t.mtb")
+t_scr=$(best_of "$MT" script -i "$WORK/t.mtb")
+echo "record: $STEPS steps, $events events ($allocs allocs/frees), $(stat -c %s "$WORK/t.mtb") bytes"
+awk -v e="$events" -v t="$t_est" 'BEGIN { printf "estimate -i: %.3f s, %.2f M events/s\n", t, (t > 0 ? e / t / 1e6 : 0) }'
+awk -v e="$events" -v t="$t_scr" 'BEGIN { printf "script -i >/dev/null (reader and formatting): %.3f s, %.2f M events/s\n", t, (t > 0 ? e / t / 1e6 : 0) }'
