@@ -147,6 +147,7 @@ bench: setup
 	bench/run.sh
 	bench/multi.sh
 	bench/exports.sh
+	bench/estimate.sh
 
 clean:
 	rm -rf $(OUTPUT) memtrace-bpf

@@ -4,8 +4,10 @@
 # time `estimate -i` on it (best of RUNS) and print events per second,
 # next to `script -i >/dev/null` (the record reader alone) for scale.
 #
-# Run as root after `make memtrace-bpf`. Knobs: STEPS (1500), RUNS (5),
-# MT (another memtrace-bpf), KEEP=1 keeps the work directory.
+# Replaces the "## Estimate" section of bench/RESULTS.md (OUT); make bench
+# runs it after bench/run.sh. Run as root after `make memtrace-bpf`.
+# Knobs: STEPS (1500), RUNS (5), MT (another memtrace-bpf), OUT, KEEP=1
+# keeps the work directory.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -13,6 +15,7 @@ ROOT=$PWD
 MT=${MT:-$ROOT/memtrace-bpf}
 STEPS=${STEPS:-1500}
 RUNS=${RUNS:-5}
+OUT=${OUT:-$ROOT/bench/RESULTS.md}
 WORK=$(mktemp -d /tmp/mt-estimate-bench.XXXXXX)
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$WORK"' EXIT
 
@@ -40,6 +43,23 @@ allocs=$("$MT" estimate -i "$WORK/t.mtb" | sed -nE 's/^# estimate cpu source=.* 
 
 t_est=$(best_of "$MT" estimate -i "$WORK/t.mtb")
 t_scr=$(best_of "$MT" script -i "$WORK/t.mtb")
-echo "record: $STEPS steps, $events events ($allocs allocs/frees), $(stat -c %s "$WORK/t.mtb") bytes"
-awk -v e="$events" -v t="$t_est" 'BEGIN { printf "estimate -i: %.3f s, %.2f M events/s\n", t, (t > 0 ? e / t / 1e6 : 0) }'
-awk -v e="$events" -v t="$t_scr" 'BEGIN { printf "script -i >/dev/null (reader and formatting): %.3f s, %.2f M events/s\n", t, (t > 0 ? e / t / 1e6 : 0) }'
+section=$WORK/section
+{
+	echo "## Estimate"
+	echo
+	echo "Measured $(date -u) by \`bench/estimate.sh\` on the machine above: a record of"
+	echo "\`tests/fixtures/incident_model.py --steps $STEPS\` ($events events, $allocs"
+	echo "allocations/frees, $(stat -c %s "$WORK/t.mtb") bytes), fastest of $RUNS runs, wall time"
+	echo "including the process start and reading the record. Goal: 10 M events/s."
+	echo
+	echo "| command | s | M events/s |"
+	echo "|---|---|---|"
+	awk -v e="$events" -v t="$t_est" 'BEGIN { printf "| estimate -i | %.3f | %.2f |\n", t, (t > 0 ? e / t / 1e6 : 0) }'
+	awk -v e="$events" -v t="$t_scr" 'BEGIN { printf "| script -i >/dev/null (the reader and formatting, for scale) | %.3f | %.2f |\n", t, (t > 0 ? e / t / 1e6 : 0) }'
+} >"$section"
+cat "$section"
+if grep -q '^## Estimate' "$OUT" 2>/dev/null; then
+	awk '/^## Estimate/{skip=1; next} /^## /{skip=0} !skip' "$OUT" >"$OUT.tmp"
+	mv "$OUT.tmp" "$OUT"
+fi
+{ echo; cat "$section"; } >>"$OUT"
