@@ -9,6 +9,7 @@
 # Knobs: STEPS (1500), RUNS (5), MT (another memtrace-bpf), OUT, KEEP=1
 # keeps the work directory.
 set -euo pipefail
+. "$(dirname "$0")/section.sh"
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -58,8 +59,4 @@ section=$WORK/section
 	awk -v e="$events" -v t="$t_scr" 'BEGIN { printf "| script -i >/dev/null (the reader and formatting, for scale) | %.3f | %.2f |\n", t, (t > 0 ? e / t / 1e6 : 0) }'
 } >"$section"
 cat "$section"
-if grep -q '^## Estimate' "$OUT" 2>/dev/null; then
-	awk '/^## Estimate/{skip=1; next} /^## /{skip=0} !skip' "$OUT" >"$OUT.tmp"
-	mv "$OUT.tmp" "$OUT"
-fi
-{ echo; cat "$section"; } >>"$OUT"
+put_section "$OUT" "Estimate" "$section"

@@ -8,6 +8,7 @@
 # Knobs: ITERS (W2 iterations recorded, 700: about 1.4 M events), REPS
 # (3), OUT (bench/RESULTS.md).
 set -euo pipefail
+. "$(dirname "$0")/section.sh"
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -84,10 +85,6 @@ section=$(mktemp)
 	echo "|---|---|---|---|---|---|"
 	cat "$rows"
 } >"$section"
-if grep -q '^## Exports' "$OUT" 2>/dev/null; then
-	awk '/^## Exports/{skip=1; next} /^## /{skip=0} !skip' "$OUT" >"$OUT.tmp"
-	mv "$OUT.tmp" "$OUT"
-fi
-{ echo; cat "$section"; } >>"$OUT"
+put_section "$OUT" "Exports" "$section"
 rm -f "$section"
 echo "bench/exports: wrote the Exports section of $OUT" >&2

@@ -8,6 +8,7 @@
 # Knobs: ITERS (W2 iterations per process, 150), REPS (2), SCRAPES (50),
 # OUT (bench/RESULTS.md).
 set -euo pipefail
+. "$(dirname "$0")/section.sh"
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -129,10 +130,6 @@ section=$(mktemp)
 	echo "median ${scr} s, max ${scr_max} s over $SCRAPES scrapes a repetition (curl's"
 	echo "time_total; the reply waits for the trace loop's next 10 ms poll)."
 } >"$section"
-if grep -q '^## Many processes' "$OUT" 2>/dev/null; then
-	awk '/^## Many processes/{skip=1} /^## / && !/^## Many processes/{skip=0} !skip' "$OUT" >"$OUT.tmp"
-	mv "$OUT.tmp" "$OUT"
-fi
-{ echo; cat "$section"; } >>"$OUT"
+put_section "$OUT" "Many processes" "$section"
 rm -f "$section"
 echo "bench/multi: wrote the Many processes section of $OUT" >&2

@@ -33,8 +33,8 @@ static int parent_of(int pid)
 	return ppid;
 }
 
-/* every process's pid and parent, at most max; the count */
-static size_t list_procs(struct proc *v, size_t max)
+/* the pids in /proc now, at most max; the count */
+static size_t list_pids(int *v, size_t max)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -42,29 +42,38 @@ static size_t list_procs(struct proc *v, size_t max)
 
 	if (!d)
 		return 0;
-	while (n < max && (e = readdir(d))) {
-		int pid;
-
-		if (!isdigit((unsigned char)e->d_name[0]))
-			continue;
-		pid = atoi(e->d_name);
-		v[n].ppid = parent_of(pid);
-		if (v[n].ppid < 0)
-			continue;
-		v[n++].pid = pid;
-	}
+	while (n < max && (e = readdir(d)))
+		if (isdigit((unsigned char)e->d_name[0]))
+			v[n++] = atoi(e->d_name);
 	closedir(d);
 	return n;
+}
+
+/* every process's pid and parent, at most max; the count */
+static size_t list_procs(struct proc *v, int *pids, size_t max)
+{
+	size_t n = list_pids(pids, max), k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		v[k].ppid = parent_of(pids[i]);
+		if (v[k].ppid >= 0)
+			v[k++].pid = pids[i];
+	}
+	return k;
 }
 
 size_t mt_descendants(int root, int *out, size_t max)
 {
 	struct proc *v = malloc(MAX_PROCS * sizeof(*v));
+	int *pids = malloc(MAX_PROCS * sizeof(*pids));
 	size_t n, found = 0;
 
-	if (!v)
+	if (!v || !pids) {
+		free(v);
+		free(pids);
 		return 0;
-	n = list_procs(v, MAX_PROCS);
+	}
+	n = list_procs(v, pids, MAX_PROCS);
 	/* breadth first: out[] doubles as the queue of parents */
 	for (size_t q = 0;; q++) {
 		int parent = q ? out[q - 1] : root;
@@ -76,25 +85,21 @@ size_t mt_descendants(int root, int *out, size_t max)
 				out[found++] = v[i].pid;
 	}
 	free(v);
+	free(pids);
 	return found;
 }
 
 size_t mt_procs_mapping(unsigned int libs, int self, int *out, size_t max)
 {
+	int *pids = malloc(MAX_PROCS * sizeof(*pids));
 	struct mt_maps maps = { 0 };
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	size_t n = 0;
+	size_t np, n = 0;
 
-	if (!d)
+	if (!pids)
 		return 0;
-	while (n < max && (e = readdir(d))) {
-		int pid;
-
-		if (!isdigit((unsigned char)e->d_name[0]))
-			continue;
-		pid = atoi(e->d_name);
-		if (pid == self || mt_maps_read(pid, &maps))
+	np = list_pids(pids, MAX_PROCS);
+	for (size_t p = 0; p < np && n < max; p++) {
+		if (pids[p] == self || mt_maps_read(pids[p], &maps))
 			continue;
 		for (size_t i = 0; i < maps.n; i++) {
 			int lib = maps.v[i].path ?
@@ -102,12 +107,12 @@ size_t mt_procs_mapping(unsigned int libs, int self, int *out, size_t max)
 					  -1;
 
 			if (lib >= 0 && (libs & (1u << lib))) {
-				out[n++] = pid;
+				out[n++] = pids[p];
 				break;
 			}
 		}
 	}
 	mt_maps_free(&maps);
-	closedir(d);
+	free(pids);
 	return n;
 }

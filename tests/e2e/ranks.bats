@@ -6,9 +6,9 @@
 
 load helpers
 
-@test "--children: every worker of a launcher, one started after the attach, with its rank" {
+# launch 3 workers under memtrace-bpf ARGS... --children; sets TRACE
+trace_launcher() {
 	HELD=1 fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/launcher.py" 3
-	# the two early workers import torch: wait until they map libc10
 	for ((i = 0; i < 600; i++)); do
 		n=0
 		for c in $(pgrep -P "$fx_PID"); do
@@ -17,11 +17,15 @@ load helpers
 		[ "$n" -ge 2 ] && break
 		sleep 0.1
 	done
-	trace 1 --children "$fx_PID"
+	trace 1 "$@" --children "$fx_PID"
 	release fx
 	settle fx '^done '
 	finish
 	[ "$MT_STATUS" -eq 0 ]
+}
+
+@test "--children: every worker of a launcher, one started after the attach, with its rank" {
+	trace_launcher
 	grep -q '^done failed=0$' "$BATS_TEST_TMPDIR/fx.out"
 	[ "$(grep -c '^worker ' "$BATS_TEST_TMPDIR/fx.out")" -eq 3 ]
 	while read -r _ rank pid bytes line; do
@@ -59,24 +63,6 @@ load helpers
 	kill -INT "$MT_PID"
 	finish
 	[ "$(events c10:cpu_alloc | grep -c "^python3 $wpid/.* size=$bytes .* rank=5\$")" -eq 3 ]
-}
-
-# launch 3 workers under memtrace-bpf ARGS... --children; sets TRACE
-trace_launcher() {
-	HELD=1 fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/launcher.py" 3
-	for ((i = 0; i < 600; i++)); do
-		n=0
-		for c in $(pgrep -P "$fx_PID"); do
-			grep -q libc10 "/proc/$c/maps" 2>/dev/null && n=$((n + 1))
-		done
-		[ "$n" -ge 2 ] && break
-		sleep 0.1
-	done
-	trace 1 "$@" --children "$fx_PID"
-	release fx
-	settle fx '^done '
-	finish
-	[ "$MT_STATUS" -eq 0 ]
 }
 
 @test "-o 'trace_rank{rank}.log': one file per rank, each with its own lines and summary" {
