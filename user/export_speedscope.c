@@ -10,13 +10,8 @@
  * had alive when its account peaked.
  *
  * Memory is bounded by the sites, not the events: weights add up per
- * (account, site). --at peak needs to know, at a free, when the allocation
- * was made and by whom, which the session has forgotten by then: it keeps
- * its own table of live allocations, as large as the session's (--max-live),
- * and keeps the peak as peak.c does (a new peak bumps the account's
- * generation; a free of what was alive at it adds to its site's weight;
- * what is still alive at the end is added then). An allocation beyond
- * --max-live is not followed, as the session's table drops it too.
+ * (account, site). --at peak takes, at the end, what the session's peak
+ * view (peak.c) found alive at each account's peak.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -27,6 +22,7 @@
 #include "hashing.h"
 #include "jsonw.h"
 #include "options.h"
+#include "peak.h"
 #include "session.h"
 
 #define MAX_ACCOUNTS 256
@@ -40,9 +36,8 @@ struct account {
 	__u16 space;
 	__u8 dev_type;
 	__s8 dev;
-	__u64 cur, peak, peak_seq, peak_ts; /* --at peak */
-	__u32 gen; /* a new peak: the weights of older generations are void */
-	__u64 unfit; /* bytes of this generation no table had room for */
+	__u64 peak, peak_ts; /* --at peak */
+	__u64 unfit; /* bytes no table had room for */
 };
 
 /* the weight of a site in an account; acct is index + 1, 0: empty */
@@ -50,18 +45,6 @@ struct group {
 	const struct mt_site *site;
 	__u64 weight;
 	__u32 acct;
-	__u32 gen;
-};
-
-/* --at peak: an allocation alive now; acct is index + 1, 0: empty */
-struct alive {
-	__u64 ptr;
-	const struct mt_site *site;
-	__u64 size;
-	__u64 seq;
-	__u32 pid;
-	__u16 space;
-	__u16 acct;
 };
 
 enum frame_kind {
@@ -94,8 +77,6 @@ struct speedscope {
 	size_t nacct;
 	__u64 unfit_events; /* of accounts beyond MAX_ACCOUNTS */
 	struct table groups; /* struct group */
-	struct table alive; /* struct alive, --at peak */
-	size_t max_alive;
 	struct table frames; /* __u32 index + 1 into frame_v */
 	struct frame *frame_v;
 	size_t nframes;
@@ -130,7 +111,6 @@ static void free_speedscope(struct speedscope *x)
 {
 	mt_jw_free(&x->w);
 	free(x->groups.v);
-	free(x->alive.v);
 	free(x->frames.v);
 	free(x->frame_v);
 	free(x);
@@ -193,7 +173,7 @@ static int groups_grow(struct table *t)
 	return 0;
 }
 
-/* add bytes to (a, site) in a's generation; to a's unfit bytes if full */
+/* add bytes to (a, site); to a's unfit bytes if full */
 static void weigh(struct speedscope *x, struct account *a,
 		  const struct mt_site *site, __u64 bytes)
 {
@@ -212,139 +192,10 @@ static void weigh(struct speedscope *x, struct account *a,
 			return;
 		}
 		g = group_slot(x->groups.v, x->groups.cap, ai, site);
-		*g = (struct group){ .acct = ai, .site = site, .gen = a->gen };
+		*g = (struct group){ .acct = ai, .site = site };
 		x->groups.n++;
 	}
-	if (g->gen != a->gen)
-		*g = (struct group){ .acct = ai, .site = site, .gen = a->gen };
 	g->weight += bytes;
-}
-
-static size_t alive_hash(__u32 pid, __u16 space, __u64 ptr)
-{
-	return (size_t)mt_mix64(ptr ^ (__u64)pid << 32 ^ (__u64)space << 16);
-}
-
-static struct alive *alive_slot(struct alive *v, size_t cap, __u32 pid,
-				__u16 space, __u64 ptr)
-{
-	size_t mask = cap - 1, i = alive_hash(pid, space, ptr) & mask;
-
-	while (v[i].acct &&
-	       (v[i].ptr != ptr || v[i].pid != pid || v[i].space != space))
-		i = (i + 1) & mask;
-	return &v[i];
-}
-
-/* room for one more entry; -ENOSPC beyond --max-live, -ENOMEM */
-static int alive_room(struct speedscope *x)
-{
-	struct table *t = &x->alive;
-	struct alive *v;
-	size_t cap;
-
-	if (t->n >= x->max_alive)
-		return -ENOSPC;
-	if (t->v && (t->n + 1) * 2 <= t->cap)
-		return 0;
-	cap = t->cap ? t->cap * 2 : MIN_CAP;
-	v = calloc(cap, sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->cap; i++) {
-		const struct alive *e = (const struct alive *)t->v + i;
-
-		if (e->acct)
-			*alive_slot(v, cap, e->pid, e->space, e->ptr) = *e;
-	}
-	free(t->v);
-	t->v = v;
-	t->cap = cap;
-	return 0;
-}
-
-/* take e out, moving up the entries its slot was hiding */
-static void alive_remove(struct table *t, struct alive *e)
-{
-	struct alive *v = t->v;
-	size_t mask = t->cap - 1, i = (size_t)(e - v), j = i, home;
-
-	v[i].acct = 0;
-	t->n--;
-	for (;;) {
-		j = (j + 1) & mask;
-		if (!v[j].acct)
-			return;
-		home = alive_hash(v[j].pid, v[j].space, v[j].ptr) & mask;
-		/* v[j] stays if its home lies cyclically in (i, j] */
-		if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
-			continue;
-		v[i] = v[j];
-		v[j].acct = 0;
-		i = j;
-	}
-}
-
-/* e, alive until now, is freed: it counts if it was alive at the peak */
-static void release(struct speedscope *x, struct alive *e)
-{
-	struct account *a = &x->acct[e->acct - 1];
-
-	a->cur = a->cur > e->size ? a->cur - e->size : 0;
-	if (a->peak && e->seq <= a->peak_seq)
-		weigh(x, a, e->site, e->size);
-	alive_remove(&x->alive, e);
-}
-
-/* the session's live table, followed (session.c: track_live) */
-static void peak_event(struct speedscope *x, const struct mt_session *s,
-		       const struct mt_rec *r, const struct mt_site *site)
-{
-	__u32 pid = r->ev->pid;
-	__u16 space = (__u16)r->ki->space;
-	struct account *a;
-	struct alive *e;
-	int ret;
-
-	if (!x->max_alive)
-		x->max_alive = s->conf.max_live;
-	if (r->role == MT_ROLE_ALLOC && r->has_ptr && r->ptr && !r->failed) {
-		a = account_get(x, pid, space, (__u8)r->dev_type,
-				(__s8)r->dev_index);
-		ret = alive_room(x);
-		if (ret == -ENOMEM)
-			x->err = ret;
-		if (!a || ret)
-			return;
-		e = alive_slot(x->alive.v, x->alive.cap, pid, space, r->ptr);
-		/* an address reused without the free we missed: undo it */
-		if (e->acct) {
-			release(x, e);
-			e = alive_slot(x->alive.v, x->alive.cap, pid, space,
-				       r->ptr);
-		}
-		*e = (struct alive){ .ptr = r->ptr,
-				     .site = site,
-				     .size = r->size,
-				     .seq = s->seq,
-				     .pid = pid,
-				     .space = space,
-				     .acct = (__u16)(a - x->acct + 1) };
-		x->alive.n++;
-		a->cur += r->size;
-		if (a->cur > a->peak) {
-			a->peak = a->cur;
-			a->peak_seq = s->seq;
-			a->peak_ts = r->ev->ts;
-			a->gen++;
-			a->unfit = 0;
-		}
-	} else if (r->role == MT_ROLE_FREE && r->has_ptr && !r->failed &&
-		   x->alive.v) {
-		e = alive_slot(x->alive.v, x->alive.cap, pid, space, r->ptr);
-		if (e->acct)
-			release(x, e);
-	}
 }
 
 static void event_speedscope(void *p, const struct mt_session *s,
@@ -353,13 +204,12 @@ static void event_speedscope(void *p, const struct mt_session *s,
 	struct speedscope *x = p;
 	struct account *a;
 
+	/* --at peak is weighed at close, from the session's peak view */
+	if (x->at_peak || x->err)
+		return;
 	/* cuMemMap ranges map memory counted at cuMemCreate */
-	if (x->err || r->ki->space == MT_SP_NONE || r->ki->space == MT_SP_VAMAP)
+	if (r->ki->space == MT_SP_NONE || r->ki->space == MT_SP_VAMAP)
 		return;
-	if (x->at_peak) {
-		peak_event(x, s, r, site);
-		return;
-	}
 	if (r->role != MT_ROLE_ALLOC || r->failed ||
 	    r->size_state != MT_SIZE_KNOWN || !r->size)
 		return;
@@ -369,20 +219,25 @@ static void event_speedscope(void *p, const struct mt_session *s,
 		weigh(x, a, site, r->size);
 }
 
-/* --at peak: what is still alive and was at its account's peak */
-static void weigh_alive(struct speedscope *x)
+/* --at peak: one group alive at its account's peak */
+static void weigh_peak(const struct mt_peak_group *g, void *ctx)
 {
-	const struct alive *v = x->alive.v;
+	struct speedscope *x = ctx;
+	struct account *a;
 
-	for (size_t i = 0; i < x->alive.cap; i++) {
-		struct account *a;
-
-		if (!v[i].acct)
-			continue;
-		a = &x->acct[v[i].acct - 1];
-		if (a->peak && v[i].seq <= a->peak_seq)
-			weigh(x, a, v[i].site, v[i].size);
-	}
+	/* as above: cuMemMap ranges are counted at cuMemCreate */
+	if (x->err || g->space == MT_SP_NONE || g->space == MT_SP_VAMAP)
+		return;
+	a = account_get(x, g->pid, (__u16)g->space, (__u8)g->dev_type,
+			(__s8)g->dev);
+	if (!a)
+		return;
+	a->peak = g->peak;
+	a->peak_ts = g->peak_ts;
+	if (g->unfit)
+		a->unfit += g->bytes;
+	else
+		weigh(x, a, g->site, g->bytes);
 }
 
 static size_t frame_hash(const struct frame *f)
@@ -568,8 +423,7 @@ static struct group **weighed(struct speedscope *x, size_t *n)
 		return NULL;
 	}
 	for (size_t i = 0; i < x->groups.cap; i++)
-		if (g[i].acct && g[i].weight &&
-		    g[i].gen == x->acct[g[i].acct - 1].gen)
+		if (g[i].acct && g[i].weight)
 			v[(*n)++] = &g[i];
 	qsort(v, *n, sizeof(*v), by_account_then_weight);
 	return v;
@@ -668,8 +522,11 @@ static int close_speedscope(void *p, const struct mt_session *s, char *err,
 	struct mt_jw *w = &x->w;
 	int ret;
 
-	if (x->at_peak && !x->err)
-		weigh_alive(x);
+	if (x->at_peak && !x->err) {
+		ret = mt_peak_foreach(s->peak, s->live, weigh_peak, x);
+		if (ret)
+			x->err = ret;
+	}
 	mt_jw_open_close(w, '{');
 	mt_jw_key_str(w, "$schema",
 		      "https://www.speedscope.app/file-format-schema.json");

@@ -407,19 +407,29 @@ static void print_group(const struct group *x, bool stacks, FILE *out)
 		fprintf(out, "#\t[truncated at %d frames]\n", s->depth);
 }
 
-/* one account: its title, then groups [from, to) of v->g.v, largest first */
+/* how to print the accounts of a view */
+struct print_conf {
+	const char *tag;
+	__u64 t0;
+	size_t top;
+	bool stacks;
+	FILE *out;
+};
+
+/* one account: its title, then its n groups g, largest first */
 static void print_account(const struct view *v, const struct account *a,
-			  size_t from, size_t to, const char *tag, __u64 t0,
-			  size_t top, bool stacks, FILE *out)
+			  const struct group *g, size_t n, void *ctx)
 {
-	size_t idx = (size_t)(a - v->a->v), n = to - from, i;
+	const struct print_conf *c = ctx;
+	size_t idx = (size_t)(a - v->a->v), top = c->top, i;
 	__u64 sum = v->unfit_bytes[idx], rest = 0, rest_count = 0;
-	double at = a->peak_ts > t0 ? (double)(a->peak_ts - t0) / 1e9 : 0;
+	double at = a->peak_ts > c->t0 ? (double)(a->peak_ts - c->t0) / 1e9 : 0;
+	FILE *out = c->out;
 	char dev[32], b[32];
 
-	for (i = from; i < to; i++)
-		sum += v->g.v[i].bytes;
-	fprintf(out, "# %s pid=%u %s %s %s: %s at %.3f s", tag, a->pid,
+	for (i = 0; i < n; i++)
+		sum += g[i].bytes;
+	fprintf(out, "# %s pid=%u %s %s %s: %s at %.3f s", c->tag, a->pid,
 		mt_format_dev(dev, sizeof(dev), a->dev_type, a->dev),
 		mt_space_name(a->space), space_role(a->space),
 		mt_format_bytes(b, sizeof(b), a->peak), at);
@@ -429,11 +439,11 @@ static void print_account(const struct view *v, const struct account *a,
 	fprintf(out, " bytes=%" PRIu64 " groups=%zu sum=%" PRIu64 "%s\n",
 		(uint64_t)a->peak, n, (uint64_t)sum,
 		sum == a->peak ? "" : " (mismatch)");
-	for (i = from; i < to && i - from < top; i++)
-		print_group(&v->g.v[i], stacks, out);
-	for (; i < to; i++) {
-		rest += v->g.v[i].bytes;
-		rest_count += v->g.v[i].count;
+	for (i = 0; i < n && i < top; i++)
+		print_group(&g[i], c->stacks, out);
+	for (; i < n; i++) {
+		rest += g[i].bytes;
+		rest_count += g[i].count;
 	}
 	if (n > top)
 		fprintf(out,
@@ -465,13 +475,19 @@ static int by_key(const void *pa, const void *pb)
 	return x->space < y->space ? -1 : x->space > y->space;
 }
 
-/* the groups packed and sorted, then each account with a peak in order */
-static void print_view(struct view *v, const char *tag, __u64 t0, size_t top,
-		       bool stacks, FILE *out)
+/*
+ * The groups packed and sorted, then fn for each account with a peak and
+ * its groups, the accounts by key or in the order first seen; -ENOMEM.
+ */
+static int view_walk(struct view *v, bool keyed,
+		     void (*fn)(const struct view *v, const struct account *a,
+				const struct group *g, size_t n, void *ctx),
+		     void *ctx)
 {
 	const struct accounts *a = v->a;
 	const struct account **order;
 	size_t n = 0, *from;
+	int ret = 0;
 
 	for (size_t i = 0; i < v->g.cap; i++)
 		if (v->g.v[i].acct)
@@ -480,7 +496,7 @@ static void print_view(struct view *v, const char *tag, __u64 t0, size_t top,
 	from = calloc(a->n + 1, sizeof(*from));
 	order = calloc(a->n + 1, sizeof(*order));
 	if (!from || !order) {
-		fprintf(out, "# %s: out of memory\n", tag);
+		ret = -ENOMEM;
 		goto out;
 	}
 	/* account i's groups are [from[i], from[i + 1]) */
@@ -491,22 +507,37 @@ static void print_view(struct view *v, const char *tag, __u64 t0, size_t top,
 	}
 	for (size_t i = 0; i < a->n; i++)
 		order[i] = &a->v[i];
-	qsort(order, a->n, sizeof(*order), by_key);
+	if (keyed)
+		qsort(order, a->n, sizeof(*order), by_key);
 	for (size_t k = 0; k < a->n; k++) {
 		size_t i = (size_t)(order[k] - a->v);
 
 		if (a->v[i].peak)
-			print_account(v, &a->v[i], from[i], from[i + 1], tag,
-				      t0, top, stacks, out);
+			fn(v, &a->v[i], &v->g.v[from[i]], from[i + 1] - from[i],
+			   ctx);
+	}
+out:
+	free(from);
+	free(order);
+	return ret;
+}
+
+static void print_view(struct view *v, const char *tag, __u64 t0, size_t top,
+		       bool stacks, FILE *out)
+{
+	struct print_conf c = {
+		.tag = tag, .t0 = t0, .top = top, .stacks = stacks, .out = out
+	};
+
+	if (view_walk(v, true, print_account, &c)) {
+		fprintf(out, "# %s: out of memory\n", tag);
+		return;
 	}
 	if (v->unfit_live)
 		fprintf(out,
 			"# %s: %" PRIu64 " live allocations of accounts "
 			"beyond %d not shown\n",
 			tag, (uint64_t)v->unfit_live, MAX_ACCOUNTS);
-out:
-	free(from);
-	free(order);
 }
 
 static struct view *view_new(const struct accounts *a)
@@ -529,16 +560,14 @@ static void view_free(struct view *v)
 	free(v);
 }
 
-void mt_peak_print(const struct mt_peak *p, const struct mt_livetable *live,
-		   __u64 t0, size_t top, bool stacks, FILE *out)
+/* all alive at each account's peak: freed since it, then still alive */
+static struct view *peak_view(const struct mt_peak *p,
+			      const struct mt_livetable *live)
 {
 	struct view *v = view_new(&p->a);
 
-	if (!v) {
-		fprintf(out, "# peak: out of memory\n");
-		return;
-	}
-	/* freed since the peak, then still alive: all alive at the peak */
+	if (!v)
+		return NULL;
 	for (size_t i = 0; i < p->freed.cap; i++) {
 		const struct group *x = &p->freed.v[i];
 
@@ -550,6 +579,18 @@ void mt_peak_print(const struct mt_peak *p, const struct mt_livetable *live,
 		v->unfit_count[i] += p->a.v[i].unfit_count;
 	}
 	mt_live_foreach(live, view_live, v);
+	return v;
+}
+
+void mt_peak_print(const struct mt_peak *p, const struct mt_livetable *live,
+		   __u64 t0, size_t top, bool stacks, FILE *out)
+{
+	struct view *v = peak_view(p, live);
+
+	if (!v) {
+		fprintf(out, "# peak: out of memory\n");
+		return;
+	}
 	print_view(v, "peak", t0, top, stacks, out);
 	if (p->unfit_events)
 		fprintf(out,
@@ -557,6 +598,53 @@ void mt_peak_print(const struct mt_peak *p, const struct mt_livetable *live,
 			"not counted\n",
 			(uint64_t)p->unfit_events, MAX_ACCOUNTS);
 	view_free(v);
+}
+
+struct hand_out {
+	void (*fn)(const struct mt_peak_group *g, void *ctx);
+	void *ctx;
+};
+
+static void hand_account(const struct view *v, const struct account *a,
+			 const struct group *g, size_t n, void *ctx)
+{
+	const struct hand_out *h = ctx;
+	size_t idx = (size_t)(a - v->a->v);
+	struct mt_peak_group pg = { .pid = a->pid,
+				    .space = (enum mt_space)a->space,
+				    .dev_type = (enum mt_dev_type)a->dev_type,
+				    .dev = a->dev,
+				    .peak = a->peak,
+				    .peak_ts = a->peak_ts };
+
+	for (size_t i = 0; i < n; i++) {
+		pg.site = g[i].site;
+		pg.bytes = g[i].bytes;
+		pg.count = g[i].count;
+		h->fn(&pg, h->ctx);
+	}
+	if (!v->unfit_count[idx])
+		return;
+	pg.site = NULL;
+	pg.bytes = v->unfit_bytes[idx];
+	pg.count = v->unfit_count[idx];
+	pg.unfit = true;
+	h->fn(&pg, h->ctx);
+}
+
+int mt_peak_foreach(const struct mt_peak *p, const struct mt_livetable *live,
+		    void (*fn)(const struct mt_peak_group *g, void *ctx),
+		    void *ctx)
+{
+	struct hand_out h = { .fn = fn, .ctx = ctx };
+	struct view *v = peak_view(p, live);
+	int ret;
+
+	if (!v)
+		return -ENOMEM;
+	ret = view_walk(v, false, hand_account, &h);
+	view_free(v);
+	return ret;
 }
 
 void mt_peak_print_now(const struct mt_livetable *live, __u64 t0, __u64 ts,

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include "kinds.h"
 #include "livetable.h"
 
 struct mt_peak;
@@ -33,6 +34,26 @@ void mt_peak_release(struct mt_peak *p, const struct mt_live *e);
  */
 void mt_peak_print(const struct mt_peak *p, const struct mt_livetable *live,
 		   __u64 t0, size_t top, bool stacks, FILE *out);
+
+/*
+ * The same groups, handed to fn one at a time: the accounts with a peak in
+ * the order first seen, each one's groups largest first, then (unfit) the
+ * bytes alive at its peak that no group slot held. 0, or -ENOMEM.
+ */
+struct mt_peak_group {
+	__u32 pid;
+	enum mt_space space;
+	enum mt_dev_type dev_type;
+	int dev; /* -1: none or unknown */
+	__u64 peak, peak_ts; /* the account's: bytes, ns */
+	const struct mt_site *site; /* NULL when unfit, or in tests */
+	__u64 bytes, count;
+	bool unfit;
+};
+
+int mt_peak_foreach(const struct mt_peak *p, const struct mt_livetable *live,
+		    void (*fn)(const struct mt_peak_group *g, void *ctx),
+		    void *ctx);
 
 /* --at: the same view of what is alive now, at ts */
 void mt_peak_print_now(const struct mt_livetable *live, __u64 t0, __u64 ts,

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The JSON exports fed by a session: speedscope's weights against a brute
- * force (bytes allocated per site; bytes per site alive at the peak, over
- * enough allocations and frees to grow and thin its tables), perfetto's
- * counters against the summary, one JSON line per event.
+ * force (bytes allocated per site; bytes per site alive at the peak, which
+ * the session's peak view hands over at close, over many allocations and
+ * frees and peaks), perfetto's counters against the summary, one JSON line
+ * per event.
  */
 #include <stdarg.h>
 #include <stddef.h>

@@ -177,12 +177,46 @@ static __u64 group_sum(const char *title)
 	return sum;
 }
 
+/* what mt_peak_foreach handed out: the first groups, the totals */
+struct handed {
+	struct mt_peak_group v[8];
+	size_t n, unfit_n;
+	__u64 bytes, unfit_bytes;
+	__u64 *by_site; /* by the number of a numbered site, if set */
+};
+
+static void hand(const struct mt_peak_group *g, void *ctx)
+{
+	struct handed *h = ctx;
+
+	if (h->n < 8)
+		h->v[h->n] = *g;
+	h->n++;
+	h->bytes += g->bytes;
+	if (g->unfit) {
+		assert_null(g->site);
+		h->unfit_n++;
+		h->unfit_bytes += g->bytes;
+	} else if (h->by_site) {
+		h->by_site[atoi(g->site->module + 1)] += g->bytes;
+	}
+}
+
+static void foreach(struct sim *s, struct handed * h)
+{
+	assert_int_equal(mt_peak_foreach(s->peak, s->live, hand, h), 0);
+}
+
 static void test_empty(void **state)
 {
 	struct sim *s = *state;
+	struct handed h = { 0 };
 
 	assert_string_equal(print(s, 10, true), "");
 	assert_string_equal(print_now(s, T0, 10), "");
+	foreach(s, &h)
+		;
+	assert_int_equal(h.n, 0);
 	mt_peak_free(NULL);
 }
 
@@ -192,6 +226,7 @@ static void test_alive_at_peak(void **state)
 	struct mt_site *fc1 = site(s, 1, MOD_FC1, PH_FWD, NULL, 0);
 	struct mt_site *fc2 = site(s, 1, MOD_FC2, PH_BWD, NODE_MM, 0);
 	struct mt_site *late = site(s, 1, MOD_FC2, PH_FWD, NULL, 0);
+	struct handed h = { 0 };
 	const char *out;
 
 	alloc(s, 0x1000, 100, fc1);
@@ -209,6 +244,25 @@ static void test_alive_at_peak(void **state)
 			    "module=Net.fc2 phase=backward node=MmBackward0\n"
 			    "#   150 B bytes=150 count=2 event=c10:malloc "
 			    "module=Net.fc1 phase=forward node=-\n");
+	/* the same groups, handed out */
+	foreach(s, &h)
+		;
+	assert_int_equal(h.n, 2);
+	assert_ptr_equal(h.v[0].site, fc2);
+	assert_int_equal(h.v[0].bytes, 200);
+	assert_int_equal(h.v[0].count, 1);
+	assert_ptr_equal(h.v[1].site, fc1);
+	assert_int_equal(h.v[1].bytes, 150);
+	assert_int_equal(h.v[1].count, 2);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(h.v[i].pid, 1);
+		assert_int_equal(h.v[i].space, MT_SP_C10);
+		assert_int_equal(h.v[i].dev_type, MT_DT_CUDA);
+		assert_int_equal(h.v[i].dev, 0);
+		assert_int_equal(h.v[i].peak, 350);
+		assert_int_equal(h.v[i].peak_ts, T0 + 3 * MS);
+		assert_false(h.v[i].unfit);
+	}
 }
 
 static void test_higher_peak_resets(void **state)
@@ -316,6 +370,7 @@ static void test_accounts(void **state)
 	struct sim *s = *state;
 	struct mt_site *st = site(s, 1, MOD_FC1, PH_FWD, NULL, 0);
 	struct mt_site *st2 = site(s, 2, MOD_FC1, PH_FWD, NULL, 0);
+	struct handed h = { 0 };
 	const char *out;
 
 	alloc_in(s, 2, MT_SP_C10, 0x1000, 10, st2);
@@ -343,6 +398,19 @@ static void test_accounts(void **state)
 		"# peak pid=2 cuda:0 c10 allocated: 10 B at 0.001 s "
 		"(event 1) bytes=10 groups=1 sum=10\n"
 		"#   ... 1 more group: 10 B bytes=10 count=1\n");
+	/* handed out in the order first seen */
+	foreach(s, &h)
+		;
+	assert_int_equal(h.n, 5);
+	assert_int_equal(h.v[0].pid, 2);
+	assert_int_equal(h.v[1].space, MT_SP_CUDART);
+	assert_int_equal(h.v[1].bytes, 2 << 20);
+	assert_int_equal(h.v[2].space, MT_SP_C10);
+	assert_int_equal(h.v[3].space, MT_SP_PINNED);
+	assert_int_equal(h.v[3].dev_type, MT_DT_HOST);
+	assert_int_equal(h.v[4].space, MT_SP_CPU);
+	assert_int_equal(h.v[4].dev, -1);
+	assert_int_equal(h.v[4].peak, 1536);
 }
 
 static void test_now(void **state)
@@ -408,6 +476,7 @@ static void test_random_against_brute_force(void **state)
 	__u64 *want = calloc(R_SITES, sizeof(*want));
 	__u64 cur = 0, peak = 0, peak_seq = 0, total = 0;
 	size_t nlives = 0, ngroups = 0, peaks = 0;
+	struct handed h = { 0 };
 	const char *out, *line;
 
 	assert_non_null(lives);
@@ -455,6 +524,15 @@ static void test_random_against_brute_force(void **state)
 		}
 	}
 	assert_int_equal(total, peak);
+	h.by_site = calloc(R_SITES, sizeof(*h.by_site));
+	assert_non_null(h.by_site);
+	foreach(s, &h)
+		;
+	assert_int_equal(h.n, ngroups);
+	assert_int_equal(h.bytes, peak);
+	assert_int_equal(h.unfit_n, 0);
+	assert_memory_equal(h.by_site, want, R_SITES * sizeof(*want));
+	free(h.by_site);
 	out = print(s, R_SITES, false);
 	line = strstr(out, " bytes=");
 	assert_non_null(line);
@@ -486,6 +564,7 @@ static void test_group_table_full(void **state)
 	const int n = 70000;
 	char(*names)[16];
 	struct mt_site **sites = numbered_sites(s, n, &names);
+	struct handed h = { 0 };
 	const char *out;
 
 	for (int i = 0; i < n; i++)
@@ -498,6 +577,13 @@ static void test_group_table_full(void **state)
 	assert_non_null(strstr(out, "#   ... in no group (group table full): "
 				    "8.72 KiB bytes=8928 count=4464\n"));
 	assert_int_equal(group_sum(out), 140000);
+	/* handed out too, the groupless bytes last */
+	foreach(s, &h)
+		;
+	assert_int_equal(h.n, 65536 + 1);
+	assert_int_equal(h.bytes, 140000);
+	assert_int_equal(h.unfit_n, 1);
+	assert_int_equal(h.unfit_bytes, 8928);
 	free(sites);
 	free(names);
 }
