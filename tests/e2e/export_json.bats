@@ -58,10 +58,14 @@ EOF
 }
 
 @test "json, live: a line per event with the keys and values of its event line" {
-	run "$MT" --export json -o "$BATS_TEST_TMPDIR/t.jsonl" \
-		-- "$TORCH_PY" "$MODEL_PY" --steps 2
-	[ "$status" -eq 0 ]
-	echo "$output" >"$BATS_TEST_TMPDIR/live.out"
+	# -p, not --: the model's own output stays out of the trace
+	HELD=1 fixture fx "$TORCH_PY" "$MODEL_PY" --steps 2
+	trace 1 -p "$fx_PID" --export json -o "$BATS_TEST_TMPDIR/t.jsonl"
+	release fx
+	settle fx '^spike '
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	cp "$TRACE" "$BATS_TEST_TMPDIR/live.out"
 	events=$(sed -nE 's/^# summary .* events=([0-9]+) .*/\1/p' "$BATS_TEST_TMPDIR/live.out")
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/t.jsonl")" -eq "$events" ]
 	same_events "$BATS_TEST_TMPDIR/live.out" "$BATS_TEST_TMPDIR/t.jsonl" 100
