@@ -255,8 +255,8 @@ bool mt_session_event(struct mt_session *s, struct mt_rec *r,
 		s->t0 = r->ev->ts;
 	s->last_ts = r->ev->ts;
 	count_calls(proc_of(s, r->ev->pid), r);
-	if (site->phase)
-		count_steps(s, r, site->phase);
+	/* a process without Python still gets leak boundaries by time */
+	count_steps(s, r, site->phase);
 	track_live(s, r, site);
 	mt_summary_event(&s->sum, r);
 	if (r->role == MT_ROLE_ALLOC && !r->failed &&
