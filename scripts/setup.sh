@@ -6,7 +6,7 @@ pkgs=(
 	make clang llvm gcc g++ pkg-config
 	libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
 	libyajl-dev libmicrohttpd-dev prometheus
-	libcmocka-dev bats bpftrace librsvg2-bin nodejs npm
+	libcmocka-dev bats bpftrace librsvg2-bin
 	libdevel-nytprof-perl
 	cppcheck clang-format
 	python3 python3-torch libopenblas0-serial
@@ -23,6 +23,12 @@ for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
 		missing+=("$p")
 done
+# node and npm (the export tests' checkers): Debian's, unless a node with
+# its own npm (NodeSource's) is there already, which Debian's npm conflicts with
+if ! command -v npm >/dev/null; then
+	command -v node >/dev/null || missing+=(nodejs)
+	missing+=(npm)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
