@@ -373,9 +373,16 @@ static __always_inline void walk_python(struct mt_event *ev)
 static __always_inline void submit(const struct mt_event *src, bool urgent)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
+	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
 
+	/*
+	 * Wake the reader as the backlog crosses the mark, not at every event
+	 * above it: a reader that is behind is awake already, and a wakeup
+	 * per event costs the traced thread microseconds. The reader's timer
+	 * covers a wakeup that found it busy.
+	 */
 	if (urgent ||
-	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+	    (avail < wakeup_bytes && avail + sizeof(*src) >= wakeup_bytes))
 		flags = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, (void *)src, sizeof(*src), flags))
 		__sync_fetch_and_add(&lost_events, 1);

@@ -7,6 +7,7 @@
 
 struct mt_sites {
 	struct mt_site **slots; /* open addressing, cap a power of two */
+	struct mt_site **all; /* in order of creation: walks touch n, not cap */
 	size_t cap, n, max;
 	struct mt_site overflow;
 	bool overflow_used;
@@ -21,7 +22,10 @@ struct mt_sites *mt_sites_new(size_t max)
 	s->max = max;
 	s->cap = mt_table_cap(max);
 	s->slots = calloc(s->cap, sizeof(*s->slots));
-	if (!s->slots) {
+	s->all = calloc(max ? max : 1, sizeof(*s->all));
+	if (!s->slots || !s->all) {
+		free(s->slots);
+		free(s->all);
 		free(s);
 		return NULL;
 	}
@@ -33,13 +37,12 @@ void mt_sites_free(struct mt_sites *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->cap; i++) {
-		if (!s->slots[i])
-			continue;
-		free(s->slots[i]->frames);
-		free(s->slots[i]);
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->all[i]->frames);
+		free(s->all[i]);
 	}
 	free(s->slots);
+	free(s->all);
 	free(s);
 }
 
@@ -116,7 +119,7 @@ struct mt_site *mt_sites_get(struct mt_sites *s, const struct mt_site *key,
 
 		if (site) {
 			s->slots[i] = site;
-			s->n++;
+			s->all[s->n++] = site;
 			*is_new = true;
 			return site;
 		}
@@ -135,7 +138,6 @@ void mt_sites_foreach(struct mt_sites *s,
 {
 	if (s->overflow_used)
 		fn(&s->overflow, ctx);
-	for (size_t i = 0; i < s->cap; i++)
-		if (s->slots[i])
-			fn(s->slots[i], ctx);
+	for (size_t i = 0; i < s->n; i++)
+		fn(s->all[i], ctx);
 }

@@ -47,7 +47,7 @@ struct mt_site *mt_sites_get(struct mt_sites *s, const struct mt_site *key,
 
 size_t mt_sites_count(const struct mt_sites *s);
 
-/* every site, overflow site first if it was used */
+/* every site, overflow site first if it was used, then in order of creation */
 void mt_sites_foreach(struct mt_sites *s,
 		      void (*fn)(struct mt_site *site, void *ctx), void *ctx);
 
