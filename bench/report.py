@@ -1,10 +1,15 @@
 #!/usr/bin/python3
 """Turn the raw tables of bench/run.sh into bench/RESULTS.md (on stdout).
 
-Usage: report.py META RUNS LOSS
+Usage: report.py META RUNS LOSS [RECORD RSS]
+       report.py --splice RESULTS META RECORD RSS
 
 META is key=value lines about the machine and the run; RUNS and LOSS are
-the tab-separated tables run.sh wrote (one line per run).
+the tab-separated tables run.sh wrote (one line per run); RECORD is the
+key=value figures of its record part and RSS the tool's memory samples
+(tab-separated), for the "Record and report" section.  --splice prints the
+file RESULTS with that section and its rows of the Goals table replaced
+(run.sh's ONLY=record).
 """
 
 import csv
@@ -182,7 +187,283 @@ def table(w, out):
         out.append("| " + " | ".join(row) + " |")
 
 
+# --- record and report (bench/run.sh's record part) ---
+
+GOAL_REPORT_S_PER_M = 1.0   # report -i, seconds per million events
+GOAL_RSS_GROWTH = 0.10      # RSS at the end vs at 1 min, long trace
+GOAL_RSS_SECONDS = 600      # the trace the RSS goal asks for
+REC_GOALS = ("| `memtrace-bpf report` under 1 s",
+             "| memtrace-bpf's own RSS bounded")
+
+
+def read_kv(path):
+    d = {}
+    with open(path) as f:
+        for line in f:
+            k, _, v = line.rstrip("\n").partition("=")
+            if k:
+                d[k] = v
+    return d
+
+
+def mib(kb):
+    return f"{float(kb) / 1024:.1f} MiB"
+
+
+def per_m(s, events):
+    return s / (events / 1e6)
+
+
+def record_section(meta, rec, rss_rows, spliced=False, w2=None):
+    """The "Record and report" section and its rows of the Goals table."""
+    o, goals = [], []
+    big = rec["reads_on"]
+    ev = {n: int(rec[f"{n}_events"]) for n in ("w2", big)}
+    o.append("## Record and report")
+    o.append("")
+    if spliced:
+        o.append(f"Measured {meta['date']} on its own, by `{meta['cmd']}` "
+                 f"(whole part {int(meta['bench_s']) // 60} min "
+                 f"{int(meta['bench_s']) % 60} s), with {meta['tool']}; "
+                 "the sections above come from an earlier whole run.")
+        o.append("")
+    o.append(f"`memtrace-bpf record -o FILE -p PID` on W2's loop "
+             f"(`{meta['w2_args']}`), with the handshake of the runs above "
+             "(attach confirmed, int3 bytes checked, go; stopped by SIGINT "
+             "while the workload holds after its loop). Bytes per event = "
+             "the file's size (`stat`) / the events the recorder says it "
+             "wrote (its closing line on stderr); its own bytes-per-event "
+             "figure is beside it. The record format is `docs/FORMAT.md`.")
+    if big != "w2":
+        o.append("")
+        o.append(f"W2's record holds fewer than {int(rec['rec_min_events']):,} "
+                 "events, so a longer record of the same loop "
+                 f"({int(rec['big_iters']):,} iterations) was made for the "
+                 "read times.")
+    o.append("")
+    o.append("| record | timed iterations | loop s | events | lost | file "
+             "bytes | bytes per event | recorder's own figure | recorder "
+             "CPU s (attach included) | recorder CPU ns per event |")
+    o.append("|---|---|---|---|---|---|---|---|---|---|")
+    names = [("w2", "W2")] + ([("big", "W2, longer")] if big != "w2" else [])
+    for n, label in names:
+        e = int(rec[f"{n}_events"])
+        b = int(rec[f"{n}_bytes"])
+        cpu = num(rec[f"{n}_tool_cpu_s"])
+        o.append(f"| {label} | {int(rec[f'{n}_iters']):,} | "
+                 f"{rec[f'{n}_loop_s']} | {e:,} | {int(rec[f'{n}_lost']):,} | "
+                 f"{b:,} | **{b / e:.2f}** | {rec[f'{n}_said_bpe']} | "
+                 f"{cpu:.2f} | {cpu / e * 1e9:,.0f} |")
+    rss_s = int(rec["rss_seconds"])
+    if rss_s > 0:
+        e = int(rec["rss_rec_events"])
+        b = int(rec["rss_rec_bytes"])
+        cpu = num(rec["rss_rec_tool_cpu_s"])
+        o.append(f"| steady W2 loop, {rss_s} s (below) | – | – | {e:,} | "
+                 f"{int(rec['rss_rec_lost']):,} | {b:,} | **{b / e:.2f}** | "
+                 f"– | {cpu:.2f} | {cpu / e * 1e9:,.0f} |")
+    o.append("")
+    if w2 is not None:
+        o.append("For comparison, memtrace-bpf's CPU per event in W2's runs "
+                 "above (tracer CPU s / events, medians): -q "
+                 f"{w2.stats['mtq']['ns_tracer']:,.0f} ns, -o FILE (text "
+                 f"lines) {w2.stats['mto']['ns_tracer']:,.0f} ns; W2's bare "
+                 f"loop took {w2.bare_med:.3f} s (median).")
+        o.append("")
+
+    # read times
+    rs = [float(x) for x in rec[f"{big}_report_s"].split()]
+    ss = [float(x) for x in rec[f"{big}_script_s"].split()]
+    e = ev[big]
+    rep_m, scr_m = med(rs), med(ss)
+    o.append("Read times: `memtrace-bpf report -i FILE >/dev/null` and "
+             "`memtrace-bpf script -i FILE >/dev/null`, "
+             f"{len(rs)} runs each, alternating, the file in the page cache; "
+             "wall time and peak RSS from `bench/timecmd.py` (peak RSS: "
+             + ("GNU time's `%M`" if meta.get("gnu_time") == "yes" else
+                "wait4's ru_maxrss, which can start from the forking "
+                "Python's ~7 MB: install the `time` package for GNU "
+                "time's `%M`") + "). Per M events = median s / "
+             "(events / 10^6).")
+    o.append("")
+    o.append("| command | record | events | wall s, each run | median s | "
+             "**s per M events** | peak RSS |")
+    o.append("|---|---|---|---|---|---|---|")
+    label = "W2" if big == "w2" else "W2, longer"
+    o.append(f"| `report -i` | {label} | {e:,} | "
+             f"{', '.join(f'{x:.3f}' for x in rs)} | {rep_m:.3f} | "
+             f"**{per_m(rep_m, e):.3f}** | "
+             f"{mib(rec[f'{big}_report_rss_kb'].split('(')[0])} |")
+    o.append(f"| `script -i` | {label} | {e:,} | "
+             f"{', '.join(f'{x:.3f}' for x in ss)} | {scr_m:.3f} | "
+             f"**{per_m(scr_m, e):.3f}** | "
+             f"{mib(rec[f'{big}_script_rss_kb'].split('(')[0])} |")
+    long_rep = None
+    if rss_s > 0:
+        le = int(rec["rss_rec_events"])
+        lrs = [float(x) for x in rec["rss_rec_report_s"].split()]
+        lr = med(lrs)
+        long_rep = (per_m(lr, le), le)
+        o.append(f"| `report -i` | steady W2 loop, {rss_s} s | {le:,} | "
+                 f"{', '.join(f'{x:.3f}' for x in lrs)} | {lr:.3f} | "
+                 f"**{long_rep[0]:.3f}** | "
+                 f"{mib(rec['rss_rec_report_rss_kb'].split('(')[0])} (first "
+                 "run) |")
+    o.append("")
+    checks = [("`report`'s summary `events=`", int(rec[f"{big}_report_events"]), e),
+              ("`script`'s event lines", int(rec[f"{big}_script_lines"]), e)]
+    if rss_s > 0:
+        checks.append((f"`report`'s `events=` on the {rss_s}-s record",
+                       int(rec["rss_rec_report_events"]), le))
+    bad = [f"{what} {got:,} (recorded {want:,})"
+           for what, got, want in checks if got != want]
+    if bad:
+        o.append("**Mismatch:** " + "; ".join(bad) + ".")
+    else:
+        o.append("Checks: " + ", ".join(what for what, _, _ in checks) +
+                 " equal the events the recorder wrote.")
+    o.append("")
+    note = ""
+    if e < 1e6:
+        note = f" (on {e:,} events: fewer than the 1 M the goal asks for)"
+    res = (f"{per_m(rep_m, e):.3f} s per M events: median {rep_m:.3f} s "
+           f"over {e:,} events{note}")
+    if long_rep:
+        res += (f"; {long_rep[0]:.3f} s per M events on the {rss_s}-s "
+                f"record ({long_rep[1]:,} events)")
+    res += f". `script -i`: {per_m(scr_m, e):.3f} s per M events"
+    worst = max([per_m(rep_m, e)] + ([long_rep[0]] if long_rep else []))
+    goals.append(f"{REC_GOALS[0]} per million recorded events | {res} | "
+                 f"{'met' if worst < GOAL_REPORT_S_PER_M else 'not met'} |")
+
+    # the tool's memory over a long trace
+    o.append(f"### memtrace-bpf's memory over a {rss_s}-s trace")
+    o.append("")
+    if rss_s == 0:
+        o.append("Not measured in this run (`RSS_SECONDS=0`).")
+        o.append("")
+        goals.append(f"{REC_GOALS[1]} by live allocations, not by events "
+                     "(10-minute trace) | not measured (`RSS_SECONDS=0`) | "
+                     "– |")
+        return o, goals
+    every = int(rec["rss_every"])
+    o.append(f"W2's model in a loop with more iterations than it can run in "
+             f"{rss_s} s, traced from go for {rss_s} s by `memtrace-bpf -q "
+             "-p PID` (Python attribution on), and in a second run by "
+             "`memtrace-bpf record -o FILE -p PID`; then the tool is stopped "
+             "(SIGINT) and the workload killed. The tool's `VmRSS` is read "
+             f"from `/proc/PID/status` every {every} s; peak = the highest "
+             "`VmHWM` read, at those samples and every 50 ms after the "
+             "SIGINT until it exited (so it covers the summary or the "
+             "record's end). Live "
+             "allocations at the end: the summary's `# live allocations=N` "
+             "(-q's own; for the record, `report -i` on it). Events/s = "
+             "events / the tool's own duration (attach to stop).")
+    o.append("")
+    o.append("| tool | events | events/s | lost | live allocations at the "
+             "end | RSS at go | RSS at 1 min | RSS at the end | peak (VmHWM) "
+             "| RSS change, 1 min → end | tool CPU s |")
+    o.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    samples = {m: [r for r in rss_rows if r["mode"] == m] for m in ("q", "rec")}
+
+    def near(rows, t):
+        return min(rows, key=lambda r: abs(float(r["t_s"]) - t))
+
+    verdicts = []
+    summary = []
+    for m, label in (("q", "`memtrace-bpf -q`"), ("rec", "`memtrace-bpf record`")):
+        rows = samples[m]
+        first, last = rows[0], rows[-1]
+        one = near(rows, 60)
+        ev_m = int(rec[f"rss_{m}_events"])
+        secs = float(rec[f"rss_{m}_secs"])
+        r1, r_end = int(one["rss_kb"]), int(last["rss_kb"])
+        growth = (r_end - r1) / r1
+        # events after the 1-min sample, at the loop's steady rate
+        t_end = float(last["t_s"])
+        ev_after = ev_m * max(t_end - float(one["t_s"]), 0) / max(t_end, 1)
+        per = (f", {(r_end - r1) / (ev_after / 1e6):+,.0f} KiB per M events"
+               if ev_after >= 1e5 else "")
+        hwm = rec[f"rss_{m}_hwm_kb"]
+        o.append(f"| {label} | {ev_m:,} | {fmt_rate(ev_m / secs)} | "
+                 f"{int(rec[f'rss_{m}_lost']):,} | {rec[f'rss_{m}_live']} | "
+                 f"{mib(first['rss_kb'])} | {mib(r1)} (at "
+                 f"{float(one['t_s']):.0f} s) | {mib(r_end)} | "
+                 f"{mib(hwm) if hwm != 'NA' else '?'} | "
+                 f"{(r_end - r1) / 1024:+.1f} MiB ({growth * 100:+.1f} %{per}) | "
+                 f"{num(rec[f'rss_{m}_tool_cpu_s']):.2f} |")
+        verdicts.append(growth <= GOAL_RSS_GROWTH)
+        summary.append(f"{label.strip('`').replace('memtrace-bpf ', '')}: "
+                       f"{mib(r1)} at {float(one['t_s']):.0f} s, "
+                       f"{mib(r_end)} at {t_end:.0f} s, peak "
+                       f"{mib(hwm) if hwm != 'NA' else '?'}; "
+                       f"{ev_m:,} events, live allocations at the end "
+                       f"{rec[f'rss_{m}_live']}")
+    o.append("")
+    # RSS over time, about ten rows
+    step = max(every, round(rss_s / 10 / every) * every)
+    o.append("RSS over the trace (the samples nearest each time):")
+    o.append("")
+    o.append("| s from go | -q RSS | record RSS | record file |")
+    o.append("|---|---|---|---|")
+    t = 0
+    while t <= rss_s:
+        q, r = near(samples["q"], t), near(samples["rec"], t)
+        fb = r["file_bytes"]
+        o.append(f"| {t} | {mib(q['rss_kb'])} | {mib(r['rss_kb'])} | "
+                 f"{int(fb) / 1e6:,.1f} MB |" if fb != "NA" else
+                 f"| {t} | {mib(q['rss_kb'])} | {mib(r['rss_kb'])} | – |")
+        t += step
+    o.append("")
+    if rss_s < 120:
+        verdict = (f"not measured: a {rss_s}-s trace (`RSS_SECONDS`) is too "
+                   "short to tell growth")
+    else:
+        verdict = ("met" if all(verdicts) else "not met")
+        verdict += (f" (RSS at the end within {GOAL_RSS_GROWTH * 100:.0f} % "
+                    "of its 1-minute figure" if all(verdicts) else
+                    f" (RSS grew more than {GOAL_RSS_GROWTH * 100:.0f} % "
+                    "after the first minute")
+        if rss_s < GOAL_RSS_SECONDS:
+            verdict += f"; over {rss_s} s, not 10 min"
+        verdict += ")"
+    goals.append(f"{REC_GOALS[1]} by live allocations, not by events "
+                 f"(10-minute trace) | {rss_s}-s traces of a steady W2 loop: "
+                 + "; ".join(summary) + f" | {verdict} |")
+    return o, goals
+
+
+def splice(path, section, goal_rows):
+    """The file at path with section and goal_rows in place of old ones."""
+    with open(path) as f:
+        lines = f.read().rstrip("\n").split("\n")
+    if "## Record and report" in lines:
+        i = lines.index("## Record and report")
+        j = next((k for k in range(i + 1, len(lines))
+                  if lines[k].startswith("## ")), len(lines))
+        del lines[i:j]
+    lines = [x for x in lines if not x.startswith(REC_GOALS)]
+    if "## Goals" in lines:
+        k = lines.index("## Goals") + 1
+        while k < len(lines) and not lines[k].startswith("|"):
+            k += 1
+        while k < len(lines) and lines[k].startswith("|"):
+            k += 1
+        lines[k:k] = goal_rows
+    k = (lines.index("## Notes on noise") if "## Notes on noise" in lines
+         else len(lines))
+    lines[k:k] = section
+    return "\n".join(lines)
+
+
 def main():
+    if sys.argv[1] == "--splice":
+        meta = read_kv(sys.argv[3])
+        section, goal_rows = record_section(meta, read_kv(sys.argv[4]),
+                                            read_tsv(sys.argv[5]),
+                                            spliced=True)
+        print(splice(sys.argv[2], section, goal_rows))
+        return
     meta = {}
     samples = {}
     links = {}
@@ -200,6 +481,10 @@ def main():
     ws = {n: Workload(n, [r for r in runs if r["workload"] == n])
           for n in WORKLOADS}
     w1, w2 = ws["W1"], ws["W2"]
+    rec_section, rec_goals = [], []
+    if len(sys.argv) > 5:
+        rec_section, rec_goals = record_section(meta, read_kv(sys.argv[4]),
+                                                read_tsv(sys.argv[5]), w2=w2)
     o = []
     o.append("# memtrace-bpf benchmark: CPU PyTorch training loops")
     o.append("")
@@ -224,6 +509,12 @@ def main():
              "functions in the target for every traced run and the original "
              "byte for every bare run, so all traced modes take the same "
              "int3 + emulation path.")
+    if rec_section:
+        o.append("")
+        o.append("Last, *Record and report*: the bytes per event of "
+                 "`memtrace-bpf record`'s binary file, the time `report` and "
+                 "`script` take per million recorded events, and "
+                 "memtrace-bpf's own memory over a long trace.")
     o.append("")
     if meta.get("tool_changed"):
         o.append(f"**Warning:** {meta['tool_changed']}.")
@@ -460,6 +751,7 @@ def main():
             if max(x for x, _ in rows) < GOAL_RATE:
                 verdict += " (1 M/s was not reached on this machine)"
         o.append(f"| {label} | {res} | {verdict} |")
+    o.extend(rec_goals)
     o.append("")
 
     o.append("## Lost events at high rates")
@@ -495,6 +787,7 @@ def main():
              "producer's thread (trap plus BPF program).")
     o.append("")
 
+    o.extend(rec_section)
     o.append("## Notes on noise")
     o.append("")
     o.append(f"- Bare runs spread {w1.noise:.1f} % (W1) and {w2.noise:.1f} % "

@@ -2,7 +2,9 @@
 # Benchmark memtrace-bpf on CPU PyTorch training loops; writes bench/RESULTS.md.
 #
 # Run as root from anywhere, after `make memtrace-bpf fixtures` (or `make bench`,
-# which does setup and the build first).  Takes about 8-10 minutes.
+# which does setup and the build first).  Takes about 30 minutes: 8-10 for
+# the training-loop runs, 2 x RSS_SECONDS (10 min each) for the long traces
+# of the record part.
 #
 # Workloads (bench/workload_train.py, Debian's python3 + python3-torch 1.13):
 #   W1 compute-bound: batch 16, seq 128, d_model 256, ff 1024, 4 layers, Adam
@@ -19,11 +21,23 @@
 # the kernel counts the runs of every BPF program of both) for probe hits
 # per event, and a lost-event test: the c10_report fixture in a tight loop,
 # several copies under one memtrace-bpf.
+# Record and report (last): `memtrace-bpf record` of W2 (same handshake) for
+# the bytes per event; `report -i` and `script -i` of that record, timed, 3
+# runs each (on a longer record of the same loop if W2's holds fewer than
+# REC_MIN_EVENTS events); and a steady W2-like loop traced for RSS_SECONDS
+# by `memtrace-bpf -q`, then again by `memtrace-bpf record`, with the
+# tool's VmRSS / VmHWM sampled every RSS_EVERY seconds.
 #
 # Environment knobs: REPS (3), W1_ITERS (12), W2_ITERS (700), LOSS_ROUNDS
 # (40000), OUT (bench/RESULTS.md), KEEP=1 keeps the work directory,
 # MT / FIX: another memtrace-bpf / c10_report binary than this tree's, and
 # MT_DESC: what to call it in RESULTS.md (e.g. the commit it was built from).
+# Record part: REC_MIN_EVENTS (1000000), RSS_SECONDS (600; 0 skips the long
+# traces, 60 makes a quick run), RSS_EVERY (5).  ONLY=record runs the record
+# part alone and puts its section (and its rows of the Goals table) into the
+# existing $OUT in place of the old ones, the rest of the file unchanged:
+#   ONLY=record bench/run.sh                  # after a full run
+#   ONLY=record RSS_SECONDS=60 bench/run.sh   # a quick check of that part
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -40,6 +54,10 @@ W1_ITERS=${W1_ITERS:-12}
 W2_ITERS=${W2_ITERS:-700}
 LOSS_ROUNDS=${LOSS_ROUNDS:-40000}
 OUT=${OUT:-$ROOT/bench/RESULTS.md}
+REC_MIN_EVENTS=${REC_MIN_EVENTS:-1000000}
+RSS_SECONDS=${RSS_SECONDS:-600}
+RSS_EVERY=${RSS_EVERY:-5}
+ONLY=${ONLY:-}
 MODES=(bare empty mtq mtn mto)
 
 declare -A WARGS=(
@@ -53,6 +71,15 @@ die() {
 }
 
 [ "$(id -u)" -eq 0 ] || die "run as root (uprobes need it)"
+case $ONLY in
+"") ;;
+record) grep -q '^## Goals' "$OUT" 2>/dev/null ||
+	die "ONLY=record puts its section into an existing $OUT: none there, run it whole first" ;;
+*) die "ONLY=$ONLY: only ONLY=record is known" ;;
+esac
+[[ $RSS_SECONDS =~ ^[0-9]+$ ]] || die "RSS_SECONDS=$RSS_SECONDS: a number of seconds"
+[[ $RSS_EVERY =~ ^[1-9][0-9]*$ ]] || die "RSS_EVERY=$RSS_EVERY: a number of seconds, at least 1"
+[[ $REC_MIN_EVENTS =~ ^[1-9][0-9]*$ ]] || die "REC_MIN_EVENTS=$REC_MIN_EVENTS: a number"
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
 [ -x "$FIX" ] || die "$FIX missing: make fixtures"
 [ -r "$LIB" ] || die "$LIB missing (python3-torch)"
@@ -89,10 +116,19 @@ RUNS=$WORK/runs.tsv
 LOSS=$WORK/loss.tsv
 printf 'workload\tmode\trep\titers\tloop_s\tcpu_s\tevents\tlost\ttool_eps\tprinted\thits_new\thits_del\ttracer_cpu_s\tprobe_bytes\tsteal_s\ttool_runs\ttool_run_ns\tbt_runs\tbt_run_ns\n' >"$RUNS"
 printf 'procs\tringbuf_mb\trounds\texpected\tevents\tlost\tload_s\ttool_eps\ttool_s\ttool_runs\ttool_run_ns\n' >"$LOSS"
+# the record part: key=value figures, and the tool's memory over time
+REC=$WORK/record.txt
+RSS=$WORK/rss.tsv
+: >"$REC"
+printf 'mode\tt_s\trss_kb\thwm_kb\tfile_bytes\n' >"$RSS"
 
 T_START=$(date +%s)
-# what is measured: this binary, from this tree state (others may rebuild it
-# while the bench runs; that is reported)
+# what is measured: this binary, from this tree state, copied now so that
+# every run uses the same one (others may rebuild or remove the tree's while
+# the bench runs; that is reported)
+MT_SRC=$MT
+MT=$WORK/memtrace-bpf
+cp "$MT_SRC" "$MT"
 MT_SUM0=$(sha256sum "$MT" | cut -c1-16)
 if [ -n "${MT_DESC:-}" ]; then
 	TOOL_DESC="$("$MT" --version | head -1), $MT_DESC"
@@ -352,37 +388,299 @@ loss_one() {
 		"$k" "$mb" "$events" "$lost" "$expected" $(($(date +%s) - T_START))
 }
 
-echo "bench: work directory $WORK; $REPS repetitions x ${#MODES[@]} modes x 2 workloads"
+# --- record and report ---
+
+# start_workload DIR ARG...: bench/workload_train.py with ARGs, as run_one
+# starts it, up to its READY line; sets WL (the process) and WPID (the pid
+# it printed)
+start_workload() {
+	local d=$1
+	shift
+	rm -f "$WORK/go" "$WORK/hold"
+	MT_GO=$WORK/go MT_HOLD=$WORK/hold LD_LIBRARY_PATH=$BLAS_LD \
+		$PY "$ROOT/bench/workload_train.py" "$@" >"$d/wl.out" 2>"$d/wl.err" &
+	WL=$!
+	KIDS+=("$WL")
+	wait_for "$d/wl.out" '^READY ' 120 "$WL" || die "workload did not start: $(cat "$d/wl.err")"
+	WPID=$(awk '/^READY /{ print $2; exit }' "$d/wl.out")
+}
+
+# recorded_line FILE VAR: from the recorder's closing line in FILE ("...:
+# recorded N events in S s to F: B bytes, X bytes per event, lost L"), the
+# figure VAR (events, secs, bytes, bpe or lost)
+recorded_line() {
+	local line
+	line=$(grep -E 'recorded [0-9]+ events in ' "$1" | tail -1) ||
+		die "no 'recorded N events' line in $1: $(cat "$1")"
+	case $2 in
+	events) sed -E 's/.*recorded ([0-9]+) events in .*/\1/' <<<"$line" ;;
+	secs) sed -E 's/.* events in ([0-9.]+) s to .*/\1/' <<<"$line" ;;
+	bytes) sed -E 's/.*: ([0-9]+) bytes, .*/\1/' <<<"$line" ;;
+	bpe) sed -E 's/.* ([0-9.]+) bytes per event.*/\1/' <<<"$line" ;;
+	lost) sed -E 's/.*, lost ([0-9]+).*/\1/' <<<"$line" ;;
+	esac
+}
+
+# record_w2 NAME ITERS: `memtrace-bpf record` of W2's loop with ITERS timed
+# iterations, with run_one's handshake (attached, int3 checked, go; stopped
+# while the workload holds); NAME_* figures into $REC; sets REC_FILE and
+# REC_EVENTS
+record_w2() {
+	local name=$1 iters=$2 d=$WORK/rec-$1 tp pb tcpu res events bytes
+	mkdir -p "$d"
+	# shellcheck disable=SC2086
+	start_workload "$d" ${WARGS[W2]% --iters *} --iters "$iters"
+	"$MT" record -o "$d/rec.mtb" -p "$WPID" >"$d/mt.out" 2>"$d/mt.err" &
+	tp=$!
+	KIDS+=("$tp")
+	wait_for "$d/mt.err" "^# attach pid=$WPID lib=.*libc10" 60 "$tp" ||
+		die "memtrace-bpf record did not attach"
+	pb=$(probe_bytes "$WPID")
+	[ "$pb" = "0xcc/0xcc" ] || die "record $name: probes not in place ($pb)"
+	sleep 0.5
+	touch "$WORK/go"
+	wait_for "$d/wl.out" '^RESULT ' 600 "$WL" || die "record $name: workload failed: $(cat "$d/wl.err")"
+	tcpu=$(cpu_s "$tp")
+	stop_tracer "$tp" "memtrace-bpf record"
+	wait "$tp" || die "record $name: memtrace-bpf record exited with $?: $(cat "$d/mt.err")"
+	touch "$WORK/hold"
+	wait "$WL" || die "record $name: workload exited with $?"
+	res=$(grep '^RESULT ' "$d/wl.out")
+	events=$(recorded_line "$d/mt.err" events)
+	bytes=$(stat -c %s "$d/rec.mtb")
+	[ "$events" -gt 0 ] || die "record $name: no events recorded"
+	{
+		echo "${name}_iters=$iters"
+		echo "${name}_loop_s=$(sed -n 's/.* loop_s=\([0-9.]*\).*/\1/p' <<<"$res")"
+		echo "${name}_events=$events"
+		echo "${name}_lost=$(recorded_line "$d/mt.err" lost)"
+		echo "${name}_secs=$(recorded_line "$d/mt.err" secs)"
+		echo "${name}_bytes=$bytes"
+		echo "${name}_said_bytes=$(recorded_line "$d/mt.err" bytes)"
+		echo "${name}_said_bpe=$(recorded_line "$d/mt.err" bpe)"
+		echo "${name}_tool_cpu_s=$tcpu"
+	} >>"$REC"
+	REC_FILE=$d/rec.mtb
+	REC_EVENTS=$events
+	printf 'bench: record %-3s iters %s  events %s  %s bytes  lost %s  (%ds)\n' \
+		"$name" "$iters" "$events" "$bytes" "$(recorded_line "$d/mt.err" lost)" \
+		$(($(date +%s) - T_START))
+}
+
+# timed FILE CMD...: CMD through bench/timecmd.py, stdout to FILE; prints
+# "WALL_S MAXRSS_KB"; a failing CMD ends the bench
+timed() {
+	local f=$1 r
+	shift
+	r=$($PY "$ROOT/bench/timecmd.py" -o "$f" -- "$@")
+	[[ $r == *" rc=0" ]] || die "$* failed: $r"
+	sed -E 's/^wall_s=([0-9.]+) maxrss_kb=([^ ]+) .*/\1 \2/' <<<"$r"
+}
+
+# time_reads NAME FILE EVENTS: `report -i FILE` and `script -i FILE`, 3 runs
+# each, alternating, stdout to /dev/null; their wall times and peak RSS into
+# $REC; then, untimed, the events each says it read
+time_reads() {
+	local name=$1 f=$2 events=$3 i r rs=() ss=() rm=0 sm=0
+	cat "$f" >/dev/null # in the page cache, as right after recording
+	for ((i = 0; i < 3; i++)); do
+		r=$(timed /dev/null "$MT" report -i "$f")
+		rs+=("${r% *}")
+		rm=${r#* }
+		r=$(timed /dev/null "$MT" script -i "$f")
+		ss+=("${r% *}")
+		sm=${r#* }
+	done
+	{
+		echo "${name}_report_s=${rs[*]}"
+		echo "${name}_report_rss_kb=$rm"
+		echo "${name}_script_s=${ss[*]}"
+		echo "${name}_script_rss_kb=$sm"
+		echo "${name}_report_events=$("$MT" report -i "$f" |
+			sed -n 's/^# summary .* events=\([0-9]*\).*/\1/p')"
+		echo "${name}_script_lines=$("$MT" script -i "$f" |
+			LC_ALL=C grep -c '^[^#[:space:]]' || true)"
+	} >>"$REC"
+	printf 'bench: %s: report -i %s s, script -i %s s for %s events  (%ds)\n' \
+		"$name" "${rs[*]}" "${ss[*]}" "$events" $(($(date +%s) - T_START))
+}
+
+# sleep_until T0 S: sleep until S seconds after the time T0 (date +%s.%N)
+sleep_until() {
+	sleep "$(awk -v t0="$1" -v s="$2" -v now="$(date +%s.%N)" \
+		'BEGIN { d = t0 + s - now; printf "%.3f", (d > 0 ? d : 0) }')"
+}
+
+# rss_sample PID T0 MODE [FILE]: a line of $RSS: MODE, seconds since T0,
+# VmRSS and VmHWM of PID (kB), FILE's size; fails when PID has none
+rss_sample() {
+	local p=$1 t0=$2 m=$3 f=${4:-} st t sz=NA
+	st=$(awk '/^VmRSS:/ { r = $2 } /^VmHWM:/ { h = $2 }
+		END { if (r != "") print r "\t" h }' "/proc/$p/status" 2>/dev/null) || true
+	[ -n "$st" ] || return 1
+	t=$(awk -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { printf "%.1f", now - t0 }')
+	[ -z "$f" ] || sz=$(stat -c %s "$f")
+	printf '%s\t%s\t%s\t%s\n' "$m" "$t" "$st" "$sz" >>"$RSS"
+}
+
+# rss_run MODE: a steady W2 loop traced for RSS_SECONDS from go by
+# `memtrace-bpf -q` (MODE q) or `memtrace-bpf record` (MODE rec), its VmRSS
+# sampled every RSS_EVERY s into $RSS; its figures (events, live
+# allocations at the end, peak RSS) into $REC as rss_MODE_*
+rss_run() {
+	local m=$1 d=$WORK/rss-$1 f="" tp t0 next tcpu hwm h i s r events live
+	mkdir -p "$d"
+	# W2's model with more iterations than the loop can run in RSS_SECONDS
+	# (W2 bare runs ~160-250 it/s on the development VM); it is still in
+	# its loop when the tracer stops, and killed then
+	# shellcheck disable=SC2086
+	start_workload "$d" ${WARGS[W2]% --iters *} --iters $((RSS_SECONDS * 1000 + 1000))
+	case $m in
+	q) "$MT" -q -p "$WPID" >"$d/mt.out" 2>"$d/mt.err" & ;;
+	rec)
+		f=$d/rec.mtb
+		"$MT" record -o "$f" -p "$WPID" >"$d/mt.out" 2>"$d/mt.err" &
+		;;
+	esac
+	tp=$!
+	KIDS+=("$tp")
+	wait_for "$d/mt.err" "^# attach pid=$WPID lib=.*libc10" 60 "$tp" ||
+		die "rss $m: memtrace-bpf did not attach"
+	sleep 0.5
+	touch "$WORK/go"
+	t0=$(date +%s.%N)
+	rss_sample "$tp" "$t0" "$m" "$f" || die "rss $m: no VmRSS for memtrace-bpf"
+	for ((next = RSS_EVERY; next < RSS_SECONDS; next += RSS_EVERY)); do
+		sleep_until "$t0" "$next"
+		rss_sample "$tp" "$t0" "$m" "$f" ||
+			die "rss $m: memtrace-bpf exited after ${next}s: $(tail -5 "$d/mt.err")"
+		if grep -q '^RESULT ' "$d/wl.out"; then
+			die "rss $m: the workload ended its loop before ${RSS_SECONDS}s: more iterations"
+		fi
+	done
+	sleep_until "$t0" "$RSS_SECONDS"
+	rss_sample "$tp" "$t0" "$m" "$f" || die "rss $m: memtrace-bpf exited early"
+	tcpu=$(cpu_s "$tp")
+	# SIGINT, reading its high-water mark until it has exited (a zombie
+	# has no VmHWM), so that the peak covers the summary or the record's
+	# end too; the highest read counts (the kernel updates the mark
+	# lazily: it can read lower while the process unmaps its memory)
+	kill -INT "$tp"
+	hwm=$(awk -v m="$m" '$1 == m && $4 > h { h = $4 } END { print h + 0 }' "$RSS")
+	for ((i = 0; i < 400; i++)); do
+		h=$(awk '/^VmHWM:/ { print $2 }' "/proc/$tp/status" 2>/dev/null) || true
+		[ -n "$h" ] || break
+		[ "$h" -le "$hwm" ] || hwm=$h
+		sleep 0.05
+	done
+	if kill -0 "$tp" 2>/dev/null && [ -n "$h" ]; then
+		stop_tracer "$tp" memtrace-bpf
+	fi
+	wait "$tp" || die "rss $m: memtrace-bpf exited with $?: $(tail -5 "$d/mt.err")"
+	kill "$WL" 2>/dev/null || true
+	wait "$WL" || true # killed in its loop
+	if [ "$m" = q ]; then
+		s=$(grep '^# summary ' "$d/mt.out") || die "rss q: no summary line"
+		events=$(sed -n 's/.* events=\([0-9]*\).*/\1/p' <<<"$s")
+		{
+			echo "rss_q_events=$events"
+			echo "rss_q_lost=$(sed -n 's/.* lost=\([0-9]*\).*/\1/p' <<<"$s")"
+			echo "rss_q_secs=$(sed -n 's/.* duration=\([0-9.]*\)s.*/\1/p' <<<"$s")"
+		} >>"$REC"
+		live=$(sed -n 's/^# live allocations=\([0-9]*\).*/\1/p' "$d/mt.out")
+	else
+		events=$(recorded_line "$d/mt.err" events)
+		# the live allocations at the end, and one more read time: report
+		# -i on this long record, 3 runs
+		s=$(timed "$d/report.txt" "$MT" report -i "$f")
+		r=("${s% *}")
+		for ((i = 0; i < 2; i++)); do
+			r+=("$(timed /dev/null "$MT" report -i "$f" | cut -d' ' -f1)")
+		done
+		{
+			echo "rss_rec_events=$events"
+			echo "rss_rec_lost=$(recorded_line "$d/mt.err" lost)"
+			echo "rss_rec_secs=$(recorded_line "$d/mt.err" secs)"
+			echo "rss_rec_bytes=$(stat -c %s "$f")"
+			echo "rss_rec_report_s=${r[*]}"
+			echo "rss_rec_report_rss_kb=${s#* }"
+			echo "rss_rec_report_events=$(sed -n 's/^# summary .* events=\([0-9]*\).*/\1/p' "$d/report.txt")"
+		} >>"$REC"
+		live=$(sed -n 's/^# live allocations=\([0-9]*\).*/\1/p' "$d/report.txt")
+		rm -f "$f"
+	fi
+	{
+		echo "rss_${m}_live=${live:-NA}"
+		echo "rss_${m}_hwm_kb=$hwm"
+		echo "rss_${m}_tool_cpu_s=$tcpu"
+	} >>"$REC"
+	printf 'bench: rss %-3s %ss: events %s  live %s  peak %s kB  (%ds)\n' \
+		"$m" "$RSS_SECONDS" "$events" "${live:-NA}" "$hwm" $(($(date +%s) - T_START))
+}
+
+# the whole record part
+record_part() {
+	local big=w2 iters
+	{
+		echo "rec_min_events=$REC_MIN_EVENTS"
+		echo "rss_seconds=$RSS_SECONDS"
+		echo "rss_every=$RSS_EVERY"
+	} >>"$REC"
+	record_w2 w2 "$W2_ITERS"
+	if [ "$REC_EVENTS" -lt "$REC_MIN_EVENTS" ]; then
+		# a longer record of the same loop, 20 % over the minimum
+		iters=$((W2_ITERS * REC_MIN_EVENTS * 12 / 10 / REC_EVENTS + 1))
+		record_w2 big "$iters"
+		big=big
+	fi
+	echo "reads_on=$big" >>"$REC"
+	time_reads "$big" "$REC_FILE" "$REC_EVENTS"
+	if [ "$RSS_SECONDS" -gt 0 ]; then
+		rss_run q
+		rss_run rec
+	fi
+}
+
+if [ "$ONLY" = record ]; then
+	echo "bench: work directory $WORK; the record part only (ONLY=record)"
+else
+	echo "bench: work directory $WORK; $REPS repetitions x ${#MODES[@]} modes x 2 workloads, then the record part"
+fi
 
 # warm-up, not recorded: the first runs after a quiet spell were the slowest
 # in trials (page cache, memory, the host)
 # shellcheck disable=SC2086
 for w in W1 W2; do
+	[ "$ONLY" != record ] || [ "$w" = W2 ] || continue
 	LD_LIBRARY_PATH=$BLAS_LD $PY "$ROOT/bench/workload_train.py" \
 		${WARGS[$w]% --iters *} --iters 2 >/dev/null ||
 		die "$w: warm-up run failed"
 done
 echo "bench: warm-up done ($(($(date +%s) - T_START))s)"
 
-# interleaved: each repetition runs every mode of both workloads, in an
-# order rotated by one place per repetition
-for ((r = 1; r <= REPS; r++)); do
-	for w in W1 W2; do
-		for ((j = 0; j < ${#MODES[@]}; j++)); do
-			run_one "$w" "${MODES[$(((j + r - 1) % ${#MODES[@]}))]}" "$r"
+if [ "$ONLY" != record ]; then
+	# interleaved: each repetition runs every mode of both workloads, in an
+	# order rotated by one place per repetition
+	for ((r = 1; r <= REPS; r++)); do
+		for w in W1 W2; do
+			for ((j = 0; j < ${#MODES[@]}; j++)); do
+				run_one "$w" "${MODES[$(((j + r - 1) % ${#MODES[@]}))]}" "$r"
+			done
 		done
 	done
-done
-# probe hits per event: bpftrace count() beside memtrace-bpf -o, same process
-for w in W1 W2; do
-	run_one "$w" check 1
-done
-# lost events at high rates
-for k in 1 2 4; do
-	for mb in 1 16; do
-		loss_one "$k" "$mb"
+	# probe hits per event: bpftrace count() beside memtrace-bpf -o, same process
+	for w in W1 W2; do
+		run_one "$w" check 1
 	done
-done
+	# lost events at high rates
+	for k in 1 2 4; do
+		for mb in 1 16; do
+			loss_one "$k" "$mb"
+		done
+	done
+fi
+# record: bytes per event, report / script time, the tool's memory
+record_part
 
 T_END=$(date +%s)
 
@@ -400,21 +698,24 @@ T_END=$(date +%s)
 	echo "torch=$($PY -c 'import torch; print(torch.__version__)') (python3-torch $(dpkg-query -W -f='${Version}' python3-torch))"
 	echo "bpftrace=$(bpftrace --version)"
 	echo "tool=$TOOL_DESC; sha256 $MT_SUM0…"
-	if [ "$(sha256sum "$MT" | cut -c1-16)" != "$MT_SUM0" ]; then
-		echo "tool_changed=$MT was rebuilt while the bench ran (sha256 now $(sha256sum "$MT" | cut -c1-16)…): later runs may have used the new binary"
+	if [ "$(sha256sum "$MT_SRC" 2>/dev/null | cut -c1-16)" != "$MT_SUM0" ]; then
+		echo "tool_changed=$MT_SRC was rebuilt or removed while the bench ran (sha256 now $(sha256sum "$MT_SRC" 2>/dev/null | cut -c1-16 || echo 'none')…); every run used the copy taken at the start"
 	fi
 	echo "blas=$BLAS_NOTE"
 	echo "reps=$REPS"
 	echo "w1_args=${WARGS[W1]}"
 	echo "w2_args=${WARGS[W2]}"
 	echo "loss_rounds=$LOSS_ROUNDS"
+	echo "gnu_time=$([ -x /usr/bin/time ] && echo yes || echo no)"
 	echo "bench_s=$((T_END - T_START))"
 	echo "stuck_tracers=$STUCK"
 	local_cmd="bench/run.sh"
 	[ -z "${MAKELEVEL:-}" ] || local_cmd="make bench"
-	for v in REPS W1_ITERS W2_ITERS LOSS_ROUNDS MT FIX MT_DESC; do
+	for v in REPS W1_ITERS W2_ITERS LOSS_ROUNDS REC_MIN_EVENTS RSS_SECONDS RSS_EVERY ONLY MT FIX MT_DESC; do
+		val=${!v-}
+		[ "$v" != MT ] || val=$MT_SRC
 		[ -n "${!v+x}" ] && [ -n "$(printenv "$v")" ] &&
-			local_cmd="$v=$(printf '%q' "${!v}") $local_cmd"
+			local_cmd="$v=$(printf '%q' "$val") $local_cmd"
 	done
 	echo "cmd=$local_cmd"
 	for w in W1 W2; do
@@ -423,5 +724,12 @@ T_END=$(date +%s)
 	done
 } >"$WORK/meta.txt"
 
-$PY "$ROOT/bench/report.py" "$WORK/meta.txt" "$RUNS" "$LOSS" >"$OUT"
-echo "bench: wrote $OUT in $((T_END - T_START)) s"
+if [ "$ONLY" = record ]; then
+	# the new section and goal rows in place of the old ones
+	$PY "$ROOT/bench/report.py" --splice "$OUT" "$WORK/meta.txt" "$REC" "$RSS" >"$WORK/out.md"
+	cat "$WORK/out.md" >"$OUT"
+	echo "bench: replaced the record section of $OUT in $((T_END - T_START)) s"
+else
+	$PY "$ROOT/bench/report.py" "$WORK/meta.txt" "$RUNS" "$LOSS" "$REC" "$RSS" >"$OUT"
+	echo "bench: wrote $OUT in $((T_END - T_START)) s"
+fi
