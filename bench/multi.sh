@@ -54,6 +54,7 @@ run() {
 		until grep -q '^READY' "$d/w$i.out"; do sleep 0.1; done
 	done
 	if [ "$mode" = mt ]; then
+		: >"$d/mt.err" # there before the tracer opens it: polled below
 		"$MT" -q -p "$(IFS=,; echo "${pids[*]}")" \
 			--metrics-addr 127.0.0.1:$PORT >"$d/mt.out" 2>"$d/mt.err" &
 		mtpid=$!
