@@ -227,9 +227,8 @@ static void read_rank(struct tracer *tr, struct mt_target *t)
 	if (!r.known)
 		return;
 	mt_session_set_rank(sink_of(tr, t)->ses, (__u32)t->pid, &r);
-	mt_sink_meta(sink_of(tr, t), "rank",
-		     "pid=%d rank=%d local_rank=%d world_size=%d", t->pid,
-		     r.rank, r.local_rank, r.world_size);
+	mt_sink_meta(sink_of(tr, t), "rank", MT_RANK_META, t->pid, r.rank,
+		     r.local_rank, r.world_size);
 }
 
 static void rescan(struct tracer *tr, struct mt_target *t)

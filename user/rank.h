@@ -10,6 +10,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* the record's "rank" header value: memtrace.c writes it, replay.c reads it */
+#define MT_RANK_META "pid=%d rank=%d local_rank=%d world_size=%d"
+
 struct mt_rank {
 	bool known; /* a rank variable was set */
 	int rank, local_rank, world_size; /* -1 where not set */

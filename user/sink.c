@@ -121,7 +121,8 @@ void mt_sink_describe(struct mt_sink *k, const struct mt_target *t, char **argv)
 		read_cmdline(t->pid, cmdline, sizeof(cmdline));
 	mt_sink_meta(k, "target", "pid=%d comm=%s cmdline=%s", t->pid, t->comm,
 		     cmdline);
-	if (t->py)
+	/* the shared sink had it from find_python already */
+	if (t->py && t->sink == k)
 		mt_sink_meta(k, "python", "pid=%d version=3.%u", t->pid,
 			     t->pyconf.minor);
 }
