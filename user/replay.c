@@ -35,8 +35,8 @@ static void apply_meta(struct replay *rp, size_t *next)
 		int pid;
 
 		if (strcmp(key, "rank") ||
-		    sscanf(value, "pid=%d rank=%d local_rank=%d world_size=%d",
-			   &pid, &r.rank, &r.local_rank, &r.world_size) != 4)
+		    sscanf(value, MT_RANK_META, &pid, &r.rank, &r.local_rank,
+			   &r.world_size) != 4)
 			continue;
 		r.known = true;
 		mt_session_set_rank(rp->ses, (__u32)pid, &r);
@@ -105,11 +105,12 @@ static int replay(struct replay *rp)
 		fprintf(stderr, "memtrace-bpf: %s: %s\n", o->input, err);
 		return 2;
 	}
-	if (o->mode == MT_MODE_REPORT)
-		print_meta(rp);
 	ret = read_events(rp, &first, &last);
 	if (ret)
 		return ret;
+	/* after the events: a process that came later has its lines mid-file */
+	if (o->mode == MT_MODE_REPORT)
+		print_meta(rp);
 	if (o->mode == MT_MODE_SCRIPT)
 		return 0;
 	if (o->at >= 0) {
