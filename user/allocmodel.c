@@ -30,8 +30,11 @@ struct blk {
 	__u32 seg; /* expandable segment + 1; 0: a cudaMalloc segment */
 	__u8 small;
 	bool allocated, mapped, in_set;
-	__u64 req; /* the size asked for, while allocated */
-	__u64 gc_base; /* pool's get_free_block count when cached */
+	/* one or the other: a block is allocated or cached; 64 B a block */
+	union {
+		__u64 req; /* the size asked for, while allocated */
+		__u64 gc_base; /* pool's get_free_block count when cached */
+	};
 };
 
 struct set {
@@ -224,6 +227,42 @@ static __u32 set_last(const struct mt_am *m, const struct set *s)
 	return x;
 }
 
+/* x takes old's node: same links and priority; x's key is fixed after */
+static void set_replace(struct mt_am *m, struct set *s, __u32 old, __u32 x)
+{
+	struct blk *b = m->b;
+	__u32 p = b[old].p;
+
+	b[x].l = b[old].l;
+	b[x].r = b[old].r;
+	b[x].p = p;
+	b[x].prio = b[old].prio;
+	if (b[x].l)
+		b[b[x].l].p = x;
+	if (b[x].r)
+		b[b[x].r].p = x;
+	if (!p)
+		s->root = x;
+	else if (b[p].l == old)
+		b[p].l = x;
+	else
+		b[p].r = x;
+	b[x].in_set = true;
+	b[old].in_set = false;
+}
+
+/* x's key changed: back in order, moving it only when a neighbour says so */
+static void set_fix(struct mt_am *m, struct set *s, __u32 x)
+{
+	__u32 prev = set_prev(m, x), next = set_next(m, x);
+
+	if ((!prev || before(m, s, prev, x)) &&
+	    (!next || before(m, s, x, next)))
+		return;
+	set_erase(m, s, x);
+	set_insert(m, s, x);
+}
+
 /* ---- blocks ---- */
 
 static __u32 xorshift(struct mt_am *m)
@@ -297,12 +336,25 @@ static struct pool *pool_of(struct mt_am *m, __u32 x)
 	return &m->pools[m->b[x].small];
 }
 
-static void insert_into_blocks(struct mt_am *m, __u32 x)
+/*
+ * x, split or merged, is cached with its new key. Where it is already in
+ * the set (it kept its node, or took a merged neighbour's), it stays put
+ * unless the order needs it elsewhere: most splits and frees move no node.
+ */
+static void settle(struct mt_am *m, struct set *s, __u32 x)
+{
+	if (m->b[x].in_set)
+		set_fix(m, s, x);
+	else
+		set_insert(m, s, x);
+}
+
+static void cache_block(struct mt_am *m, __u32 x)
 {
 	struct pool *p = pool_of(m, x);
 
 	m->b[x].gc_base = p->gc_calls;
-	set_insert(m, &p->blocks, x);
+	settle(m, &p->blocks, x);
 }
 
 static void add_reserved(struct mt_am *m, __u64 bytes)
@@ -392,8 +444,15 @@ static __u64 try_merge_blocks(struct mt_am *m, __u32 dst, __u32 src)
 	}
 	sub = b[src].size;
 	b[dst].size += sub;
-	if (b[src].in_set)
-		set_erase(m, b[src].mapped ? &p->blocks : &p->unmapped, src);
+	if (b[src].in_set) {
+		struct set *s = b[src].mapped ? &p->blocks : &p->unmapped;
+
+		/* dst, in no set yet, takes src's node */
+		if (!b[dst].in_set)
+			set_replace(m, s, src, dst);
+		else
+			set_erase(m, s, src);
+	}
 	blk_delete(m, src);
 	return sub;
 }
@@ -403,7 +462,7 @@ static void free_block(struct mt_am *m, __u32 x)
 	__u64 subsumed = try_merge_blocks(m, x, m->b[x].prev);
 
 	subsumed += try_merge_blocks(m, x, m->b[x].next);
-	insert_into_blocks(m, x);
+	cache_block(m, x);
 	if (m->b[x].seg)
 		return; /* PyTorch leaves expandable segments out */
 	m->st.inactive_split_bytes -= subsumed;
@@ -451,7 +510,7 @@ static bool get_free_block(struct mt_am *m, struct params *p)
 	/* an oversize request takes one at most 20 MiB larger */
 	if (p->size >= m->max_split && m->b[it].size >= p->size + LARGE_BUFFER)
 		return false;
-	set_erase(m, s, it);
+	/* left in the set: alloc_found_block moves or takes it out */
 	p->block = it;
 	return true;
 }
@@ -513,7 +572,7 @@ static bool map_block(struct mt_am *m, __u32 x, __u64 size)
 	}
 	try_merge_blocks(m, x, m->b[x].prev);
 	try_merge_blocks(m, x, m->b[x].next);
-	insert_into_blocks(m, x);
+	cache_block(m, x);
 	add_reserved(m, bytes);
 	m->st.num_device_alloc++;
 	return true;
@@ -687,7 +746,7 @@ static void unmap_block(struct mt_am *m, __u32 x)
 		if (m->b[y].prev)
 			m->b[m->b[y].prev].next = y;
 		m->b[x].prev = y;
-		insert_into_blocks(m, y);
+		cache_block(m, y);
 	}
 	if (after) {
 		y = blk_new(m, ubase + usize, after, m->b[x].stream,
@@ -697,7 +756,7 @@ static void unmap_block(struct mt_am *m, __u32 x)
 		if (m->b[y].next)
 			m->b[m->b[y].next].prev = y;
 		m->b[x].next = y;
-		insert_into_blocks(m, y);
+		cache_block(m, y);
 	}
 	m->st.reserved -= usize;
 	m->b[x].addr = ubase;
@@ -705,7 +764,7 @@ static void unmap_block(struct mt_am *m, __u32 x)
 	m->b[x].mapped = false;
 	try_merge_blocks(m, x, m->b[x].prev);
 	try_merge_blocks(m, x, m->b[x].next);
-	set_insert(m, &p->unmapped, x);
+	settle(m, &p->unmapped, x);
 	m->st.num_device_free++;
 }
 
@@ -798,7 +857,7 @@ static void alloc_found_block(struct mt_am *m, struct params *p, __u64 orig)
 		b[x].prev = rest;
 		b[x].addr += p->size;
 		b[x].size -= p->size;
-		insert_into_blocks(m, x);
+		cache_block(m, x);
 		if (!b[x].seg) {
 			if (already_split)
 				m->st.inactive_split_bytes -= p->size;
@@ -806,8 +865,11 @@ static void alloc_found_block(struct mt_am *m, struct params *p, __u64 orig)
 				add_split(m, b[x].size);
 		}
 		x = rest;
-	} else if (already_split && !m->b[x].seg) {
-		m->st.inactive_split_bytes -= m->b[x].size;
+	} else {
+		if (m->b[x].in_set)
+			set_erase(m, &p->pool->blocks, x);
+		if (already_split && !m->b[x].seg)
+			m->st.inactive_split_bytes -= m->b[x].size;
 	}
 	m->b[x].allocated = true;
 	m->b[x].req = orig;

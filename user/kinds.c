@@ -292,14 +292,17 @@ bool mt_decode(const struct mt_event *ev, int default_dev, struct mt_rec *r)
 
 	if (!ki || !ki->event)
 		return false;
-	*r = (struct mt_rec){
-		.ev = ev, .ki = ki, .event = ki->event, .role = ki->role
-	};
-
-	if (arg_known(ev, ki->ptr_arg)) {
-		r->has_ptr = true;
-		r->ptr = arg(ev, ki->ptr_arg);
-	}
+	/* each field set once: zeroing the struct first costs more */
+	_Static_assert(sizeof(*r) == 128,
+		       "mt_decode() sets each field of struct mt_rec");
+	r->ev = ev;
+	r->ki = ki;
+	r->event = ki->event;
+	r->role = ki->role;
+	r->has_ptr = arg_known(ev, ki->ptr_arg);
+	r->ptr = r->has_ptr ? arg(ev, ki->ptr_arg) : 0;
+	r->size_state = MT_SIZE_NONE;
+	r->size = 0;
 	if (ki->size_arg != MT_ARG_NONE) {
 		r->size_state = MT_SIZE_KNOWN;
 		r->size = arg(ev, ki->size_arg);
@@ -312,24 +315,17 @@ bool mt_decode(const struct mt_event *ev, int default_dev, struct mt_rec *r)
 	} else if (r->role == MT_ROLE_FREE) {
 		r->size_state = MT_SIZE_UNKNOWN; /* until the live table says */
 	}
-	if (ki->stream_arg != MT_ARG_NONE) {
-		r->has_stream = true;
-		r->stream = arg(ev, ki->stream_arg);
-	}
-	if (ev->kind == MT_K_CU_MEM_MAP) {
-		r->has_handle = true;
-		r->handle = ev->args[3];
-	}
-	if (ki->allocated_arg != MT_ARG_NONE) {
-		r->has_totals = true;
-		r->allocated = arg(ev, ki->allocated_arg);
-		r->reserved = arg(ev, ki->reserved_arg);
-	}
-	if (ki->errdomain != MT_ERR_NONE && (ev->flags & MT_EV_RET)) {
-		r->has_ret = true;
-		r->ret = (int)ev->ret; /* cudaError_t / CUresult are 32-bit */
-		r->failed = r->ret != 0;
-	}
+	r->has_stream = ki->stream_arg != MT_ARG_NONE;
+	r->stream = r->has_stream ? arg(ev, ki->stream_arg) : 0;
+	r->has_handle = ev->kind == MT_K_CU_MEM_MAP;
+	r->handle = r->has_handle ? ev->args[3] : 0;
+	r->has_totals = ki->allocated_arg != MT_ARG_NONE;
+	r->allocated = r->has_totals ? arg(ev, ki->allocated_arg) : 0;
+	r->reserved = r->has_totals ? arg(ev, ki->reserved_arg) : 0;
+	r->has_ret = ki->errdomain != MT_ERR_NONE && (ev->flags & MT_EV_RET);
+	/* cudaError_t / CUresult are 32-bit */
+	r->ret = r->has_ret ? (int)ev->ret : 0;
+	r->failed = r->ret != 0;
 	/* a failed allocation returns no pointer worth showing */
 	if (r->failed &&
 	    (ki->ptr_arg == MT_ARG_OUT || ki->ptr_arg == MT_ARG_RET))

@@ -686,6 +686,8 @@ struct mt_reader {
 	struct mt_site **site; /* by site id; 0 is NULL */
 	size_t site_cap;
 	struct coder c;
+	__u64 comm_id; /* the last comm checked, and its length */
+	size_t comm_len;
 	struct meta_kv *meta;
 	size_t nmeta, meta_cap, meta_bytes;
 	char *tmp; /* a string being interned */
@@ -734,6 +736,11 @@ static bool get_varint(struct cur *c, __u64 *v)
 	int shift = 0;
 	unsigned char b;
 
+	/* most deltas fit in one byte */
+	if (c->pos < c->len && c->p[c->pos] < 0x80) {
+		*v = c->p[c->pos++];
+		return true;
+	}
 	do {
 		/* cut short, or more than 64 bits */
 		if (c->pos >= c->len || (shift == 63 && c->p[c->pos] > 1))
@@ -1038,17 +1045,15 @@ static int decode(struct mt_reader *r, struct mt_rec_item *it)
 	if ((mask & 1) && !get_max(&c, r->c.n - 1, &site))
 		goto bad;
 	ref = coder_ref(&r->c, (__u32)site);
+	memcpy(v, ref, sizeof(v));
 	v[F_SITE] = site;
-	for (int i = 1; i < NF; i++) {
+	if (mask & 1u << F_DD0)
+		v[F_DD0] = !ref[F_DD0];
+	/* the coded fields follow in field order: visit only their bits */
+	for (__u32 m = (__u32)mask & ~(1u | 1u << F_DD0); m; m &= m - 1) {
+		int i = __builtin_ctz(m);
 		__u64 code;
 
-		v[i] = ref[i];
-		if (!(mask & 1u << i))
-			continue;
-		if (i == F_DD0) {
-			v[i] = !ref[i];
-			continue;
-		}
 		if (!get_varint(&c, &code))
 			goto bad;
 		v[i] = i == F_COMM ? code : ref[i] + unzigzag(code);
@@ -1060,26 +1065,38 @@ static int decode(struct mt_reader *r, struct mt_rec_item *it)
 			    (unsigned long long)r->evno,
 			    (unsigned long long)v[F_COMM]);
 	comm = r->str[v[F_COMM]];
-	if (comm && strlen(comm) >= MT_COMM_LEN)
-		return fail(r, "event %llu: comm of %zu bytes",
-			    (unsigned long long)r->evno, strlen(comm));
+	/* comms change seldom: each is measured once in a row */
+	if (v[F_COMM] != r->comm_id) {
+		size_t n = comm ? strlen(comm) : 0;
+
+		if (n >= MT_COMM_LEN)
+			return fail(r, "event %llu: comm of %zu bytes",
+				    (unsigned long long)r->evno, n);
+		r->comm_id = v[F_COMM];
+		r->comm_len = n;
+	}
 	ts = r->c.ts + unzigzag(dts);
 	coder_step(&r->c, v, ts);
 	r->pos = c.pos;
-	memset(it, 0, sizeof(*it));
+	/* field by field: a memset of the whole item costs more per event */
+	_Static_assert(sizeof(*ev) == 144,
+		       "decode() sets each field of struct mt_event");
 	ev->ts = ts;
 	for (int i = 0; i < MT_NARGS; i++)
 		ev->args[i] = v[i < 4 ? F_A0 + i : F_A4];
 	ev->out = v[F_OUT];
 	ev->ret = (__s64)v[F_RET];
+	ev->caller = 0;
 	ev->pid = (__u32)v[F_PID];
 	ev->tid = (__u32)v[F_TID];
 	ev->cpu = (__u32)v[F_CPU];
 	ev->kind = (__u16)v[F_KIND];
 	ev->flags = (__u16)v[F_FLAGS];
 	ev->dev = (__s32)(__u32)v[F_DEV];
-	if (comm)
-		memcpy(ev->comm, comm, strlen(comm));
+	memset(ev->comm, 0, sizeof(ev->comm));
+	if (r->comm_len)
+		memcpy(ev->comm, comm, r->comm_len);
+	ev->stack_id = ev->node = ev->node_vt = ev->node_stack = 0;
 	it->default_dev0 = v[F_DD0];
 	it->site = r->site[site];
 	r->evno++;

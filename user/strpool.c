@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <stdlib.h>
 #include <string.h>
-#include "hashing.h"
 #include "strpool.h"
+
+/* the table grows with its strings: a short replay pays for a short one */
+#define MIN_CAP 1024
 
 struct mt_strpool {
 	char **slots;
-	size_t cap; /* power of two, at least twice max */
+	size_t cap; /* power of two, at least twice count */
 	size_t count, max;
 };
 
@@ -26,7 +28,7 @@ struct mt_strpool *mt_strpool_new(size_t max)
 	if (!p)
 		return NULL;
 	p->max = max;
-	p->cap = mt_table_cap(max);
+	p->cap = MIN_CAP;
 	p->slots = calloc(p->cap, sizeof(*p->slots));
 	if (!p->slots) {
 		free(p);
@@ -45,17 +47,44 @@ void mt_strpool_free(struct mt_strpool *p)
 	free(p);
 }
 
+static size_t find_slot(char **slots, size_t cap, const char *s)
+{
+	size_t mask = cap - 1, i = hash_str(s) & mask;
+
+	while (slots[i] && strcmp(slots[i], s))
+		i = (i + 1) & mask;
+	return i;
+}
+
+static int grow(struct mt_strpool *p)
+{
+	size_t cap = p->cap * 2;
+	char **slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -1;
+	for (size_t i = 0; i < p->cap; i++)
+		if (p->slots[i])
+			slots[find_slot(slots, cap, p->slots[i])] = p->slots[i];
+	free(p->slots);
+	p->slots = slots;
+	p->cap = cap;
+	return 0;
+}
+
 const char *mt_intern(struct mt_strpool *p, const char *s)
 {
-	size_t mask = p->cap - 1, i = hash_str(s) & mask;
+	size_t i = find_slot(p->slots, p->cap, s);
 
-	while (p->slots[i]) {
-		if (!strcmp(p->slots[i], s))
-			return p->slots[i];
-		i = (i + 1) & mask;
-	}
+	if (p->slots[i])
+		return p->slots[i];
 	if (p->count == p->max)
 		return NULL;
+	if (2 * (p->count + 1) > p->cap) {
+		if (grow(p))
+			return NULL;
+		i = find_slot(p->slots, p->cap, s);
+	}
 	p->slots[i] = strdup(s);
 	if (!p->slots[i])
 		return NULL;
