@@ -117,9 +117,10 @@ est_field() {
 	[ "$(est_field "$output" '^# estimate cpu peak_allocated=' peak_allocated)" -eq "$peak1" ]
 }
 
-# record the c10_report fixture (the allocator's reports with their totals)
+# record the c10_report fixture (the allocator's reports with their
+# totals), given ARGS
 record_c10() {
-	fixture fx "$FIX/c10_report"
+	fixture fx "$FIX/c10_report" "$@"
 	"$MT" record -o "$BATS_TEST_TMPDIR/c10.mtb" -p "$fx_PID" \
 		>"$BATS_TEST_TMPDIR/rec.out" 2>"$BATS_TEST_TMPDIR/rec.err" &
 	rec=$!
@@ -154,6 +155,45 @@ record_c10() {
 	run "$MT" estimate -i "$BATS_FILE_TMPDIR/t.mtb" --check
 	[ "$status" -eq 1 ]
 	grep -q '^# estimate check: nothing to check: ' <<<"$output"
+}
+
+# the value of key=value in the "# device N:" header line of a blocks file
+dev_field() {
+	sed -nE "s/^# device $2:.* $3=([^ ]+).*/\1/p" "$1"
+}
+
+# Real allocators' block sequences, from PyTorch memory snapshots recorded
+# on real GPUs (tests/fixtures/snapshots/README.md): c10_report makes the
+# calls each allocator made, with the totals it had, through the real
+# libc10; the model must reserve what the allocator reserved, every time.
+@test "estimate --check: the model reserves what real allocators reserved, at every event" {
+	local blocks n flags limit
+	for blocks in "$ROOT"/tests/fixtures/snapshots/*.blocks; do
+		record_c10 --blocks "$blocks"
+		grep -q '^done blocks=' "$BATS_TEST_TMPDIR/fx.out"
+		flags=()
+		grep -q 'expandable_segments=true' "$blocks" &&
+			flags+=(--expandable-segments)
+		run "$MT" estimate -i "$BATS_TEST_TMPDIR/c10.mtb" --check "${flags[@]}"
+		echo "$blocks: $output"
+		for dev in $(sed -nE 's/^# device ([0-9]+): .*/\1/p' "$blocks"); do
+			n=$(dev_field "$blocks" "$dev" events)
+			limit=$(dev_field "$blocks" "$dev" limit)
+			if [ -z "$limit" ]; then
+				grep -q "^# estimate cuda:$dev check: ok: the model's reserved equals the recorded reserved at all $n events$" <<<"$output"
+				grep -q "^# estimate cuda:$dev peak_allocated=[0-9]* peak_reserved=$(dev_field "$blocks" "$dev" peak_reserved) " <<<"$output"
+				continue
+			fi
+			# this allocator ran out of memory: without the limit
+			# the model keeps the blocks the allocator released
+			grep -qE "^# estimate cuda:$dev check: MISMATCH at event [0-9]+ " <<<"$output"
+			# with it, the model releases and retries as it did
+			run "$MT" estimate -i "$BATS_TEST_TMPDIR/c10.mtb" --check "${flags[@]}" --device-mem "$limit"
+			echo "$output"
+			grep -q "^# estimate cuda:$dev check: ok: the model's reserved equals the recorded reserved at all $n events$" <<<"$output"
+			grep -qE "^# estimate cuda:$dev peak_allocated=.* segment_frees=[1-9][0-9]* retries=[1-9]" <<<"$output"
+		done
+	done
 }
 
 @test "estimate: usage errors" {
