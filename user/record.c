@@ -155,7 +155,7 @@ struct site_ctx {
 
 struct coder {
 	__u64 ts; /* of the last event */
-	__u64 last[NF]; /* the last event's values; a new site starts there */
+	__u32 last; /* the last event's site: its values start a new site's */
 	struct site_ctx *s; /* by site id; 0 is "no site" */
 	size_t n, cap;
 };
@@ -187,22 +187,22 @@ static int coder_add_site(struct coder *c)
 
 static const __u64 *coder_ref(const struct coder *c, __u32 site)
 {
-	return c->s[site].seen ? c->s[site].v : c->last;
+	return c->s[c->s[site].seen ? site : c->last].v;
 }
 
 static __u32 coder_predict(const struct coder *c)
 {
-	return c->s[c->last[F_SITE]].next;
+	return c->s[c->last].next;
 }
 
 static void coder_step(struct coder *c, const __u64 v[NF], __u64 ts)
 {
 	struct site_ctx *s = &c->s[v[F_SITE]];
 
-	c->s[c->last[F_SITE]].next = (__u32)v[F_SITE];
+	c->s[c->last].next = (__u32)v[F_SITE];
 	memcpy(s->v, v, sizeof(s->v));
 	s->seen = true;
-	memcpy(c->last, v, sizeof(c->last));
+	c->last = (__u32)v[F_SITE];
 	c->ts = ts;
 }
 
@@ -730,17 +730,12 @@ struct cur {
 	size_t len, pos;
 };
 
-static bool get_varint(struct cur *c, __u64 *v)
+static bool get_varint_long(struct cur *c, __u64 *v)
 {
 	__u64 x = 0;
 	int shift = 0;
 	unsigned char b;
 
-	/* most deltas fit in one byte */
-	if (c->pos < c->len && c->p[c->pos] < 0x80) {
-		*v = c->p[c->pos++];
-		return true;
-	}
 	do {
 		/* cut short, or more than 64 bits */
 		if (c->pos >= c->len || (shift == 63 && c->p[c->pos] > 1))
@@ -751,6 +746,16 @@ static bool get_varint(struct cur *c, __u64 *v)
 	} while (b & 0x80);
 	*v = x;
 	return true;
+}
+
+/* most deltas fit in one byte: that case inline, the loop apart */
+static inline bool get_varint(struct cur *c, __u64 *v)
+{
+	if (c->pos < c->len && c->p[c->pos] < 0x80) {
+		*v = c->p[c->pos++];
+		return true;
+	}
+	return get_varint_long(c, v);
 }
 
 static bool get_max(struct cur *c, __u64 max, __u64 *v)
