@@ -51,21 +51,28 @@ const char *mt_format_dev(char *buf, size_t len, enum mt_dev_type type,
 	return buf;
 }
 
-const char *mt_format_bytes(char *buf, size_t len, unsigned long long bytes)
+const char *mt_byte_unit(double *v)
 {
-	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)bytes;
-	int u = -1;
+	static const char *const units[] = { "B",   "KiB", "MiB",
+					     "GiB", "TiB", "PiB" };
+	int u = 0;
 
-	if (bytes < 1024) {
-		snprintf(buf, len, "%llu B", bytes);
-		return buf;
-	}
-	while (v >= 1024 && u < 3) {
-		v /= 1024;
+	while ((*v >= 1024 || *v <= -1024) && u < 5) {
+		*v /= 1024;
 		u++;
 	}
-	snprintf(buf, len, "%.2f %s", v, units[u]);
+	return units[u];
+}
+
+const char *mt_format_bytes(char *buf, size_t len, unsigned long long bytes)
+{
+	double v = (double)bytes;
+	const char *u = mt_byte_unit(&v);
+
+	if (bytes < 1024)
+		snprintf(buf, len, "%llu B", bytes);
+	else
+		snprintf(buf, len, "%.2f %s", v, u);
 	return buf;
 }
 

@@ -34,4 +34,7 @@ const char *mt_format_dev(char *buf, size_t len, enum mt_dev_type type,
 /* bytes for people: "512 B", "1.50 KiB", "3.25 GiB" */
 const char *mt_format_bytes(char *buf, size_t len, unsigned long long bytes);
 
+/* *v (bytes, or bytes per second; signed) scaled to the unit returned */
+const char *mt_byte_unit(double *v);
+
 #endif /* __FORMAT_H */

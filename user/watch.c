@@ -345,23 +345,10 @@ static const char *risk(const struct account *a, const struct fit *f)
 	return "low";
 }
 
-/* *v scaled to the binary unit it is written in */
-static const char *unit(double *v)
-{
-	static const char *const units[] = { "B",   "KiB", "MiB",
-					     "GiB", "TiB", "PiB" };
-	int u = 0;
-
-	while ((*v >= 1024 || *v <= -1024) && u < 5) {
-		*v /= 1024;
-		u++;
-	}
-	return units[u];
-}
-
+/* a fitted value: fractional bytes, written as such ("0.50 B") */
 static const char *fmt_bytes(char *buf, size_t len, double v)
 {
-	const char *u = unit(&v);
+	const char *u = mt_byte_unit(&v);
 
 	snprintf(buf, len, "%.2f %s", v, u);
 	return buf;
@@ -393,7 +380,7 @@ static void print_state(const struct account *a, const struct fit *f, FILE *out)
 {
 	char used[32], size[32], when[32];
 	double tto = time_to_oom(a, f), rate = f->rate;
-	const char *u = unit(&rate);
+	const char *u = mt_byte_unit(&rate);
 
 	fprintf(out, "used=%s", fmt_bytes(used, sizeof(used), a->used));
 	if (a->size)
