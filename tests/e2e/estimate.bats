@@ -167,8 +167,10 @@ dev_field() {
 # calls each allocator made, with the totals it had, through the real
 # libc10; the model must reserve what the allocator reserved, every time.
 @test "estimate --check: the model reserves what real allocators reserved, at every event" {
-	local blocks n flags limit
-	for blocks in "$ROOT"/tests/fixtures/snapshots/*.blocks; do
+	local gz blocks n flags limit
+	for gz in "$ROOT"/tests/fixtures/snapshots/*.blocks.gz; do
+		blocks=$BATS_TEST_TMPDIR/$(basename "$gz" .gz)
+		zcat "$gz" >"$blocks"
 		record_c10 --blocks "$blocks"
 		grep -q '^done blocks=' "$BATS_TEST_TMPDIR/fx.out"
 		flags=()
