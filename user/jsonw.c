@@ -73,20 +73,34 @@ void mt_jw_number(struct mt_jw *w, const char *num, size_t n)
 		check(w, yajl_gen_number(w->g, num, n));
 }
 
+size_t mt_jw_digits(char *end, __u64 v, unsigned int base)
+{
+	char *p = end;
+
+	/* several per event: printf's parsing would cost more than the rest */
+	do {
+		*--p = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v);
+	return (size_t)(end - p);
+}
+
 void mt_jw_u64(struct mt_jw *w, __u64 v)
 {
 	char b[24];
-	int n = snprintf(b, sizeof(b), "%" PRIu64, (uint64_t)v);
+	size_t n = mt_jw_digits(b + sizeof(b), v, 10);
 
-	mt_jw_number(w, b, (size_t)n);
+	mt_jw_number(w, b + sizeof(b) - n, n);
 }
 
 void mt_jw_hex(struct mt_jw *w, __u64 v)
 {
 	char b[24];
+	size_t n = mt_jw_digits(b + sizeof(b), v, 16);
 
-	snprintf(b, sizeof(b), "0x%" PRIx64, (uint64_t)v);
-	mt_jw_str(w, b);
+	b[sizeof(b) - n - 2] = '0';
+	b[sizeof(b) - n - 1] = 'x';
+	mt_jw_strn(w, b + sizeof(b) - n - 2, n + 2);
 }
 
 void mt_jw_open_close(struct mt_jw *w, char c)

@@ -35,6 +35,8 @@ void mt_jw_bool(struct mt_jw *w, bool v);
 /* num: the digits of a JSON number, as they are to be written */
 void mt_jw_number(struct mt_jw *w, const char *num, size_t n);
 void mt_jw_u64(struct mt_jw *w, __u64 v);
+/* v's digits in base 10 or 16, written to end backwards: their count */
+size_t mt_jw_digits(char *end, __u64 v, unsigned int base);
 /* v as a "0x..." string */
 void mt_jw_hex(struct mt_jw *w, __u64 v);
 /* '{', '}', '[' or ']' */
