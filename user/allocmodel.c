@@ -93,6 +93,19 @@ static bool before(const struct mt_am *m, const struct set *s, __u32 a, __u32 b)
 	return less(m, s, a, m->b[b].stream, m->b[b].size, m->b[b].addr);
 }
 
+/* p's child old (the root if p is 0) becomes x */
+static void relink(struct mt_am *m, struct set *s, __u32 p, __u32 old, __u32 x)
+{
+	struct blk *b = m->b;
+
+	if (!p)
+		s->root = x;
+	else if (b[p].l == old)
+		b[p].l = x;
+	else
+		b[p].r = x;
+}
+
 static void rotate_up(struct mt_am *m, struct set *s, __u32 x)
 {
 	struct blk *b = m->b;
@@ -111,12 +124,7 @@ static void rotate_up(struct mt_am *m, struct set *s, __u32 x)
 	}
 	b[p].p = x;
 	b[x].p = g;
-	if (!g)
-		s->root = x;
-	else if (b[g].l == p)
-		b[g].l = x;
-	else
-		b[g].r = x;
+	relink(m, s, g, p, x);
 }
 
 static void set_insert(struct mt_am *m, struct set *s, __u32 x)
@@ -155,12 +163,7 @@ static void set_erase(struct mt_am *m, struct set *s, __u32 x)
 	p = b[x].p;
 	if (c)
 		b[c].p = p;
-	if (!p)
-		s->root = c;
-	else if (b[p].l == x)
-		b[p].l = c;
-	else
-		b[p].r = c;
+	relink(m, s, p, x, c);
 	b[x].in_set = false;
 }
 
@@ -241,12 +244,7 @@ static void set_replace(struct mt_am *m, struct set *s, __u32 old, __u32 x)
 		b[b[x].l].p = x;
 	if (b[x].r)
 		b[b[x].r].p = x;
-	if (!p)
-		s->root = x;
-	else if (b[p].l == old)
-		b[p].l = x;
-	else
-		b[p].r = x;
+	relink(m, s, p, old, x);
 	b[x].in_set = true;
 	b[old].in_set = false;
 }
