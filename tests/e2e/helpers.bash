@@ -29,6 +29,10 @@ fixture() {
 	local -a env=(MT_GO="$BATS_TEST_TMPDIR/$name.go")
 	shift
 	rm -f "$BATS_TEST_TMPDIR/$name.go" "$BATS_TEST_TMPDIR/$name.hold"
+	# emptied here, not by the redirection below: that one runs in the
+	# background, and a READY left by an earlier fixture of this name
+	# must not be read meanwhile
+	: >"$BATS_TEST_TMPDIR/$name.out"
 	[ -n "${HELD:-}" ] && env+=(MT_HOLD="$BATS_TEST_TMPDIR/$name.hold")
 	env "${env[@]}" "$@" >"$BATS_TEST_TMPDIR/$name.out" \
 		2>"$BATS_TEST_TMPDIR/$name.err" &
