@@ -13,6 +13,7 @@
 #include <string.h>
 #include "cudaerr.h"
 #include "format.h"
+#include "grow.h"
 #include "jsonw.h"
 #include "session.h"
 
@@ -121,23 +122,6 @@ static void put_site(struct mt_jw *w, const struct mt_site *site, bool no_stack)
 	mt_jw_open_close(w, '}');
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t n = *cap ? *cap : 64;
-	void *q;
-
-	while (n < need)
-		n *= 2;
-	if (n == *cap)
-		return 0;
-	q = realloc(*p, n * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 /* the site's tail, rendered on its first event; NULL on failure */
 static const struct tail *site_tail(struct jexp *j, const struct mt_site *site,
 				    bool no_stack)
@@ -148,8 +132,8 @@ static const struct tail *site_tail(struct jexp *j, const struct mt_site *site,
 
 	if (site->id < j->ntails && j->tails[site->id].len)
 		return &j->tails[site->id];
-	if (grow((void **)&j->tails, &n, (size_t)site->id + 1,
-		 sizeof(*j->tails)))
+	if (mt_grow((void **)&j->tails, &n, (size_t)site->id + 1,
+		    sizeof(*j->tails)))
 		return NULL;
 	memset(j->tails + j->ntails, 0, (n - j->ntails) * sizeof(*j->tails));
 	j->ntails = n;
@@ -157,7 +141,7 @@ static const struct tail *site_tail(struct jexp *j, const struct mt_site *site,
 	put_site(&j->t, site, no_stack);
 	if (j->t.st ||
 	    yajl_gen_get_buf(j->t.g, &buf, &len) != yajl_gen_status_ok ||
-	    grow((void **)&j->arena, &j->cap, j->used + len, 1))
+	    mt_grow((void **)&j->arena, &j->cap, j->used + len, 1))
 		return NULL;
 	/* "{...}" follows the event's own keys as ",...}" */
 	memcpy(j->arena + j->used, buf, len);

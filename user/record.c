@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#include "grow.h"
 #include "record.h"
 
 #define MAGIC "MTBPFREC"
@@ -782,23 +783,6 @@ static bool get_str(struct cur *c, char *dst, size_t max)
 	return true;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t n = *cap ? *cap : 64;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 /* the count in front of a block's items, each at least min bytes */
 static bool get_count(struct cur *c, size_t min, __u64 *n)
 {
@@ -811,8 +795,8 @@ static int read_meta(struct mt_reader *r, struct cur *c)
 
 	if (!get_count(c, 2, &n) || r->nmeta + n > MAX_META)
 		return fail(r, "bad metadata count");
-	if (grow((void **)&r->meta, &r->meta_cap, r->nmeta + n,
-		 sizeof(*r->meta)))
+	if (mt_grow((void **)&r->meta, &r->meta_cap, r->nmeta + n,
+		    sizeof(*r->meta)))
 		return fail(r, "out of memory");
 	for (__u64 i = 0; i < n; i++) {
 		struct meta_kv *kv = &r->meta[r->nmeta];
@@ -846,7 +830,8 @@ static int read_strings(struct mt_reader *r, struct cur *c)
 
 	if (!get_count(c, 1, &n) || r->nstr - 1 + n > MAX_STRINGS)
 		return fail(r, "bad string count");
-	if (grow((void **)&r->str, &r->str_cap, r->nstr + n, sizeof(*r->str)))
+	if (mt_grow((void **)&r->str, &r->str_cap, r->nstr + n,
+		    sizeof(*r->str)))
 		return fail(r, "out of memory");
 	for (__u64 i = 0; i < n; i++) {
 		const char *s;
@@ -882,7 +867,8 @@ static int read_sites(struct mt_reader *r, struct cur *c)
 	/* a site is at least eight one-byte numbers */
 	if (!get_count(c, 8, &n) || r->c.n - 1 + n > MAX_SITES)
 		return fail(r, "bad site count");
-	if (grow((void **)&r->site, &r->site_cap, r->c.n + n, sizeof(*r->site)))
+	if (mt_grow((void **)&r->site, &r->site_cap, r->c.n + n,
+		    sizeof(*r->site)))
 		return fail(r, "out of memory");
 	for (__u64 i = 0; i < n; i++) {
 		struct mt_site key = { .frames = frames };
@@ -1154,8 +1140,8 @@ struct mt_reader *mt_reader_open(FILE *f, struct mt_strpool *pool,
 	}
 	r = calloc(1, sizeof(*r));
 	if (!r || coder_init(&r->c) ||
-	    grow((void **)&r->str, &r->str_cap, 1, sizeof(*r->str)) ||
-	    grow((void **)&r->site, &r->site_cap, 1, sizeof(*r->site)) ||
+	    mt_grow((void **)&r->str, &r->str_cap, 1, sizeof(*r->str)) ||
+	    mt_grow((void **)&r->site, &r->site_cap, 1, sizeof(*r->site)) ||
 	    !(r->tmp = malloc(MAX_STR + 1))) {
 		mt_reader_close(r);
 		snprintf(err, errlen, "out of memory");
