@@ -144,6 +144,7 @@ static struct mt_site *site_of(struct mt_tracer *tr, struct mt_sink *k,
 		.truncated = pr && pr->truncated,
 		.depth = pr ? pr->depth : 0,
 		.frames = pr ? (const char **)pr->frames : NULL,
+		.frames_hash = pr ? pr->frames_hash : 0,
 	};
 	return mt_sites_get(k->ses->sites, &key, &is_new);
 }

@@ -8,6 +8,7 @@
 #include "memtrace.h"
 #include "pyproc.h"
 #include "pystack.h"
+#include "sites.h"
 
 #define MAX_CHAIN 32
 #define MT_MAX_ROOTS 64
@@ -307,6 +308,7 @@ static struct mt_pyresolved *resolve(struct mt_pystacks *ps, struct mt_py *py,
 						  "other";
 	if (!r->module)
 		r->module = "-";
+	r->frames_hash = mt_frames_hash(r->frames, depth);
 	return r;
 }
 

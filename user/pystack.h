@@ -32,6 +32,7 @@ struct mt_pyresolved {
 	const char *module; /* "-" when no module runs */
 	bool truncated;
 	int depth;
+	__u64 frames_hash; /* mt_frames_hash() of frames */
 	const char *frames[]; /* innermost first */
 };
 

@@ -57,8 +57,17 @@ static __u64 site_hash(const struct mt_site *k)
 	h = mt_mix64(h ^ (__u64)(uintptr_t)k->module);
 	h = mt_mix64(h ^ (__u64)(uintptr_t)k->node);
 	h = mt_mix64(h ^ (__u64)(uintptr_t)k->detail);
-	for (int i = 0; i < k->depth; i++)
-		h = mt_mix64(h ^ (__u64)(uintptr_t)k->frames[i]);
+	return mt_mix64(h ^
+			(k->frames_hash ? k->frames_hash :
+					  mt_frames_hash(k->frames, k->depth)));
+}
+
+__u64 mt_frames_hash(const char *const *frames, int depth)
+{
+	__u64 h = (__u64)depth;
+
+	for (int i = 0; i < depth; i++)
+		h = mt_mix64(h ^ (__u64)(uintptr_t)frames[i]);
 	return h;
 }
 

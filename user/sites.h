@@ -25,6 +25,8 @@ struct mt_site {
 	bool truncated; /* the stack is cut at depth frames */
 	int depth;
 	const char **frames; /* innermost first, interned */
+	/* in a key: mt_frames_hash() of the frames if known, else 0 */
+	__u64 frames_hash;
 	/* what the analyses add up per site */
 	__u64 allocs, alloc_bytes;
 	__u64 live_count, live_bytes;
@@ -46,6 +48,12 @@ struct mt_site *mt_sites_get(struct mt_sites *s, const struct mt_site *key,
 			     bool *is_new);
 
 size_t mt_sites_count(const struct mt_sites *s);
+
+/*
+ * The hash of interned frames, by pointer: a key can carry it, computed
+ * once per stack, so that a lookup need not walk the frames each time.
+ */
+__u64 mt_frames_hash(const char *const *frames, int depth);
 
 /* every site, overflow site first if it was used, then in order of creation */
 void mt_sites_foreach(struct mt_sites *s,
