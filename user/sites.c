@@ -5,6 +5,9 @@
 #include "hashing.h"
 #include "sites.h"
 
+/* the table grows with its sites: a small one stays in the cache */
+#define MIN_CAP 1024
+
 struct mt_sites {
 	struct mt_site **slots; /* open addressing, cap a power of two */
 	struct mt_site **all; /* in order of creation: walks touch n, not cap */
@@ -20,9 +23,9 @@ struct mt_sites *mt_sites_new(size_t max)
 	if (!s)
 		return NULL;
 	s->max = max;
-	s->cap = mt_table_cap(max);
+	s->cap = MIN_CAP;
 	s->slots = calloc(s->cap, sizeof(*s->slots));
-	s->all = calloc(max ? max : 1, sizeof(*s->all));
+	s->all = calloc(s->cap / 2, sizeof(*s->all));
 	if (!s->slots || !s->all) {
 		free(s->slots);
 		free(s->all);
@@ -114,6 +117,33 @@ static struct mt_site *make(const struct mt_site *key, __u32 id)
 	return site;
 }
 
+/* twice the slots, and room in all[] for half as many sites: 0 or -1 */
+static int grow(struct mt_sites *s)
+{
+	size_t cap = s->cap * 2, mask = cap - 1;
+	struct mt_site **slots = calloc(cap, sizeof(*slots));
+	struct mt_site **all = realloc(s->all, cap / 2 * sizeof(*all));
+
+	if (all)
+		s->all = all;
+	if (!slots || !all) {
+		free(slots);
+		return -1;
+	}
+	/* all[] holds every site: rehash from it, not from the old slots */
+	for (size_t k = 0; k < s->n; k++) {
+		size_t i = site_hash(s->all[k]) & mask;
+
+		while (slots[i])
+			i = (i + 1) & mask;
+		slots[i] = s->all[k];
+	}
+	free(s->slots);
+	s->slots = slots;
+	s->cap = cap;
+	return 0;
+}
+
 struct mt_site *mt_sites_get(struct mt_sites *s, const struct mt_site *key,
 			     bool *is_new)
 {
@@ -123,10 +153,14 @@ struct mt_site *mt_sites_get(struct mt_sites *s, const struct mt_site *key,
 	for (; s->slots[i]; i = (i + 1) & mask)
 		if (site_equal(s->slots[i], key))
 			return s->slots[i];
-	if (s->n < s->max) {
+	if (s->n < s->max && (s->n + 1 <= s->cap / 2 || !grow(s))) {
 		struct mt_site *site = make(key, (__u32)s->n + 1);
 
 		if (site) {
+			/* the slot found before a growth is no longer it */
+			for (mask = s->cap - 1, i = site_hash(key) & mask;
+			     s->slots[i]; i = (i + 1) & mask)
+				;
 			s->slots[i] = site;
 			s->all[s->n++] = site;
 			*is_new = true;
