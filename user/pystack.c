@@ -37,9 +37,16 @@ struct mt_pystacks {
 	} roots[MT_MAX_ROOTS]; /* each process's outermost module in forward */
 };
 
+#define MIN_CAP 1024
+
+static size_t hash_of(__u32 pid, __u64 id)
+{
+	return (size_t)mt_mix64(id ^ ((__u64)pid << 32));
+}
+
 static size_t slot_of(const struct mt_pystacks *ps, __u32 pid, __u64 id)
 {
-	return (size_t)mt_mix64(id ^ ((__u64)pid << 32)) & (ps->cap - 1);
+	return hash_of(pid, id) & (ps->cap - 1);
 }
 
 struct mt_pystacks *mt_pystacks_new(int stacks_fd, size_t max,
@@ -57,13 +64,42 @@ struct mt_pystacks *mt_pystacks_new(int stacks_fd, size_t max,
 	ps->on_modcode = on_modcode;
 	ps->ctx = ctx;
 	ps->max = max;
-	ps->cap = mt_table_cap(max);
+	/* the table grows with its stacks: a small one stays in the cache */
+	ps->cap = mt_table_cap(max) < MIN_CAP ? mt_table_cap(max) : MIN_CAP;
 	ps->slots = calloc(ps->cap, sizeof(*ps->slots));
 	if (!ps->slots) {
 		free(ps);
 		return NULL;
 	}
 	return ps;
+}
+
+/* twice the slots, up to what max needs: 0, or -1 (full size, or no memory) */
+static int grow(struct mt_pystacks *ps)
+{
+	size_t cap = ps->cap * 2, mask = cap - 1;
+	struct entry *slots;
+
+	if (ps->cap >= mt_table_cap(ps->max))
+		return -1;
+	slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return -1;
+	for (size_t k = 0; k < ps->cap; k++) {
+		const struct entry *e = &ps->slots[k];
+		size_t i;
+
+		if (!e->res)
+			continue;
+		i = hash_of(e->pid, e->id) & mask;
+		while (slots[i].res)
+			i = (i + 1) & mask;
+		slots[i] = *e;
+	}
+	free(ps->slots);
+	ps->slots = slots;
+	ps->cap = cap;
+	return 0;
 }
 
 static void clear(struct mt_pystacks *ps)
@@ -331,10 +367,12 @@ const struct mt_pyresolved *mt_pystacks_get(struct mt_pystacks *ps,
 	r = resolve(ps, py, pid, &st, truncated);
 	if (!r)
 		return NULL;
-	if (ps->count >= ps->max) {
+	/* at half load: a larger table, or else a new start */
+	if (ps->count >= ps->max || (2 * (ps->count + 1) > ps->cap && grow(ps)))
 		clear(ps);
-		i = slot_of(ps, pid, stack_id);
-	}
+	for (i = slot_of(ps, pid, stack_id); ps->slots[i].res;
+	     i = (i + 1) & (ps->cap - 1))
+		;
 	ps->slots[i] = (struct entry){ .pid = pid, .id = stack_id, .res = r };
 	ps->count++;
 	return r;
