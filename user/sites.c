@@ -8,8 +8,14 @@
 /* the table grows with its sites: a small one stays in the cache */
 #define MIN_CAP 1024
 
+/* a slot keeps its site's hash: a probe reads a site only on a match */
+struct slot {
+	__u64 hash;
+	struct mt_site *site; /* NULL: free */
+};
+
 struct mt_sites {
-	struct mt_site **slots; /* open addressing, cap a power of two */
+	struct slot *slots; /* open addressing, cap a power of two */
 	struct mt_site **all; /* in order of creation: walks touch n, not cap */
 	size_t cap, n, max;
 	struct mt_site overflow;
@@ -121,7 +127,7 @@ static struct mt_site *make(const struct mt_site *key, __u32 id)
 static int grow(struct mt_sites *s)
 {
 	size_t cap = s->cap * 2, mask = cap - 1;
-	struct mt_site **slots = calloc(cap, sizeof(*slots));
+	struct slot *slots = calloc(cap, sizeof(*slots));
 	struct mt_site **all = realloc(s->all, cap / 2 * sizeof(*all));
 
 	if (all)
@@ -130,13 +136,15 @@ static int grow(struct mt_sites *s)
 		free(slots);
 		return -1;
 	}
-	/* all[] holds every site: rehash from it, not from the old slots */
-	for (size_t k = 0; k < s->n; k++) {
-		size_t i = site_hash(s->all[k]) & mask;
+	for (size_t k = 0; k < s->cap; k++) {
+		size_t i;
 
-		while (slots[i])
-			i = (i + 1) & mask;
-		slots[i] = s->all[k];
+		if (!s->slots[k].site)
+			continue;
+		for (i = s->slots[k].hash & mask; slots[i].site;
+		     i = (i + 1) & mask)
+			;
+		slots[i] = s->slots[k];
 	}
 	free(s->slots);
 	s->slots = slots;
@@ -147,21 +155,22 @@ static int grow(struct mt_sites *s)
 struct mt_site *mt_sites_get(struct mt_sites *s, const struct mt_site *key,
 			     bool *is_new)
 {
-	size_t mask = s->cap - 1, i = site_hash(key) & mask;
+	__u64 h = site_hash(key);
+	size_t mask = s->cap - 1, i = h & mask;
 
 	*is_new = false;
-	for (; s->slots[i]; i = (i + 1) & mask)
-		if (site_equal(s->slots[i], key))
-			return s->slots[i];
+	for (; s->slots[i].site; i = (i + 1) & mask)
+		if (s->slots[i].hash == h && site_equal(s->slots[i].site, key))
+			return s->slots[i].site;
 	if (s->n < s->max && (s->n + 1 <= s->cap / 2 || !grow(s))) {
 		struct mt_site *site = make(key, (__u32)s->n + 1);
 
 		if (site) {
 			/* the slot found before a growth is no longer it */
-			for (mask = s->cap - 1, i = site_hash(key) & mask;
-			     s->slots[i]; i = (i + 1) & mask)
+			for (mask = s->cap - 1, i = h & mask; s->slots[i].site;
+			     i = (i + 1) & mask)
 				;
-			s->slots[i] = site;
+			s->slots[i] = (struct slot){ .hash = h, .site = site };
 			s->all[s->n++] = site;
 			*is_new = true;
 			return site;

@@ -6,8 +6,14 @@
 /* the table grows with its strings: a short replay pays for a short one */
 #define MIN_CAP 1024
 
+/* a slot keeps its string's hash: strcmp only on a match */
+struct slot {
+	size_t hash;
+	char *s; /* NULL: free */
+};
+
 struct mt_strpool {
-	char **slots;
+	struct slot *slots;
 	size_t cap; /* power of two, at least twice count */
 	size_t count, max;
 };
@@ -42,16 +48,17 @@ void mt_strpool_free(struct mt_strpool *p)
 	if (!p)
 		return;
 	for (size_t i = 0; i < p->cap; i++)
-		free(p->slots[i]);
+		free(p->slots[i].s);
 	free(p->slots);
 	free(p);
 }
 
-static size_t find_slot(char **slots, size_t cap, const char *s)
+static size_t find_slot(const struct slot *slots, size_t cap, size_t h,
+			const char *s)
 {
-	size_t mask = cap - 1, i = hash_str(s) & mask;
+	size_t mask = cap - 1, i = h & mask;
 
-	while (slots[i] && strcmp(slots[i], s))
+	while (slots[i].s && (slots[i].hash != h || strcmp(slots[i].s, s)))
 		i = (i + 1) & mask;
 	return i;
 }
@@ -59,13 +66,14 @@ static size_t find_slot(char **slots, size_t cap, const char *s)
 static int grow(struct mt_strpool *p)
 {
 	size_t cap = p->cap * 2;
-	char **slots = calloc(cap, sizeof(*slots));
+	struct slot *slots = calloc(cap, sizeof(*slots));
 
 	if (!slots)
 		return -1;
 	for (size_t i = 0; i < p->cap; i++)
-		if (p->slots[i])
-			slots[find_slot(slots, cap, p->slots[i])] = p->slots[i];
+		if (p->slots[i].s)
+			slots[find_slot(slots, cap, p->slots[i].hash,
+					p->slots[i].s)] = p->slots[i];
 	free(p->slots);
 	p->slots = slots;
 	p->cap = cap;
@@ -74,20 +82,21 @@ static int grow(struct mt_strpool *p)
 
 const char *mt_intern(struct mt_strpool *p, const char *s)
 {
-	size_t i = find_slot(p->slots, p->cap, s);
+	size_t h = hash_str(s), i = find_slot(p->slots, p->cap, h, s);
 
-	if (p->slots[i])
-		return p->slots[i];
+	if (p->slots[i].s)
+		return p->slots[i].s;
 	if (p->count == p->max)
 		return NULL;
 	if (2 * (p->count + 1) > p->cap) {
 		if (grow(p))
 			return NULL;
-		i = find_slot(p->slots, p->cap, s);
+		i = find_slot(p->slots, p->cap, h, s);
 	}
-	p->slots[i] = strdup(s);
-	if (!p->slots[i])
+	p->slots[i].s = strdup(s);
+	if (!p->slots[i].s)
 		return NULL;
+	p->slots[i].hash = h;
 	p->count++;
-	return p->slots[i];
+	return p->slots[i].s;
 }
