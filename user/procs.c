@@ -34,7 +34,7 @@ struct mt_target *mt_tracer_find(struct mt_tracer *tr, __u32 pid)
 	return NULL;
 }
 
-struct mt_sink *mt_tracer_sink(struct mt_tracer *tr, struct mt_target *t)
+struct mt_sink *mt_tracer_sink(struct mt_tracer *tr, const struct mt_target *t)
 {
 	return t && t->sink ? t->sink : &tr->sink;
 }
@@ -89,8 +89,8 @@ static void find_python(struct mt_tracer *tr, struct mt_target *t)
 	if (tr->att.log)
 		fprintf(tr->att.log, "# python pid=%d version=3.%u\n", t->pid,
 			t->pyconf.minor);
-	mt_sink_meta(t->sink ? t->sink : &tr->sink, "python",
-		     "pid=%d version=3.%u", t->pid, t->pyconf.minor);
+	mt_sink_meta(mt_tracer_sink(tr, t), "python", "pid=%d version=3.%u",
+		     t->pid, t->pyconf.minor);
 }
 
 /* -o FILE{rank}: the process's own sink, named once its rank is known */
@@ -358,5 +358,5 @@ void mt_tracer_on_lib(void *ctx, const struct mt_target *t, const char *path,
 {
 	struct mt_tracer *tr = ctx;
 
-	mt_sink_library(t->sink ? t->sink : &tr->sink, t->pid, path, probes);
+	mt_sink_library(mt_tracer_sink(tr, t), t->pid, path, probes);
 }

@@ -46,7 +46,7 @@ struct mt_target *mt_tracer_find(struct mt_tracer *tr, __u32 pid);
 /* a process --children or --all found, set up as -p does; NULL if not */
 struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how);
 /* where t's events go: its own sink, or the shared one */
-struct mt_sink *mt_tracer_sink(struct mt_tracer *tr, struct mt_target *t);
+struct mt_sink *mt_tracer_sink(struct mt_tracer *tr, const struct mt_target *t);
 void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_target *t);
 /* attach to the libraries t mapped since, find its CPython */
 void mt_tracer_rescan(struct mt_tracer *tr, struct mt_target *t);
