@@ -15,9 +15,10 @@ USER_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -I$(OUTPUT) -Ibpf -Iuser
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf \
 	      -Wall -Werror
 
-USER_SRCS := $(filter-out user/memtrace.c,$(wildcard user/*.c))
+USER_HDRS := $(wildcard user/*/*.h) user/event/cuda_errors.def
+USER_SRCS := $(filter-out user/trace/run.c,$(wildcard user/*/*.c))
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
-MAIN_OBJ := $(OUTPUT)/memtrace.o
+MAIN_OBJ := $(OUTPUT)/trace/run.o
 LIBS := -lbpf -lelf -lz -lyajl
 STATIC_LIBS := -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a -l:libyajl_s.a
 
@@ -46,7 +47,8 @@ $(OUTPUT)/memtrace.bpf.o: $(OUTPUT)/memtrace.tmp.bpf.o
 $(OUTPUT)/memtrace.skel.h: $(OUTPUT)/memtrace.bpf.o
 	$(BPFTOOL) gen skeleton $< name memtrace_bpf > $@
 
-$(OUTPUT)/%.o: user/%.c $(wildcard user/*.h) bpf/memtrace.h user/cuda_errors.def $(OUTPUT)/memtrace.skel.h | $(OUTPUT)
+$(OUTPUT)/%.o: user/%.c $(USER_HDRS) bpf/memtrace.h $(OUTPUT)/memtrace.skel.h | $(OUTPUT)
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(USER_CFLAGS) -c $< -o $@
 
 memtrace-bpf: $(MAIN_OBJ) $(USER_OBJS)
@@ -63,7 +65,7 @@ $(OUTPUT)/static/memtrace-bpf: $(MAIN_OBJ) $(USER_OBJS)
 $(OUTPUT)/%: tests/unit/%.c $(USER_OBJS)
 	$(CC) $(CFLAGS) $(USER_CFLAGS) -I$(CUDA_HOME)/include $^ $(LIBS) -lcmocka -o $@
 
-$(OUTPUT)/asan/%.o: user/%.c $(wildcard user/*.h) bpf/memtrace.h $(OUTPUT)/memtrace.skel.h | $(OUTPUT)
+$(OUTPUT)/asan/%.o: user/%.c $(USER_HDRS) bpf/memtrace.h $(OUTPUT)/memtrace.skel.h | $(OUTPUT)
 	@mkdir -p $(@D)
 	$(CC) -O1 -g $(ASAN) $(USER_CFLAGS) -c $< -o $@
 
@@ -89,8 +91,8 @@ e2e: memtrace-bpf fixtures npm-tools
 # are records the writer makes; the corpus and any crash stay in FUZZ_DIR.
 FUZZ_DIR := $(OUTPUT)/fuzz
 FUZZ_SECS ?= 300
-FUZZ_LIB := user/record.c user/sites.c user/strpool.c
-FUZZ_DEPS := $(FUZZ_LIB) $(wildcard user/*.h) bpf/memtrace.h
+FUZZ_LIB := user/record/record.c user/analysis/sites.c user/lib/strpool.c
+FUZZ_DEPS := $(FUZZ_LIB) $(USER_HDRS) bpf/memtrace.h
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all $(USER_CFLAGS)
 
@@ -117,7 +119,7 @@ fuzz: $(FUZZ_DIR)/fuzz_record $(FUZZ_DIR)/seeds.stamp
 fuzz-short:
 	$(MAKE) fuzz FUZZ_SECS=30
 
-C_SOURCES := $(wildcard user/*.c user/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/fuzz/*.c tests/fixtures/*.c tests/fixtures/*.cpp)
+C_SOURCES := $(wildcard user/*/*.c user/*/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/fuzz/*.c tests/fixtures/*.c tests/fixtures/*.cpp)
 
 lint:
 	clang-format --dry-run -Werror $(C_SOURCES)

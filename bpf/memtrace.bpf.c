@@ -2,7 +2,7 @@
 /*
  * One entry and one return program serve every probe point: the BPF cookie
  * says which call it is and what to record, so that the kernel side stays
- * small and the meaning of each argument lives in user space (user/kinds.c).
+ * small and the meaning of each argument lives in user space (user/event/kinds.c).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

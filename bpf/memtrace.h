@@ -10,7 +10,7 @@
 #define MT_COMM_LEN 16
 #define MT_NARGS 5
 
-/* Which call an event comes from; decoded by user/kinds.c. */
+/* Which call an event comes from; decoded by user/event/kinds.c. */
 enum mt_kind {
 	MT_K_NONE = 0,
 	MT_K_CUDA_MALLOC,
@@ -73,7 +73,7 @@ enum mt_kind {
 #define MT_FRAME_WIN 80 /* bytes of a frame head holding every field (3.11+) */
 
 /*
- * How to walk one target's CPython frames (user/pyproc.c fills it from the
+ * How to walk one target's CPython frames (user/python/pyproc.c fills it from the
  * interpreter's version): the pthread key of the thread state, and the
  * offsets of the fields the walk reads. Byte offsets.
  */

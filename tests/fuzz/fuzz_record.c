@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "record.h"
+#include "record/record.h"
 
 /* small tables: a full one is a path to fuzz too */
 #define FUZZ_STRINGS 512

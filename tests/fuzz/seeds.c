@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "record.h"
+#include "record/record.h"
 
 static const char *const frames[] = { "train.py:88 step", "model.py:41 forward",
 				      "linear.py:114 forward" };

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/allocmodel.c: the caching allocator's rules, case by case. */
+/* user/estimate/allocmodel.c: the caching allocator's rules, case by case. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "allocmodel.h"
+#include "estimate/allocmodel.h"
 
 #define KIB (1ULL << 10)
 #define MIB (1ULL << 20)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * user/cudaerr.c and user/cuda_errors.def: CUDA error names. With a CUDA
+ * user/event/cudaerr.c and user/event/cuda_errors.def: CUDA error names. With a CUDA
  * toolkit, every entry of the table is also proved at compile time to be the
  * header's own enumerator with the header's own value.
  */
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cudaerr.h"
+#include "event/cudaerr.h"
 
 #if __has_include(<driver_types.h>) && __has_include(<cuda.h>)
 #include <driver_types.h>
@@ -25,7 +25,7 @@
 /* a misspelt name fails to compile; a wrong value fails the assertion */
 #define MT_CUDART_ERR(name, value) _Static_assert((name) == (value), #name);
 #define MT_CU_ERR(name, value) _Static_assert((name) == (value), #name);
-#include "cuda_errors.def"
+#include "event/cuda_errors.def"
 #undef MT_CUDART_ERR
 #undef MT_CU_ERR
 #else
@@ -42,7 +42,7 @@ struct entry {
 static const struct entry table[] = {
 #define MT_CUDART_ERR(name, value) { MT_ERR_CUDART, value, #name },
 #define MT_CU_ERR(name, value) { MT_ERR_CU, value, #name },
-#include "cuda_errors.def"
+#include "event/cuda_errors.def"
 #undef MT_CUDART_ERR
 #undef MT_CU_ERR
 };

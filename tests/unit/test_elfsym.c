@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * user/elfsym.c: symbol addresses and file offsets, checked against what
+ * user/proc/elfsym.c: symbol addresses and file offsets, checked against what
  * binutils (nm, readelf) says about real libraries and against the code this
  * process runs.
  */
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "elfsym.h"
+#include "proc/elfsym.h"
 
 #define LIBC10 "/usr/lib/x86_64-linux-gnu/libc10.so.1.13.0"
 #define LIBCUDART "/usr/local/cuda/lib64/libcudart.so.13"

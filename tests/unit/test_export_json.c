@@ -17,8 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <yajl/yajl_tree.h>
-#include "export.h"
-#include "session.h"
+#include "export/export.h"
+#include "analysis/session.h"
 
 #define NSITES 40
 #define NOPS 200000

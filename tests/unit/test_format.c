@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/format.c: the event line a user reads, byte for byte. */
+/* user/event/format.c: the event line a user reads, byte for byte. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -7,8 +7,8 @@
 #include <cmocka.h>
 
 #include <string.h>
-#include "format.h"
-#include "kinds.h"
+#include "event/format.h"
+#include "event/kinds.h"
 
 #define COMM "python3"
 #define HEAD COMM " 4242/4243 [003] 12345.678901: "

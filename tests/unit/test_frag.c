@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/frag.c: waste over time and per phase; half-empty segments. */
+/* user/analysis/frag.c: waste over time and per phase; half-empty segments. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,10 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "frag.h"
-#include "kinds.h"
-#include "livetable.h"
-#include "sites.h"
+#include "analysis/frag.h"
+#include "event/kinds.h"
+#include "analysis/livetable.h"
+#include "analysis/sites.h"
 
 #define MIB (1ULL << 20)
 #define T0 (100ULL << 30) /* ns of the first event */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/kinds.c: what each probed call's raw event means. */
+/* user/event/kinds.c: what each probed call's raw event means. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -7,7 +7,7 @@
 #include <cmocka.h>
 
 #include <string.h>
-#include "kinds.h"
+#include "event/kinds.h"
 
 static struct mt_event event(unsigned int kind)
 {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/leaks.c: sites whose old allocations grow step over step. */
+/* user/analysis/leaks.c: sites whose old allocations grow step over step. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,10 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kinds.h"
-#include "leaks.h"
-#include "livetable.h"
-#include "sites.h"
+#include "event/kinds.h"
+#include "analysis/leaks.h"
+#include "analysis/livetable.h"
+#include "analysis/sites.h"
 
 #define SEC 1000000000ULL
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/livetable.c: the table of allocations not yet freed. */
+/* user/analysis/livetable.c: the table of allocations not yet freed. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,8 +9,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kinds.h"
-#include "livetable.h"
+#include "event/kinds.h"
+#include "analysis/livetable.h"
 
 static struct mt_live entry(__u32 pid, __u16 space, __u64 ptr, __u64 size)
 {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/metrics.c: the Prometheus text, its file and its HTTP endpoint. */
+/* user/export/metrics.c: the Prometheus text, its file and its HTTP endpoint. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "kinds.h"
-#include "metrics.h"
-#include "session.h"
+#include "event/kinds.h"
+#include "export/metrics.h"
+#include "analysis/session.h"
 
 #define MIB (1ULL << 20)
 #define GPU_PID 4242

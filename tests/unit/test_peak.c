@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/peak.c: each account's peak and what was alive at it. */
+/* user/analysis/peak.c: each account's peak and what was alive at it. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kinds.h"
-#include "livetable.h"
-#include "peak.h"
-#include "sites.h"
+#include "event/kinds.h"
+#include "analysis/livetable.h"
+#include "analysis/peak.h"
+#include "analysis/sites.h"
 
 #define T0 1000000000ULL /* the trace's start, ns */
 #define MS 1000000ULL

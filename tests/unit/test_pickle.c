@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/pickle.c: protocol 2 bytes, exactly, and what Python loads. */
+/* user/export/pickle.c: protocol 2 bytes, exactly, and what Python loads. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pickle.h"
+#include "export/pickle.h"
 
 struct buf {
 	FILE *f;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/procmaps.c: parsing /proc/PID/maps and naming the libraries in it. */
+/* user/proc/maps.c: parsing /proc/PID/maps and naming the libraries in it. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-#include "kinds.h"
-#include "procmaps.h"
+#include "event/kinds.h"
+#include "proc/maps.h"
 
 static int parse(const char *line, struct mt_mapping *m, char *path,
 		 size_t pathlen)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * user/pyproc.c and user/pyline.c against real interpreters: pyenv's
+ * user/python/pyproc.c and user/python/line.c against real interpreters: pyenv's
  * 3.10-3.13 (shared libpython, PIE) with a stand-in torch/nn/modules/module.py
  * and Debian's /usr/bin/python3 (3.11, non-PIE, libpython linked in,
  * stripped) with real torch. Each child prints what CPython itself says
@@ -27,9 +27,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "elfsym.h"
-#include "pyline.h"
-#include "pyproc.h"
+#include "proc/elfsym.h"
+#include "python/line.h"
+#include "python/pyproc.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

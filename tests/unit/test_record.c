@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/record.c: the binary record, written, read back, cut and damaged. */
+/* user/record/record.c: the binary record, written, read back, cut and damaged. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
-#include "record.h"
+#include "record/record.h"
 
 #define NAME_MAX_STRINGS 4096
 #define NAME_MAX_SITES 4096

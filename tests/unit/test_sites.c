@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/sites.c: call sites, interned. */
+/* user/analysis/sites.c: call sites, interned. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -7,7 +7,7 @@
 #include <cmocka.h>
 
 #include <stdlib.h>
-#include "sites.h"
+#include "analysis/sites.h"
 
 #define N 5000 /* several growths of the table */
 

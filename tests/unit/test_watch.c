@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/watch.c: growth rate, time to OOM, risk, alerts. */
+/* user/analysis/watch.c: growth rate, time to OOM, risk, alerts. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,10 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kinds.h"
-#include "sites.h"
-#include "summary.h"
-#include "watch.h"
+#include "event/kinds.h"
+#include "analysis/sites.h"
+#include "analysis/summary.h"
+#include "analysis/watch.h"
 
 #define MIB (1ULL << 20)
 #define GIB (1ULL << 30)

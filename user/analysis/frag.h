@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Fragmentation of the caching allocator: reserved - allocated and its
+ * share of reserved over time and per phase, per device; and the segments
+ * (cudaMalloc, cuMemAlloc, cuMemMap ranges) that hold few live blocks.
+ */
+#ifndef __FRAG_H
+#define __FRAG_H
+
+#include <stdio.h>
+#include "event/kinds.h"
+#include "analysis/livetable.h"
+
+struct mt_frag;
+
+struct mt_frag *mt_frag_new(void);
+void mt_frag_free(struct mt_frag *f);
+
+/* an event carrying the allocator's totals (r->has_totals), its phase */
+void mt_frag_event(struct mt_frag *f, const struct mt_rec *r,
+		   const char *phase);
+
+/* per device, then the emptiest segments of the live table now */
+void mt_frag_print(const struct mt_frag *f, const struct mt_livetable *live,
+		   __u64 t0, FILE *out);
+
+#endif /* __FRAG_H */

@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * At each boundary of a process, the live allocations old enough are
+ * counted per site into a short history; a site whose count or bytes rose
+ * at each of the last RUN boundaries is a leak. Only the sites seen at a
+ * process's latest boundary are kept: one absent there counts 0 at it, and
+ * a leak's series must rise to its last sample, so nothing is lost.
+ */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include "event/format.h"
+#include "lib/hashing.h"
+#include "analysis/leaks.h"
+#include "analysis/sites.h"
+
+#define RUN 3 /* rises in a row that make a leak */
+#define HISTORY (RUN + 1) /* samples a leak is judged on */
+#define MAX_PIDS 64
+#define MAX_SITES 16384
+#define MIN_SITES 256
+#define SITE_HEADS 4096 /* hash chains, a power of two */
+#define MAX_SHOWN 20 /* leaks printed; the rest counted */
+#define NONE UINT32_MAX
+
+struct sample {
+	__u64 count, bytes;
+};
+
+struct leak_site {
+	const struct mt_site *site;
+	struct sample h[HISTORY]; /* by the pid's boundary number % HISTORY */
+	__u32 pid; /* 0: free */
+	__u32 last; /* the pid's boundary it was last seen at */
+	__u32 next; /* in its chain or the free list */
+};
+
+struct leak_pid {
+	__u32 pid;
+	__u32 n; /* boundaries seen */
+	__u32 kind_since; /* first boundary of the present kind */
+	bool steps; /* steps, or age_seconds passing */
+	__u64 ts[HISTORY];
+	__u64 unfit; /* allocations at the last boundary: site table full */
+};
+
+struct mt_leaks {
+	struct mt_leak_conf conf;
+	struct leak_pid pids[MAX_PIDS];
+	size_t npids;
+	__u64 unfit_boundaries; /* of processes beyond MAX_PIDS */
+	__u32 heads[SITE_HEADS];
+	struct leak_site *sites;
+	size_t cap, used; /* slots allocated, slots ever handed out */
+	__u32 free_list;
+};
+
+struct mt_leaks *mt_leaks_new(const struct mt_leak_conf *c)
+{
+	struct mt_leaks *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->conf = *c;
+	l->sites = calloc(MIN_SITES, sizeof(*l->sites));
+	if (!l->sites) {
+		free(l);
+		return NULL;
+	}
+	l->cap = MIN_SITES;
+	l->free_list = NONE;
+	for (size_t i = 0; i < SITE_HEADS; i++)
+		l->heads[i] = NONE;
+	return l;
+}
+
+void mt_leaks_free(struct mt_leaks *l)
+{
+	if (!l)
+		return;
+	free(l->sites);
+	free(l);
+}
+
+/* pid's index, or npids when it has none */
+static size_t pid_index(const struct mt_leaks *l, __u32 pid)
+{
+	size_t i = 0;
+
+	while (i < l->npids && l->pids[i].pid != pid)
+		i++;
+	return i;
+}
+
+static struct leak_pid *pid_get(struct mt_leaks *l, __u32 pid)
+{
+	size_t i = pid_index(l, pid);
+
+	if (i < l->npids)
+		return &l->pids[i];
+	if (l->npids == MAX_PIDS)
+		return NULL;
+	l->pids[l->npids] = (struct leak_pid){ .pid = pid };
+	return &l->pids[l->npids++];
+}
+
+static size_t head_of(__u32 pid, const struct mt_site *site)
+{
+	return (size_t)mt_mix64((__u64)(uintptr_t)site ^ (__u64)pid << 32) &
+	       (SITE_HEADS - 1);
+}
+
+/* a zeroed slot off the free list or the array, grown up to MAX_SITES */
+static struct leak_site *site_alloc(struct mt_leaks *l)
+{
+	struct leak_site *s;
+
+	if (l->free_list != NONE) {
+		s = &l->sites[l->free_list];
+		l->free_list = s->next;
+	} else {
+		if (l->used == l->cap) {
+			size_t cap = l->cap * 2;
+
+			if (cap > MAX_SITES)
+				return NULL;
+			s = realloc(l->sites, cap * sizeof(*s));
+			if (!s)
+				return NULL;
+			l->sites = s;
+			l->cap = cap;
+		}
+		s = &l->sites[l->used++];
+	}
+	*s = (struct leak_site){ 0 };
+	return s;
+}
+
+/* the site's record at boundary n of pid, made if new; NULL when full */
+static struct leak_site *site_at(struct mt_leaks *l, __u32 pid,
+				 const struct mt_site *site, __u32 n)
+{
+	size_t head = head_of(pid, site);
+	struct leak_site *s;
+
+	for (__u32 i = l->heads[head]; i != NONE; i = s->next) {
+		s = &l->sites[i];
+		if (s->pid != pid || s->site != site)
+			continue;
+		/* kept from boundary n - 1 (see sweep): start sample n */
+		if (s->last != n) {
+			s->h[n % HISTORY] = (struct sample){ 0 };
+			s->last = n;
+		}
+		return s;
+	}
+	s = site_alloc(l);
+	if (!s)
+		return NULL;
+	s->site = site;
+	s->pid = pid;
+	s->last = n;
+	s->next = l->heads[head];
+	l->heads[head] = (__u32)(s - l->sites);
+	return s;
+}
+
+struct scan {
+	struct mt_leaks *l;
+	struct leak_pid *p;
+	__u32 step;
+	__u64 ts, age_ns;
+};
+
+static void count_live(const struct mt_live *e, void *ctx)
+{
+	struct scan *sc = ctx;
+	struct leak_site *s;
+
+	if (e->pid != sc->p->pid)
+		return;
+	/* old enough: alive across age_steps steps, or age_seconds */
+	if (sc->step ? (__u64)e->step + sc->l->conf.age_steps > sc->step :
+		       e->ts + sc->age_ns > sc->ts)
+		return;
+	s = site_at(sc->l, e->pid, e->site, sc->p->n);
+	if (!s) {
+		sc->p->unfit++;
+		return;
+	}
+	s->h[sc->p->n % HISTORY].count++;
+	s->h[sc->p->n % HISTORY].bytes += e->size;
+}
+
+/* drop p's sites not seen at its latest boundary: they count 0 there */
+static void sweep(struct mt_leaks *l, const struct leak_pid *p)
+{
+	for (size_t h = 0; h < SITE_HEADS; h++) {
+		__u32 *link = &l->heads[h];
+
+		while (*link != NONE) {
+			struct leak_site *s = &l->sites[*link];
+			__u32 i = *link;
+
+			if (s->pid != p->pid || s->last == p->n) {
+				link = &s->next;
+				continue;
+			}
+			*link = s->next;
+			s->pid = 0;
+			s->next = l->free_list;
+			l->free_list = i;
+		}
+	}
+}
+
+void mt_leaks_boundary(struct mt_leaks *l, __u32 pid, __u32 step, __u64 ts,
+		       const struct mt_livetable *live)
+{
+	struct leak_pid *p = pid_get(l, pid);
+	struct scan sc = { .l = l, .p = p, .step = step, .ts = ts };
+
+	if (!p) {
+		l->unfit_boundaries++;
+		return;
+	}
+	if (l->conf.age_seconds > 0)
+		sc.age_ns = (__u64)(l->conf.age_seconds * 1e9);
+	p->n++;
+	/* growth is judged over boundaries of one kind only */
+	if (p->n == 1 || p->steps != (step > 0))
+		p->kind_since = p->n;
+	p->steps = step > 0;
+	p->ts[p->n % HISTORY] = ts;
+	p->unfit = 0;
+	mt_live_foreach(live, count_live, &sc);
+	sweep(l, p);
+}
+
+struct leak {
+	const struct leak_site *s;
+	const struct leak_pid *p;
+	__s64 dcount, dbytes; /* over the last RUN boundaries */
+};
+
+static bool judged(const struct leak_pid *p)
+{
+	return p->n - p->kind_since + 1 >= HISTORY;
+}
+
+static const struct sample *sample(const struct leak_site *s,
+				   const struct leak_pid *p, int i)
+{
+	return &s->h[(p->n - RUN + (__u32)i) % HISTORY];
+}
+
+/* count or bytes rose at each of the last RUN boundaries */
+static bool grows(const struct leak_site *s, const struct leak_pid *p)
+{
+	bool count = true, bytes = true;
+
+	for (int i = 0; i < RUN; i++) {
+		const struct sample *a = sample(s, p, i),
+				    *b = sample(s, p, i + 1);
+
+		count = count && b->count > a->count;
+		bytes = bytes && b->bytes > a->bytes;
+	}
+	return count || bytes;
+}
+
+static int by_growth(const void *pa, const void *pb)
+{
+	const struct leak *x = pa, *y = pb;
+	__u32 ix = x->s->site ? x->s->site->id : 0;
+	__u32 iy = y->s->site ? y->s->site->id : 0;
+
+	if (x->dbytes != y->dbytes)
+		return x->dbytes > y->dbytes ? -1 : 1;
+	if (x->dcount != y->dcount)
+		return x->dcount > y->dcount ? -1 : 1;
+	if (x->s->pid != y->s->pid)
+		return x->s->pid < y->s->pid ? -1 : 1;
+	return ix < iy ? -1 : ix > iy;
+}
+
+static const char *or_dash(const char *s)
+{
+	return s ? s : "-";
+}
+
+static void print_leak(const struct leak *k, bool stacks, FILE *out)
+{
+	const struct mt_site *site = k->s->site;
+	const struct sample *now = sample(k->s, k->p, RUN);
+	double per = (double)k->dbytes / RUN;
+	char unit[32], b[32], g[32];
+
+	if (k->p->steps)
+		snprintf(unit, sizeof(unit), "step");
+	else
+		snprintf(unit, sizeof(unit), "%.3gs",
+			 (double)(k->p->ts[k->p->n % HISTORY] -
+				  k->p->ts[(k->p->n - RUN) % HISTORY]) /
+				 1e9 / RUN);
+	fprintf(out,
+		"# leak pid=%u growth=%+.2f/%s bytes_growth=%+.0f/%s "
+		"(%s%s) count=%" PRIu64 " bytes=%" PRIu64 " (%s) counts=",
+		k->s->pid, (double)k->dcount / RUN, unit, per, unit,
+		per < 0 ? "-" : "+",
+		mt_format_bytes(g, sizeof(g),
+				(unsigned long long)(per < 0 ? -per : per)),
+		(uint64_t)now->count, (uint64_t)now->bytes,
+		mt_format_bytes(b, sizeof(b), now->bytes));
+	for (int i = 0; i <= RUN; i++)
+		fprintf(out, "%s%" PRIu64, i ? "," : "",
+			(uint64_t)sample(k->s, k->p, i)->count);
+	fprintf(out, " event=%s module=%s phase=%s node=%s%s\n",
+		site ? or_dash(site->event) : "-",
+		site ? or_dash(site->module) : "-",
+		site ? or_dash(site->phase) : "-",
+		site ? or_dash(site->node) : "-",
+		site && site->recompute ? " recompute" : "");
+	if (!stacks || !site)
+		return;
+	for (int i = 0; i < site->depth; i++)
+		fprintf(out, "#\t%s\n", site->frames[i]);
+	if (site->truncated)
+		fprintf(out, "#\t[truncated at %d frames]\n", site->depth);
+}
+
+size_t mt_leaks_count(const struct mt_leaks *l, __u32 pid)
+{
+	size_t k = pid_index(l, pid), n = 0;
+
+	if (k == l->npids || !judged(&l->pids[k]))
+		return 0;
+	for (size_t i = 0; i < l->used; i++)
+		if (l->sites[i].pid == pid && grows(&l->sites[i], &l->pids[k]))
+			n++;
+	return n;
+}
+
+void mt_leaks_print(const struct mt_leaks *l, bool stacks, FILE *out)
+{
+	struct leak *v = malloc((l->used ? l->used : 1) * sizeof(*v));
+	size_t n = 0;
+	__u64 seen = 0;
+	bool any_judged = false;
+
+	if (!v) {
+		fprintf(out, "# leaks: out of memory\n");
+		return;
+	}
+	for (size_t i = 0; i < l->used; i++) {
+		const struct leak_site *s = &l->sites[i];
+		const struct leak_pid *p;
+
+		if (!s->pid)
+			continue;
+		p = &l->pids[pid_index(l, s->pid)];
+		if (!judged(p) || !grows(s, p))
+			continue;
+		v[n++] = (struct leak){
+			.s = s,
+			.p = p,
+			.dcount = (__s64)(sample(s, p, RUN)->count -
+					  sample(s, p, 0)->count),
+			.dbytes = (__s64)(sample(s, p, RUN)->bytes -
+					  sample(s, p, 0)->bytes),
+		};
+	}
+	qsort(v, n, sizeof(*v), by_growth);
+	for (size_t i = 0; i < l->npids; i++) {
+		seen += l->pids[i].n;
+		if (judged(&l->pids[i]))
+			any_judged = true;
+	}
+	if (n)
+		fprintf(out,
+			"# leaks: %zu growing site%s (%" PRIu64
+			" boundaries seen)\n",
+			n, n == 1 ? "" : "s", (uint64_t)seen);
+	else if (any_judged)
+		fprintf(out, "# leaks: none (%" PRIu64 " boundaries seen)\n",
+			(uint64_t)seen);
+	for (size_t i = 0; i < n && i < MAX_SHOWN; i++)
+		print_leak(&v[i], stacks, out);
+	if (n > MAX_SHOWN)
+		fprintf(out, "# leak ... %zu more growing sites\n",
+			n - MAX_SHOWN);
+	free(v);
+	for (size_t i = 0; i < l->npids; i++) {
+		const struct leak_pid *p = &l->pids[i];
+
+		if (!judged(p))
+			fprintf(out,
+				"# leaks pid=%u: too few boundaries to judge "
+				"(%u seen, %d needed)\n",
+				p->pid, p->n - p->kind_since + 1, HISTORY);
+		if (p->unfit)
+			fprintf(out,
+				"# leaks pid=%u: %" PRIu64 " allocations not "
+				"counted (site table full at %d)\n",
+				p->pid, (uint64_t)p->unfit, MAX_SITES);
+	}
+	if (!l->npids)
+		fprintf(out,
+			"# leaks: too few boundaries to judge (0 seen, %d needed)\n",
+			HISTORY);
+	if (l->unfit_boundaries)
+		fprintf(out,
+			"# leaks: processes beyond %d not tracked (%" PRIu64
+			" boundaries)\n",
+			MAX_PIDS, (uint64_t)l->unfit_boundaries);
+}

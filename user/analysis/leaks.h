@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Leaks: allocations that stay alive across several optimizer steps (or
+ * seconds, for a process without steps) and whose count or bytes grow
+ * from one step to the next, grouped by call site: memleak's view with
+ * Python lines. State that settles after the first steps (parameters,
+ * gradients, optimizer state) is not reported.
+ */
+#ifndef __LEAKS_H
+#define __LEAKS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "analysis/livetable.h"
+
+struct mt_leak_conf {
+	unsigned int age_steps; /* alive across this many steps, >= 1 */
+	double age_seconds; /* or this long, where a process has no steps */
+};
+
+struct mt_leaks;
+
+struct mt_leaks *mt_leaks_new(const struct mt_leak_conf *c);
+void mt_leaks_free(struct mt_leaks *l);
+
+/*
+ * A boundary of process pid at time ts: it finished optimizer step `step`
+ * (1, 2, ...), or, with step 0, age_seconds passed for a process without
+ * steps. The live allocations of pid old enough (e->step <= step -
+ * age_steps, or e->ts <= ts - age_seconds) are counted per site.
+ */
+void mt_leaks_boundary(struct mt_leaks *l, __u32 pid, __u32 step, __u64 ts,
+		       const struct mt_livetable *live);
+
+/* how many of pid's sites are leaks by now */
+size_t mt_leaks_count(const struct mt_leaks *l, __u32 pid);
+
+/* the sites that grew at every one of the last boundaries */
+void mt_leaks_print(const struct mt_leaks *l, bool stacks, FILE *out);
+
+#endif /* __LEAKS_H */

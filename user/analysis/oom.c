@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "event/cudaerr.h"
+#include "event/format.h"
+#include "analysis/oom.h"
+
+#define PENDING 64 /* threads followed through a retry at once, by tid */
+#define TOP_SITES 5
+
+/* a thread whose allocation failed: does the allocator retry it? */
+struct pending {
+	__u32 tid;
+	const char *event; /* the failed call */
+	__u64 size;
+	__u64 freed, freed_bytes; /* segments released since */
+};
+
+struct mt_oom {
+	struct pending p[PENDING];
+	__u64 failures, retries, gave_up, raised;
+};
+
+struct mt_oom *mt_oom_new(void)
+{
+	return calloc(1, sizeof(struct mt_oom));
+}
+
+void mt_oom_free(struct mt_oom *o)
+{
+	free(o);
+}
+
+/* device memory given back: a step of the allocator's retry */
+static bool is_segment_free(const struct mt_rec *r)
+{
+	return r->role == MT_ROLE_FREE && !r->failed &&
+	       (r->ki->space == MT_SP_CUDART || r->ki->space == MT_SP_DRIVER ||
+		r->ki->space == MT_SP_HANDLE || r->ki->space == MT_SP_VAMAP);
+}
+
+static void print_state(const struct mt_rec *r, struct mt_summary *sum,
+			FILE *out)
+{
+	char dev[32], a[32], b[32], c[32], d[32];
+
+	for (size_t i = 0; i < sum->ndevs; i++) {
+		const struct mt_dev_stat *s = &sum->devs[i];
+
+		if (s->pid != r->ev->pid || s->type != r->dev_type ||
+		    (r->dev_index >= 0 && s->index != r->dev_index))
+			continue;
+		mt_format_dev(dev, sizeof(dev), s->type, s->index);
+		if (s->space == MT_SP_C10)
+			fprintf(out,
+				"#   state %s c10: allocated=%s reserved=%s "
+				"peak allocated=%s peak reserved=%s\n",
+				dev,
+				mt_format_bytes(a, sizeof(a), s->allocated),
+				mt_format_bytes(b, sizeof(b), s->reserved),
+				mt_format_bytes(c, sizeof(c),
+						s->allocated_peak),
+				mt_format_bytes(d, sizeof(d),
+						s->reserved_peak));
+		else if (s->space != MT_SP_VAMAP)
+			fprintf(out, "#   state %s %s: live=%s peak=%s\n", dev,
+				mt_space_name(s->space),
+				mt_format_bytes(a, sizeof(a), s->cur),
+				mt_format_bytes(b, sizeof(b), s->peak));
+	}
+}
+
+struct top {
+	__u32 pid;
+	bool gpu; /* leave CPU tensors out */
+	const struct mt_site *v[TOP_SITES];
+	size_t n;
+};
+
+static void pick_top(struct mt_site *site, void *ctx)
+{
+	struct top *t = ctx;
+	size_t i;
+
+	if (site->pid != t->pid || !site->live_bytes ||
+	    (t->gpu && site->event && !strncmp(site->event, "c10:cpu", 7)))
+		return;
+	for (i = t->n; i > 0 && t->v[i - 1]->live_bytes < site->live_bytes; i--)
+		if (i < TOP_SITES)
+			t->v[i] = t->v[i - 1];
+	if (i < TOP_SITES) {
+		t->v[i] = site;
+		if (t->n < TOP_SITES)
+			t->n++;
+	}
+}
+
+static void print_site_line(const struct mt_site *s, FILE *out)
+{
+	char b[32];
+
+	fprintf(out,
+		"#     %s in %" PRIu64 " allocations: %s module=%s phase=%s",
+		mt_format_bytes(b, sizeof(b), s->live_bytes),
+		(uint64_t)s->live_count, s->event ? s->event : "?",
+		s->module ? s->module : "-", s->phase ? s->phase : "-");
+	if (s->depth)
+		fprintf(out, " at %s", s->frames[0]);
+	fprintf(out, "\n");
+}
+
+static void print_block(const struct mt_rec *r, const struct mt_site *site,
+			struct mt_summary *sum, struct mt_sites *sites,
+			__u64 t0, bool stacks, FILE *out)
+{
+	const struct mt_event *ev = r->ev;
+	const char *err =
+		r->has_ret ? mt_cuda_err_name(r->ki->errdomain, r->ret) : NULL;
+	struct top top = { .pid = ev->pid, .gpu = r->dev_type == MT_DT_CUDA };
+	char dev[32], b[32];
+
+	mt_format_dev(dev, sizeof(dev), r->dev_type, r->dev_index);
+	fprintf(out, "# OOM pid=%u tid=%u dev=%s at %.6f s: %s", ev->pid,
+		ev->tid, dev, (double)(ev->ts - t0) / 1e9, r->event);
+	if (r->size_state == MT_SIZE_KNOWN)
+		fprintf(out, " size=%" PRIu64 " (%s)", (uint64_t)r->size,
+			mt_format_bytes(b, sizeof(b), r->size));
+	if (r->role == MT_ROLE_OOM)
+		fprintf(out, ": the caching allocator gave up\n");
+	else
+		fprintf(out, " failed: %s (%d)\n", err ? err : "error", r->ret);
+	fprintf(out, "#   module=%s phase=%s",
+		site->module ? site->module : "-",
+		site->phase ? site->phase : "-");
+	if (site->node)
+		fprintf(out, " node=%s", site->node);
+	fprintf(out, "\n");
+	print_state(r, sum, out);
+	if (stacks && site->depth) {
+		fprintf(out, "#   stack:\n");
+		for (int i = 0; i < site->depth; i++)
+			fprintf(out, "#\t%s\n", site->frames[i]);
+	}
+	mt_sites_foreach(sites, pick_top, &top);
+	if (top.n)
+		fprintf(out, "#   top live sites:\n");
+	for (size_t i = 0; i < top.n; i++)
+		print_site_line(top.v[i], out);
+}
+
+static void follow_retry(struct mt_oom *o, const struct mt_rec *r,
+			 struct pending *p, FILE *out)
+{
+	char b[32];
+
+	if (is_segment_free(r)) {
+		p->freed++;
+		if (r->size_state == MT_SIZE_KNOWN)
+			p->freed_bytes += r->size;
+		return;
+	}
+	/* the allocator retries at once: anything else ends the wait */
+	if (r->role != MT_ROLE_ALLOC || r->event != p->event ||
+	    r->size_state != MT_SIZE_KNOWN || r->size != p->size) {
+		p->tid = 0;
+		return;
+	}
+	o->retries++;
+	fprintf(out,
+		"# OOM retry pid=%u tid=%u: %" PRIu64 " cached segments freed "
+		"(%s), then %s size=%" PRIu64 " again: %s "
+		"num_alloc_retries=%" PRIu64 "\n",
+		r->ev->pid, r->ev->tid, (uint64_t)p->freed,
+		mt_format_bytes(b, sizeof(b), p->freed_bytes), r->event,
+		(uint64_t)r->size, r->failed ? "failed" : "ok",
+		(uint64_t)o->retries);
+	p->tid = 0;
+}
+
+/* --trace-exceptions: a Python exception of a type asked for, raised */
+static void print_raise(const struct mt_rec *r, const struct mt_site *site,
+			__u64 t0, bool stacks, FILE *out)
+{
+	fprintf(out, "# EXCEPTION pid=%u tid=%u at %.6f s: %s raised",
+		r->ev->pid, r->ev->tid, (double)(r->ev->ts - t0) / 1e9,
+		site->detail ? site->detail : "?");
+	fprintf(out, " module=%s phase=%s\n", site->module ? site->module : "-",
+		site->phase ? site->phase : "-");
+	if (!stacks)
+		return;
+	for (int i = 0; i < site->depth; i++)
+		fprintf(out, "#\t%s\n", site->frames[i]);
+}
+
+void mt_oom_event(struct mt_oom *o, const struct mt_rec *r,
+		  const struct mt_site *site, struct mt_summary *sum,
+		  struct mt_sites *sites, __u64 t0, bool stacks, FILE *out)
+{
+	struct pending *p = &o->p[r->ev->tid % PENDING];
+	bool retry = p->tid == r->ev->tid && r->role == MT_ROLE_ALLOC &&
+		     r->event == p->event;
+
+	if (r->ev->kind == MT_K_PY_RAISE) {
+		o->raised++;
+		print_raise(r, site, t0, stacks, out);
+		return;
+	}
+	if (p->tid == r->ev->tid)
+		follow_retry(o, r, p, out);
+	if (r->role == MT_ROLE_OOM) {
+		o->gave_up++;
+		print_block(r, site, sum, sites, t0, stacks, out);
+		return;
+	}
+	if (r->role != MT_ROLE_ALLOC || !r->failed || retry)
+		return;
+	o->failures++;
+	print_block(r, site, sum, sites, t0, stacks, out);
+	*p = (struct pending){ .tid = r->ev->tid,
+			       .event = r->event,
+			       .size = r->size_state == MT_SIZE_KNOWN ?
+					       r->size :
+					       0 };
+}
+
+void mt_oom_print(const struct mt_oom *o, FILE *out)
+{
+	fprintf(out,
+		"# oom failed_allocations=%" PRIu64
+		" num_alloc_retries=%" PRIu64 " allocator_gave_up=%" PRIu64
+		" exceptions=%" PRIu64 "\n",
+		(uint64_t)o->failures, (uint64_t)o->retries,
+		(uint64_t)o->gave_up, (uint64_t)o->raised);
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Failed allocations, printed the moment they happen: the request, its
+ * Python stack, module and phase, the allocator's state, the top live
+ * sites of the process; then the caching allocator's retry (cached
+ * segments freed, the same request again) as it unfolds.
+ */
+#ifndef __OOM_H
+#define __OOM_H
+
+#include <stdio.h>
+#include "event/kinds.h"
+#include "analysis/sites.h"
+#include "analysis/summary.h"
+
+struct mt_oom;
+
+struct mt_oom *mt_oom_new(void);
+void mt_oom_free(struct mt_oom *o);
+
+/* every event, after the summary and the sites counted it */
+void mt_oom_event(struct mt_oom *o, const struct mt_rec *r,
+		  const struct mt_site *site, struct mt_summary *sum,
+		  struct mt_sites *sites, __u64 t0, bool stacks, FILE *out);
+
+/* failures and retries of the whole run */
+void mt_oom_print(const struct mt_oom *o, FILE *out);
+
+#endif /* __OOM_H */

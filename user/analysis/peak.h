@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The peak of each memory account (a process's allocations of one address
+ * space on one device) and what was alive at it, grouped by call site.
+ * O(1) per event: at a new peak only the moment is noted; an allocation
+ * freed later that was alive then is added to the peak's groups as it
+ * goes, and the ones still alive come from the live table at the end.
+ */
+#ifndef __PEAK_H
+#define __PEAK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "event/kinds.h"
+#include "analysis/livetable.h"
+
+struct mt_peak;
+
+struct mt_peak *mt_peak_new(void);
+void mt_peak_free(struct mt_peak *p);
+
+/* e became live (after the live table took it) */
+void mt_peak_alloc(struct mt_peak *p, const struct mt_live *e);
+
+/* e, live until now, was freed (after the live table let it go) */
+void mt_peak_release(struct mt_peak *p, const struct mt_live *e);
+
+/*
+ * For each account: when it peaked (ts, seconds since t0), the peak in
+ * bytes, and the allocations alive then grouped by site (module, phase,
+ * stack), largest first, the top ones printed and the rest summed, so that
+ * the lines add up to the peak. stacks: print each group's Python stack.
+ */
+void mt_peak_print(const struct mt_peak *p, const struct mt_livetable *live,
+		   __u64 t0, size_t top, bool stacks, FILE *out);
+
+/*
+ * The same groups, handed to fn one at a time: the accounts with a peak in
+ * the order first seen, each one's groups largest first, then (unfit) the
+ * bytes alive at its peak that no group slot held. 0, or -ENOMEM.
+ */
+struct mt_peak_group {
+	__u32 pid;
+	enum mt_space space;
+	enum mt_dev_type dev_type;
+	int dev; /* -1: none or unknown */
+	__u64 peak, peak_ts; /* the account's: bytes, ns */
+	const struct mt_site *site; /* NULL when unfit, or in tests */
+	__u64 bytes, count;
+	bool unfit;
+};
+
+int mt_peak_foreach(const struct mt_peak *p, const struct mt_livetable *live,
+		    void (*fn)(const struct mt_peak_group *g, void *ctx),
+		    void *ctx);
+
+/* --at: the same view of what is alive now, at ts */
+void mt_peak_print_now(const struct mt_livetable *live, __u64 t0, __u64 ts,
+		       size_t top, bool stacks, FILE *out);
+
+#endif /* __PEAK_H */

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "event/format.h"
+#include "analysis/ops.h"
+#include "cli/options.h"
+#include "analysis/session.h"
+
+#define MAX_SITES 65536
+
+void mt_session_conf_from(struct mt_session_conf *c, const struct mt_options *o)
+{
+	*c = (struct mt_session_conf){
+		.print_events = !o->quiet,
+		.no_stack = o->no_stack,
+		.min_size = o->min_size,
+		.max_live = o->max_live,
+		.max_sites = MAX_SITES,
+		.top_live = o->top_live,
+		.top_ops = o->top_ops,
+		.leak = { .age_steps = o->leak_age_steps,
+			  .age_seconds = o->leak_age_seconds },
+	};
+}
+
+int mt_session_init(struct mt_session *s, const struct mt_session_conf *c,
+		    FILE *out)
+{
+	memset(s, 0, sizeof(*s));
+	s->conf = *c;
+	s->out = out;
+	s->live = mt_live_new(c->max_live);
+	s->sites = mt_sites_new(c->max_sites);
+	s->peak = mt_peak_new();
+	s->leaks = mt_leaks_new(&c->leak);
+	s->frag = mt_frag_new();
+	s->oom = mt_oom_new();
+	if (!s->live || !s->sites || !s->peak || !s->leaks || !s->frag ||
+	    !s->oom)
+		return -ENOMEM;
+	return 0;
+}
+
+void mt_session_free(struct mt_session *s)
+{
+	mt_oom_free(s->oom);
+	mt_frag_free(s->frag);
+	mt_leaks_free(s->leaks);
+	mt_peak_free(s->peak);
+	mt_summary_free(&s->sum);
+	mt_sites_free(s->sites);
+	mt_live_free(s->live);
+}
+
+/* pid's slot; a pid whose slot another took starts afresh (counted) */
+static struct mt_proc *proc_of(struct mt_session *s, __u32 pid)
+{
+	struct mt_proc *p = &s->procs[pid % MT_PROCS];
+
+	if (p->pid != pid) {
+		if (p->pid)
+			s->procs_evicted++;
+		*p = (struct mt_proc){ .pid = pid,
+				       .rank = { .rank = -1,
+						 .local_rank = -1,
+						 .world_size = -1 } };
+	}
+	return p;
+}
+
+const struct mt_proc *mt_session_proc(const struct mt_session *s, __u32 pid)
+{
+	const struct mt_proc *p = &s->procs[pid % MT_PROCS];
+
+	return p->pid == pid ? p : NULL;
+}
+
+__u32 mt_session_step(const struct mt_session *s, __u32 pid)
+{
+	const struct mt_proc *p = mt_session_proc(s, pid);
+
+	return p ? p->step : 0;
+}
+
+void mt_session_set_rank(struct mt_session *s, __u32 pid,
+			 const struct mt_rank *r)
+{
+	proc_of(s, pid)->rank = *r;
+}
+
+/*
+ * An optimizer phase left after a backward ends a step (zero_grad before
+ * the forward is none); a process without steps gets a leak boundary each
+ * age_seconds instead.
+ */
+static void count_steps(struct mt_session *s, const struct mt_rec *r,
+			const char *phase)
+{
+	struct mt_proc *st = proc_of(s, r->ev->pid);
+	__u64 ts = r->ev->ts, age = (__u64)(s->conf.leak.age_seconds * 1e9);
+
+	if (phase) {
+		bool was_opt = st->phase && !strcmp(st->phase, "optimizer");
+
+		if (was_opt && strcmp(phase, "optimizer") &&
+		    st->backward_seen) {
+			st->step++;
+			st->backward_seen = false;
+			st->last_boundary = ts;
+			mt_leaks_boundary(s->leaks, st->pid, st->step, ts,
+					  s->live);
+		}
+		if (!strcmp(phase, "backward"))
+			st->backward_seen = true;
+		st->phase = phase;
+	}
+	if (!st->last_boundary)
+		st->last_boundary = ts;
+	if (!st->step && age && ts - st->last_boundary >= age) {
+		st->last_boundary = ts;
+		mt_leaks_boundary(s->leaks, st->pid, 0, ts, s->live);
+	}
+}
+
+static void count_calls(struct mt_proc *p, const struct mt_rec *r)
+{
+	if (r->role == MT_ROLE_ALLOC && r->failed)
+		p->failed++;
+	else if (r->role == MT_ROLE_ALLOC)
+		p->allocs++;
+	else if (r->role == MT_ROLE_FREE && !r->failed)
+		p->frees++;
+}
+
+static void site_live(struct mt_site *site, __s64 delta)
+{
+	if (!site)
+		return;
+	if (delta > 0) {
+		site->live_count++;
+		site->live_bytes += (__u64)delta;
+		return;
+	}
+	if (site->live_count)
+		site->live_count--;
+	site->live_bytes -= site->live_bytes < (__u64)-delta ?
+				    site->live_bytes :
+				    (__u64)-delta;
+}
+
+static void forget(struct mt_session *s, const struct mt_live *old)
+{
+	bool counted = old->space != MT_SP_C10; /* c10 reports totals */
+	struct mt_proc *p = proc_of(s, old->pid);
+
+	if (p->live)
+		p->live--;
+	mt_peak_release(s->peak, old);
+	site_live(old->site, -(__s64)old->size);
+	if (counted)
+		mt_summary_live(&s->sum, old->pid, old->dev_type, old->dev,
+				old->space, -(__s64)old->size);
+}
+
+static void track_live(struct mt_session *s, struct mt_rec *r,
+		       struct mt_site *site)
+{
+	const struct mt_event *ev = r->ev;
+	struct mt_live e;
+
+	/* NULL (a zero-size request) holds no memory */
+	if (r->role == MT_ROLE_ALLOC && r->has_ptr && r->ptr && !r->failed) {
+		e = (struct mt_live){
+			.ptr = r->ptr,
+			.size = r->size,
+			.ts = ev->ts,
+			.seq = s->seq,
+			.event = r->event,
+			.caller = site->caller,
+			.site = site,
+			.step = mt_session_step(s, ev->pid),
+			.pid = ev->pid,
+			.space = (__u16)r->ki->space,
+			.dev_type = (__u8)r->dev_type,
+			.dev = (__s8)r->dev_index,
+		};
+		struct mt_live old;
+
+		/* an address reused without the free we missed: undo it */
+		if (mt_live_remove(s->live, ev->pid, e.space, e.ptr, &old))
+			forget(s, &old);
+		if (mt_live_insert(s->live, &e)) {
+			s->sum.live_full++;
+			return;
+		}
+		mt_peak_alloc(s->peak, &e);
+		proc_of(s, ev->pid)->live++;
+		site_live(site, (__s64)e.size);
+		if (e.space != MT_SP_C10)
+			mt_summary_live(&s->sum, ev->pid, r->dev_type,
+					r->dev_index, r->ki->space,
+					(__s64)r->size);
+	} else if (r->role == MT_ROLE_FREE && r->has_ptr && !r->failed) {
+		if (!mt_live_remove(s->live, ev->pid, (__u16)r->ki->space,
+				    r->ptr, &e))
+			return;
+		if (r->size_state == MT_SIZE_UNKNOWN) {
+			r->size_state = MT_SIZE_KNOWN;
+			r->size = e.size;
+		}
+		forget(s, &e);
+	}
+}
+
+static void print_event(struct mt_session *s, const struct mt_rec *r,
+			const struct mt_site *site)
+{
+	const struct mt_proc *p = mt_session_proc(s, r->ev->pid);
+	struct mt_attrib a = {
+		.rank = p && p->rank.known ? p->rank.rank : -1,
+		.phase = site->phase,
+		.module = site->module,
+		.node = site->node,
+		.detail = site->detail,
+		.recompute = site->recompute,
+	};
+	char line[1024];
+	int n;
+
+	if (s->conf.min_size &&
+	    (r->size_state != MT_SIZE_KNOWN || r->size < s->conf.min_size))
+		return;
+	n = mt_format_event(line, sizeof(line), r, site->caller, &a);
+	if (n > 0)
+		fwrite(line, 1, (size_t)n, s->out);
+	if (s->conf.no_stack)
+		return;
+	for (int i = 0; i < site->depth; i++)
+		fprintf(s->out, "\t%s\n", site->frames[i]);
+	if (site->truncated)
+		fprintf(s->out, "\t[truncated at %d frames]\n", site->depth);
+}
+
+bool mt_session_event(struct mt_session *s, struct mt_rec *r,
+		      struct mt_site *site)
+{
+	/* a free of NULL frees nothing */
+	if (r->role == MT_ROLE_FREE && r->has_ptr && !r->ptr && !r->failed)
+		return false;
+	s->seq++;
+	if (!s->t0)
+		s->t0 = r->ev->ts;
+	s->last_ts = r->ev->ts;
+	count_calls(proc_of(s, r->ev->pid), r);
+	/* a process without Python still gets leak boundaries by time */
+	count_steps(s, r, site->phase);
+	track_live(s, r, site);
+	mt_summary_event(&s->sum, r);
+	if (r->role == MT_ROLE_ALLOC && !r->failed &&
+	    r->size_state == MT_SIZE_KNOWN) {
+		site->allocs++;
+		site->alloc_bytes += r->size;
+	}
+	if (site->phase)
+		mt_summary_attrib(&s->sum, r, site->phase, site->module,
+				  site->recompute);
+	if (r->has_totals)
+		mt_frag_event(s->frag, r, site->phase);
+	mt_oom_event(s->oom, r, site, &s->sum, s->sites, s->t0,
+		     !s->conf.no_stack, s->out);
+	if (s->conf.print_events)
+		print_event(s, r, site);
+	if (s->exp)
+		s->exp->event(s->exp_state, s, r, site);
+	return true;
+}
+
+/* a process's highest and current memory over its devices' accounts */
+static void proc_memory(const struct mt_summary *sum, __u32 pid, __u64 *peak,
+			__u64 *cur)
+{
+	*peak = *cur = 0;
+	for (size_t i = 0; i < sum->ndevs; i++) {
+		const struct mt_dev_stat *d = &sum->devs[i];
+		__u64 p = d->space == MT_SP_C10 ? d->allocated_peak : d->peak;
+		__u64 c = d->space == MT_SP_C10 ? d->allocated : d->cur;
+
+		if (d->pid != pid || d->space == MT_SP_VAMAP)
+			continue;
+		if (p > *peak)
+			*peak = p;
+		if (c > *cur)
+			*cur = c;
+	}
+}
+
+static int by_rank(const void *a, const void *b)
+{
+	const struct mt_proc *x = *(const struct mt_proc *const *)a;
+	const struct mt_proc *y = *(const struct mt_proc *const *)b;
+
+	return x->rank.rank - y->rank.rank;
+}
+
+/* one line per rank, each peak against the median: the odd one shows */
+static void print_ranks(struct mt_session *s)
+{
+	const struct mt_proc *v[MT_PROCS];
+	__u64 peaks[MT_PROCS], median, cur;
+	size_t n = 0;
+
+	for (size_t i = 0; i < MT_PROCS; i++)
+		if (s->procs[i].pid && s->procs[i].rank.known)
+			v[n++] = &s->procs[i];
+	if (!n)
+		return;
+	qsort(v, n, sizeof(v[0]), by_rank);
+	for (size_t i = 0; i < n; i++)
+		proc_memory(&s->sum, v[i]->pid, &peaks[i], &cur);
+	median = peaks[n / 2];
+	for (size_t i = 0; i < n; i++) {
+		double dev =
+			median ? 100.0 * ((double)peaks[i] - (double)median) /
+					 (double)median :
+				 0.0;
+
+		proc_memory(&s->sum, v[i]->pid, &peaks[i], &cur);
+		fprintf(s->out,
+			"# rank rank=%d pid=%u peak=%" PRIu64
+			" current=%" PRIu64
+			" peak_vs_median=%+.1f%% allocs=%" PRIu64
+			" failed=%" PRIu64 " live=%" PRIu64 " leaks=%zu\n",
+			v[i]->rank.rank, v[i]->pid, (uint64_t)peaks[i],
+			(uint64_t)cur, dev, (uint64_t)v[i]->allocs,
+			(uint64_t)v[i]->failed, (uint64_t)v[i]->live,
+			mt_leaks_count(s->leaks, v[i]->pid));
+	}
+}
+
+void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
+{
+	bool stacks = !s->conf.no_stack;
+
+	mt_summary_print(&s->sum, s->live, end, s->out);
+	print_ranks(s);
+	mt_oom_print(s->oom, s->out);
+	mt_peak_print(s->peak, s->live, s->t0, s->conf.top_live, stacks,
+		      s->out);
+	mt_leaks_print(s->leaks, stacks, s->out);
+	mt_frag_print(s->frag, s->live, s->t0, s->out);
+	mt_ops_print(s->sites, s->conf.top_ops, s->out);
+}
+
+void mt_session_view_now(struct mt_session *s)
+{
+	mt_peak_print_now(s->live, s->t0, s->last_ts, s->conf.top_live,
+			  !s->conf.no_stack, s->out);
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What happens to each decoded event, live or read back from a record:
+ * the live table, the summary, the incident analyses (peak, leaks, OOM,
+ * fragmentation, operators) and the event line. memtrace.c feeds it from
+ * the ring buffer, replay.c from a record, so both print the same.
+ */
+#ifndef __SESSION_H
+#define __SESSION_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "export/export.h"
+#include "analysis/frag.h"
+#include "event/kinds.h"
+#include "analysis/leaks.h"
+#include "analysis/livetable.h"
+#include "analysis/oom.h"
+#include "analysis/peak.h"
+#include "proc/rank.h"
+#include "analysis/sites.h"
+#include "analysis/summary.h"
+
+#define MT_PROCS 1024
+
+struct mt_session_conf {
+	bool print_events; /* the event lines (not with -q, record, report) */
+	bool no_stack;
+	unsigned long long
+		min_size; /* lines of smaller events are not printed */
+	size_t max_live, max_sites, top_live, top_ops;
+	struct mt_leak_conf leak;
+};
+
+/* what the session knows of one process */
+struct mt_proc {
+	__u32 pid;
+	/* optimizer steps, from the phases of its events */
+	__u32 step;
+	const char *phase; /* of its last event */
+	bool backward_seen; /* since the last step: zero_grad is no step */
+	__u64 last_boundary; /* ts of the last leak boundary */
+	struct mt_rank rank; /* from its environment (rank= on its lines) */
+	__u64 allocs, frees, failed, live; /* allocation calls */
+};
+
+struct mt_session {
+	struct mt_session_conf conf;
+	FILE *out;
+	struct mt_livetable *live;
+	struct mt_sites *sites;
+	struct mt_summary sum;
+	struct mt_peak *peak;
+	struct mt_leaks *leaks;
+	struct mt_frag *frag;
+	struct mt_oom *oom;
+	struct mt_proc procs[MT_PROCS]; /* by pid % size; 0 pid: free */
+	/* --export: the exporter, its state and file (export.c) */
+	const struct mt_exporter *exp;
+	void *exp_state;
+	FILE *exp_file;
+	const char *exp_path;
+	__u64 procs_evicted; /* processes whose slot went to another */
+	__u64 seq; /* events seen */
+	__u64 t0; /* ts of the first event */
+	__u64 last_ts;
+};
+
+struct mt_options;
+
+/* the conf the command line asks for (print_events: unless -q) */
+void mt_session_conf_from(struct mt_session_conf *c,
+			  const struct mt_options *o);
+
+/* 0, or -ENOMEM (what was made is freed by mt_session_free) */
+int mt_session_init(struct mt_session *s, const struct mt_session_conf *c,
+		    FILE *out);
+void mt_session_free(struct mt_session *s);
+
+/*
+ * One decoded event and its site. Returns false for an event that is no
+ * record of its own (a free of NULL) and was dropped.
+ */
+bool mt_session_event(struct mt_session *s, struct mt_rec *r,
+		      struct mt_site *site);
+
+/* the steps process pid finished so far */
+__u32 mt_session_step(const struct mt_session *s, __u32 pid);
+
+/* pid's rank, shown on its lines and in the per-rank table */
+void mt_session_set_rank(struct mt_session *s, __u32 pid,
+			 const struct mt_rank *r);
+
+/* what the session knows of pid; NULL if none of its events came */
+const struct mt_proc *mt_session_proc(const struct mt_session *s, __u32 pid);
+
+/* the summary, then every analysis */
+void mt_session_end(struct mt_session *s, const struct mt_summary_end *end);
+
+/* report --at: what lives now, as the peak view shows it */
+void mt_session_view_now(struct mt_session *s);
+
+#endif /* __SESSION_H */

@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "event/cudaerr.h"
+#include "event/format.h"
+#include "analysis/summary.h"
+
+static struct mt_kind_stat *kind_stat(struct mt_summary *s, const char *event)
+{
+	for (size_t i = 0; i < s->nkinds; i++)
+		if (s->kinds[i].event == event)
+			return &s->kinds[i];
+	if (s->nkinds == MT_SUM_KINDS)
+		return NULL;
+	s->kinds[s->nkinds].event = event;
+	return &s->kinds[s->nkinds++];
+}
+
+static struct mt_fail_stat *fail_stat(struct mt_summary *s,
+				      const struct mt_rec *r)
+{
+	struct mt_fail_stat *f;
+
+	for (size_t i = 0; i < s->nfails; i++) {
+		f = &s->fails[i];
+		if (f->event == r->event && f->ret == r->ret)
+			return f;
+	}
+	if (s->nfails == MT_SUM_FAILS)
+		return NULL;
+	f = &s->fails[s->nfails++];
+	f->event = r->event;
+	f->domain = r->ki->errdomain;
+	f->ret = r->ret;
+	return f;
+}
+
+static struct mt_dev_stat *dev_stat(struct mt_summary *s, __u32 pid,
+				    enum mt_dev_type type, int index,
+				    enum mt_space space)
+{
+	struct mt_dev_stat *d;
+
+	for (size_t i = 0; i < s->ndevs; i++) {
+		d = &s->devs[i];
+		if (d->pid == pid && d->type == type && d->index == index &&
+		    d->space == space)
+			return d;
+	}
+	if (s->ndevs == MT_SUM_DEVS)
+		return NULL;
+	d = &s->devs[s->ndevs++];
+	*d = (struct mt_dev_stat){
+		.pid = pid, .type = type, .index = index, .space = space
+	};
+	return d;
+}
+
+static __u64 max_u64(__u64 a, __u64 b)
+{
+	return a > b ? a : b;
+}
+
+void mt_summary_event(struct mt_summary *s, const struct mt_rec *r)
+{
+	struct mt_kind_stat *k = kind_stat(s, r->event);
+	__u64 bytes = r->size_state == MT_SIZE_KNOWN ? r->size : 0;
+	struct mt_dev_stat *d;
+
+	s->events++;
+	if (!k) {
+		s->untracked++;
+		return;
+	}
+	k->count++;
+	if (!r->failed)
+		k->bytes += bytes;
+	if (r->failed) {
+		struct mt_fail_stat *f = fail_stat(s, r);
+
+		if (!f) {
+			s->untracked++;
+		} else {
+			f->count++;
+			f->bytes += bytes;
+		}
+	}
+	if (r->has_totals) {
+		d = dev_stat(s, r->ev->pid, r->dev_type, r->dev_index,
+			     r->ki->space);
+		if (!d) {
+			s->untracked++;
+			return;
+		}
+		d->allocated = r->allocated;
+		d->reserved = r->reserved;
+		d->allocated_peak = max_u64(d->allocated_peak, r->allocated);
+		d->reserved_peak = max_u64(d->reserved_peak, r->reserved);
+	}
+}
+
+void mt_summary_live(struct mt_summary *s, __u32 pid, enum mt_dev_type type,
+		     int index, enum mt_space space, __s64 delta)
+{
+	struct mt_dev_stat *d = dev_stat(s, pid, type, index, space);
+
+	if (!d) {
+		s->untracked++;
+		return;
+	}
+	if (delta < 0 && (__u64)-delta > d->cur)
+		d->cur = 0;
+	else
+		d->cur += (__u64)delta;
+	d->peak = max_u64(d->peak, d->cur);
+}
+
+/* allocated memory of the event's device when it happened */
+static __u64 current_allocated(struct mt_summary *s, const struct mt_rec *r)
+{
+	struct mt_dev_stat *d;
+
+	if (r->has_totals)
+		return r->allocated;
+	d = dev_stat(s, r->ev->pid, r->dev_type, r->dev_index, r->ki->space);
+	return d ? d->cur : 0;
+}
+
+static struct mt_module_stat *module_stat(struct mt_summary *s, __u32 pid,
+					  const char *phase, const char *module)
+{
+	struct mt_module_stat *m;
+
+	/* interned strings: pointers compare */
+	for (size_t i = 0; i < s->nmods; i++) {
+		m = &s->mods[i];
+		if (m->pid == pid && m->phase == phase && m->module == module)
+			return m;
+	}
+	if (s->nmods == s->capmods) {
+		size_t cap = s->capmods ? s->capmods * 2 : 64;
+
+		if (cap > MT_SUM_MODULES)
+			return NULL;
+		m = realloc(s->mods, cap * sizeof(*m));
+		if (!m)
+			return NULL;
+		s->mods = m;
+		s->capmods = cap;
+	}
+	m = &s->mods[s->nmods++];
+	*m = (struct mt_module_stat){ .pid = pid,
+				      .phase = phase,
+				      .module = module };
+	return m;
+}
+
+static struct mt_phase_stat *phase_stat(struct mt_summary *s, __u32 pid,
+					const char *phase)
+{
+	for (size_t i = 0; i < s->nphases; i++)
+		if (s->phases[i].pid == pid && s->phases[i].phase == phase)
+			return &s->phases[i];
+	if (s->nphases == MT_SUM_PHASES)
+		return NULL;
+	s->phases[s->nphases] =
+		(struct mt_phase_stat){ .pid = pid, .phase = phase };
+	return &s->phases[s->nphases++];
+}
+
+void mt_summary_attrib(struct mt_summary *s, const struct mt_rec *r,
+		       const char *phase, const char *module, bool recompute)
+{
+	struct mt_thread_last *t = &s->threads[r->ev->tid % MT_SUM_THREADS];
+	__u64 bytes = r->size_state == MT_SIZE_KNOWN ? r->size : 0;
+	__u64 cur = current_allocated(s, r);
+	struct mt_module_stat *m;
+	struct mt_phase_stat *p;
+
+	s->attributed = true;
+	m = module_stat(s, r->ev->pid, phase, module);
+	p = phase_stat(s, r->ev->pid, phase);
+	if (!m || !p) {
+		s->untracked++;
+		return;
+	}
+	if (r->role == MT_ROLE_ALLOC && !r->failed) {
+		m->allocs++;
+		m->bytes_alloc += bytes;
+		if (recompute)
+			m->recompute_bytes += bytes;
+	} else if (r->role == MT_ROLE_FREE && !r->failed) {
+		m->frees++;
+		m->bytes_freed += bytes;
+	}
+	m->peak = max_u64(m->peak, cur);
+	p->peak = max_u64(p->peak, cur);
+	if (t->tid == r->ev->tid && t->phase == phase && t->module == module &&
+	    r->ev->ts > t->ts)
+		m->time_ns += r->ev->ts - t->ts;
+	*t = (struct mt_thread_last){ .tid = r->ev->tid,
+				      .phase = phase,
+				      .module = module,
+				      .ts = r->ev->ts };
+}
+
+void mt_summary_totals(struct mt_summary *s, __u32 pid, __u64 *allocated,
+		       __u64 *reserved)
+{
+	__u64 cpu = 0;
+	bool cuda = false;
+
+	*allocated = *reserved = 0;
+	for (size_t i = 0; i < s->ndevs; i++) {
+		const struct mt_dev_stat *d = &s->devs[i];
+
+		if (d->pid != pid)
+			continue;
+		if (d->space == MT_SP_C10 && d->type == MT_DT_CUDA) {
+			cuda = true;
+			*allocated += d->allocated;
+			*reserved += d->reserved;
+		} else if (d->space == MT_SP_CPU) {
+			cpu += d->cur;
+		}
+	}
+	if (!cuda)
+		*allocated = *reserved = cpu;
+}
+
+void mt_summary_free(struct mt_summary *s)
+{
+	free(s->mods);
+	s->mods = NULL;
+	s->nmods = s->capmods = 0;
+}
+
+static int by_bytes_alloc_desc(const void *a, const void *b)
+{
+	const struct mt_module_stat *x = a, *y = b;
+
+	return x->bytes_alloc < y->bytes_alloc ? 1 :
+	       x->bytes_alloc > y->bytes_alloc ? -1 :
+						 0;
+}
+
+static void print_modules(struct mt_summary *s, FILE *out)
+{
+	if (!s->attributed)
+		return;
+	qsort(s->mods, s->nmods, sizeof(*s->mods), by_bytes_alloc_desc);
+	for (size_t i = 0; i < s->nmods; i++) {
+		const struct mt_module_stat *m = &s->mods[i];
+
+		fprintf(out,
+			"# module pid=%u phase=%s module=%s allocs=%" PRIu64
+			" frees=%" PRIu64 " bytes_allocated=%" PRIu64
+			" bytes_freed=%" PRIu64 " net=%" PRId64 " peak=%" PRIu64
+			" time=%.6fs recompute_bytes=%" PRIu64 "\n",
+			m->pid, m->phase, m->module, (uint64_t)m->allocs,
+			(uint64_t)m->frees, (uint64_t)m->bytes_alloc,
+			(uint64_t)m->bytes_freed,
+			(int64_t)(m->bytes_alloc - m->bytes_freed),
+			(uint64_t)m->peak, (double)m->time_ns / 1e9,
+			(uint64_t)m->recompute_bytes);
+	}
+	for (size_t i = 0; i < s->nphases; i++)
+		fprintf(out, "# phase pid=%u phase=%s peak=%" PRIu64 "\n",
+			s->phases[i].pid, s->phases[i].phase,
+			(uint64_t)s->phases[i].peak);
+}
+
+/* live allocations at exit, grouped by what a reader acts on */
+struct live_group {
+	__u32 pid;
+	const char *event;
+	const char *caller;
+	__u64 size;
+	__s8 dev;
+	__u8 dev_type;
+	__u64 count;
+};
+
+struct live_groups {
+	struct live_group *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void group_live(const struct mt_live *e, void *ctx)
+{
+	struct live_groups *g = ctx;
+	struct live_group *v;
+
+	/* a linear scan is fine: groups are few next to allocations */
+	for (size_t i = 0; i < g->n; i++) {
+		v = &g->v[i];
+		if (v->pid == e->pid && v->event == e->event &&
+		    v->caller == e->caller && v->size == e->size &&
+		    v->dev == e->dev && v->dev_type == e->dev_type) {
+			v->count++;
+			return;
+		}
+	}
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 64;
+
+		v = realloc(g->v, cap * sizeof(*v));
+		if (!v) {
+			g->oom = true;
+			return;
+		}
+		g->v = v;
+		g->cap = cap;
+	}
+	g->v[g->n++] = (struct live_group){ .pid = e->pid,
+					    .event = e->event,
+					    .caller = e->caller,
+					    .size = e->size,
+					    .dev = e->dev,
+					    .dev_type = e->dev_type,
+					    .count = 1 };
+}
+
+static int by_bytes_desc(const void *a, const void *b)
+{
+	const struct live_group *x = a, *y = b;
+	__u64 bx = x->size * x->count, by = y->size * y->count;
+
+	return bx < by ? 1 : bx > by ? -1 : 0;
+}
+
+static void print_live(const struct mt_livetable *live, size_t top, FILE *out)
+{
+	struct live_groups g = { 0 };
+	char dev[32];
+	size_t i;
+
+	mt_live_foreach(live, group_live, &g);
+	if (g.oom)
+		fprintf(out, "# live: out of memory grouping allocations\n");
+	qsort(g.v, g.n, sizeof(*g.v), by_bytes_desc);
+	fprintf(out, "# live allocations=%zu groups=%zu\n", mt_live_count(live),
+		g.n);
+	for (i = 0; i < g.n && i < top; i++) {
+		const struct live_group *v = &g.v[i];
+
+		fprintf(out,
+			"# live pid=%u event=%s size=%" PRIu64
+			" dev=%s caller=%s count=%" PRIu64 " bytes=%" PRIu64
+			"\n",
+			v->pid, v->event, (uint64_t)v->size,
+			mt_format_dev(dev, sizeof(dev), v->dev_type, v->dev),
+			v->caller ? v->caller : "?", (uint64_t)v->count,
+			(uint64_t)(v->size * v->count));
+	}
+	if (i < g.n)
+		fprintf(out, "# live ... %zu more groups\n", g.n - i);
+	free(g.v);
+}
+
+void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
+		      const struct mt_summary_end *end, FILE *out)
+{
+	char dev[32];
+
+	fprintf(out,
+		"# summary duration=%.3fs events=%" PRIu64
+		" events_per_sec=%.1f lost=%" PRIu64 "\n",
+		end->seconds, (uint64_t)s->events,
+		end->seconds > 0 ? (double)s->events / end->seconds : 0.0,
+		(uint64_t)end->lost);
+	for (size_t i = 0; i < s->nkinds; i++)
+		fprintf(out, "# event %s count=%" PRIu64 " bytes=%" PRIu64 "\n",
+			s->kinds[i].event, (uint64_t)s->kinds[i].count,
+			(uint64_t)s->kinds[i].bytes);
+	for (size_t i = 0; i < s->ndevs; i++) {
+		const struct mt_dev_stat *d = &s->devs[i];
+
+		mt_format_dev(dev, sizeof(dev), d->type, d->index);
+		if (d->space == MT_SP_C10 && d->type == MT_DT_CUDA)
+			fprintf(out,
+				"# device pid=%u dev=%s source=c10 allocated=%" PRIu64
+				" allocated_peak=%" PRIu64 " reserved=%" PRIu64
+				" reserved_peak=%" PRIu64 "\n",
+				d->pid, dev, (uint64_t)d->allocated,
+				(uint64_t)d->allocated_peak,
+				(uint64_t)d->reserved,
+				(uint64_t)d->reserved_peak);
+		if (d->space != MT_SP_C10 && d->space != MT_SP_VAMAP)
+			fprintf(out,
+				"# device pid=%u dev=%s source=%s current=%" PRIu64
+				" peak=%" PRIu64 "\n",
+				d->pid, dev, mt_space_name(d->space),
+				(uint64_t)d->cur, (uint64_t)d->peak);
+	}
+	for (size_t i = 0; i < s->nfails; i++) {
+		const struct mt_fail_stat *f = &s->fails[i];
+		const char *name = mt_cuda_err_name(f->domain, f->ret);
+
+		fprintf(out,
+			"# failed event=%s ret=%d err=%s count=%" PRIu64
+			" bytes=%" PRIu64 "\n",
+			f->event, f->ret, name ? name : "unknown",
+			(uint64_t)f->count, (uint64_t)f->bytes);
+	}
+	print_modules(s, out);
+	print_live(live, end->top_live, out);
+	if (s->untracked || s->live_full)
+		fprintf(out,
+			"# untracked stats=%" PRIu64 " live_table_full=%" PRIu64
+			"\n",
+			(uint64_t)s->untracked, (uint64_t)s->live_full);
+	if (end->stacks_lost)
+		fprintf(out, "# lost python_stacks=%" PRIu64 "\n",
+			(uint64_t)end->stacks_lost);
+	fprintf(out, "# lost events=%" PRIu64 "\n", (uint64_t)end->lost);
+}

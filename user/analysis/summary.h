@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Totals kept while tracing and printed at the end. */
+#ifndef __SUMMARY_H
+#define __SUMMARY_H
+
+#include <stdio.h>
+#include "event/kinds.h"
+#include "analysis/livetable.h"
+
+#define MT_SUM_KINDS 48
+#define MT_SUM_FAILS 64
+#define MT_SUM_DEVS 256
+#define MT_SUM_MODULES 4096
+#define MT_SUM_PHASES 64
+#define MT_SUM_THREADS 1024
+
+struct mt_kind_stat {
+	const char *event;
+	__u64 count, bytes;
+};
+
+struct mt_fail_stat {
+	const char *event;
+	enum mt_errdomain domain;
+	int ret;
+	__u64 count, bytes;
+};
+
+/* one (process, device, source) memory account */
+struct mt_dev_stat {
+	__u32 pid;
+	enum mt_dev_type type;
+	int index;
+	enum mt_space space;
+	__u64 cur, peak; /* live bytes we saw allocated */
+	__u64 allocated, allocated_peak; /* c10's own running totals */
+	__u64 reserved, reserved_peak;
+};
+
+/* one (process, module, phase) account */
+struct mt_module_stat {
+	__u32 pid;
+	const char *phase, *module; /* interned */
+	__u64 allocs, frees, bytes_alloc, bytes_freed;
+	__u64 peak; /* highest allocated seen at its events */
+	__u64 time_ns; /* between consecutive events of a thread inside it */
+	__u64 recompute_bytes; /* allocated re-running forward in backward */
+};
+
+struct mt_phase_stat {
+	__u32 pid;
+	const char *phase;
+	__u64 peak;
+};
+
+/* a thread's last attributed event, to add up time inside a module */
+struct mt_thread_last {
+	__u32 tid;
+	const char *phase, *module;
+	__u64 ts;
+};
+
+struct mt_summary {
+	struct mt_kind_stat kinds[MT_SUM_KINDS];
+	size_t nkinds;
+	struct mt_fail_stat fails[MT_SUM_FAILS];
+	size_t nfails;
+	struct mt_dev_stat devs[MT_SUM_DEVS];
+	size_t ndevs;
+	struct mt_module_stat *mods; /* grows up to MT_SUM_MODULES */
+	size_t nmods, capmods;
+	struct mt_phase_stat phases[MT_SUM_PHASES];
+	size_t nphases;
+	struct mt_thread_last threads[MT_SUM_THREADS]; /* by tid % size */
+	bool attributed; /* any event had a phase: print the tables */
+	__u64 events;
+	__u64 untracked; /* stats that did not fit the fixed tables */
+	__u64 live_full; /* allocations the live table had no room for */
+};
+
+/* Count a decoded event (its size already completed from the live table). */
+void mt_summary_event(struct mt_summary *s, const struct mt_rec *r);
+
+/* Live bytes of (pid, device, source) change by delta. */
+void mt_summary_live(struct mt_summary *s, __u32 pid, enum mt_dev_type type,
+		     int index, enum mt_space space, __s64 delta);
+
+/*
+ * Account an event to the module and phase that made it (after
+ * mt_summary_event and mt_summary_live saw it).
+ */
+void mt_summary_attrib(struct mt_summary *s, const struct mt_rec *r,
+		       const char *phase, const char *module, bool recompute);
+
+void mt_summary_free(struct mt_summary *s);
+
+/*
+ * The memory process pid holds now: the caching allocator's totals over its
+ * CUDA devices where it has any, else its CPU tensor bytes (both figures).
+ */
+void mt_summary_totals(struct mt_summary *s, __u32 pid, __u64 *allocated,
+		       __u64 *reserved);
+
+struct mt_summary_end {
+	double seconds;
+	__u64 lost;
+	__u64 stacks_lost; /* Python stacks that could not be stored */
+	size_t top_live; /* live groups printed at most */
+};
+
+/* prints; sorts the module table in place */
+void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
+		      const struct mt_summary_end *end, FILE *out);
+
+#endif /* __SUMMARY_H */

@@ -1,0 +1,569 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --watch: a sample of each (process, CUDA device) per interval in a
+ * bounded ring, a least-squares line over the last window of them, and the
+ * time until that line meets the device's size. NVML is loaded with dlopen
+ * so that the tool runs, and builds, where there is no driver.
+ */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include "event/format.h"
+#include "analysis/watch.h"
+
+#define WATCH_ACCOUNTS 64 /* (process, device) pairs watched */
+#define WATCH_SAMPLES 256 /* per pair; older ones leave the fit */
+#define WATCH_INDEXES 128 /* CUDA device indexes whose size is cached */
+#define WATCH_TOP 5 /* growing sites named in an alert */
+
+/* the few NVML declarations used (nvml.h need not be installed) */
+typedef struct nvml_device_st *nvml_device_t; /* nvmlDevice_t */
+struct nvml_memory { /* nvmlMemory_t */
+	unsigned long long total, free, used;
+};
+typedef int (*nvml_init_fn)(void);
+typedef int (*nvml_shutdown_fn)(void);
+typedef int (*nvml_by_index_fn)(unsigned int index, nvml_device_t *dev);
+typedef int (*nvml_mem_info_fn)(nvml_device_t dev, struct nvml_memory *m);
+
+struct nvml {
+	void *lib;
+	nvml_init_fn init;
+	nvml_shutdown_fn shutdown;
+	nvml_by_index_fn by_index;
+	nvml_mem_info_fn mem_info;
+	bool tried; /* dlopen is tried once */
+};
+
+struct sample {
+	double t; /* seconds since the first tick */
+	double used; /* bytes */
+};
+
+struct growth {
+	const struct mt_site *site;
+	__u64 bytes;
+};
+
+struct account {
+	__u32 pid;
+	int index;
+	struct sample ring[WATCH_SAMPLES];
+	int head, n; /* next slot written; samples held */
+	/* this tick's reading, from the summary */
+	bool seen, has_c10;
+	__u64 c10_allocated, c10_reserved, raw;
+	double used;
+	__u64 size;
+	bool above; /* at or over alert_pct: no new alert until it falls */
+	bool alert; /* alert this tick */
+	struct growth top[WATCH_TOP];
+	int ntop;
+};
+
+struct mt_watch {
+	struct mt_watch_conf conf;
+	bool started;
+	__u64 start, last; /* ns of the first tick and of the last lines */
+	struct account acc[WATCH_ACCOUNTS];
+	int nacc;
+	int nalerts; /* accounts alerting this tick */
+	bool full_said, unknown_said;
+	struct nvml nvml;
+	bool asked[WATCH_INDEXES];
+	__u64 sizes[WATCH_INDEXES];
+	char why[256]; /* why a device's size is not known */
+};
+
+struct mt_watch *mt_watch_new(const struct mt_watch_conf *c)
+{
+	struct mt_watch *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->conf = *c;
+	return w;
+}
+
+void mt_watch_free(struct mt_watch *w)
+{
+	int err;
+
+	if (!w)
+		return;
+	if (w->nvml.lib) {
+		err = w->nvml.shutdown();
+		if (err)
+			fprintf(stderr, "watch: nvmlShutdown: error %d\n", err);
+		if (dlclose(w->nvml.lib))
+			fprintf(stderr, "watch: dlclose libnvidia-ml: %s\n",
+				dlerror());
+	}
+	free(w);
+}
+
+static void nvml_close(struct mt_watch *w)
+{
+	if (dlclose(w->nvml.lib))
+		fprintf(stderr, "watch: dlclose libnvidia-ml: %s\n", dlerror());
+	w->nvml.lib = NULL;
+}
+
+/* true when NVML is loaded and initialised; w->why says why not */
+static bool nvml_load(struct mt_watch *w)
+{
+	struct nvml *n = &w->nvml;
+	int err;
+
+	if (n->tried)
+		return n->lib;
+	n->tried = true;
+	n->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!n->lib) {
+		snprintf(w->why, sizeof(w->why), "no NVML: %s", dlerror());
+		return false;
+	}
+	n->init = (nvml_init_fn)dlsym(n->lib, "nvmlInit_v2");
+	n->shutdown = (nvml_shutdown_fn)dlsym(n->lib, "nvmlShutdown");
+	n->by_index = (nvml_by_index_fn)dlsym(n->lib,
+					      "nvmlDeviceGetHandleByIndex_v2");
+	n->mem_info =
+		(nvml_mem_info_fn)dlsym(n->lib, "nvmlDeviceGetMemoryInfo");
+	if (!n->init || !n->shutdown || !n->by_index || !n->mem_info) {
+		snprintf(w->why, sizeof(w->why),
+			 "libnvidia-ml.so.1 lacks an NVML function");
+		nvml_close(w);
+		return false;
+	}
+	err = n->init();
+	if (err) {
+		snprintf(w->why, sizeof(w->why), "nvmlInit_v2: error %d", err);
+		nvml_close(w);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * NVML counts devices as nvidia-smi does; a process with
+ * CUDA_VISIBLE_DEVICES may number them otherwise (--device-mem then).
+ */
+static __u64 nvml_size(struct mt_watch *w, int index)
+{
+	struct nvml_memory m;
+	nvml_device_t dev;
+	int err;
+
+	if (!nvml_load(w))
+		return 0;
+	err = w->nvml.by_index((unsigned int)index, &dev);
+	if (!err)
+		err = w->nvml.mem_info(dev, &m);
+	if (err) {
+		snprintf(w->why, sizeof(w->why), "NVML cuda:%d: error %d",
+			 index, err);
+		return 0;
+	}
+	return m.total;
+}
+
+__u64 mt_watch_device_mem(struct mt_watch *w, int index)
+{
+	if (w->conf.device_mem)
+		return w->conf.device_mem;
+	if (index < 0 || index >= WATCH_INDEXES) {
+		snprintf(w->why, sizeof(w->why), "device index not known");
+		return 0;
+	}
+	if (!w->asked[index]) {
+		w->asked[index] = true;
+		w->sizes[index] = nvml_size(w, index);
+	}
+	return w->sizes[index];
+}
+
+static struct account *account(struct mt_watch *w, __u32 pid, int index,
+			       FILE *out)
+{
+	struct account *a;
+
+	for (int i = 0; i < w->nacc; i++)
+		if (w->acc[i].pid == pid && w->acc[i].index == index)
+			return &w->acc[i];
+	if (w->nacc == WATCH_ACCOUNTS) {
+		if (!w->full_said)
+			fprintf(out,
+				"# watch: more than %d process-device pairs, the rest are not watched\n",
+				WATCH_ACCOUNTS);
+		w->full_said = true;
+		return NULL;
+	}
+	a = &w->acc[w->nacc++];
+	a->pid = pid;
+	a->index = index;
+	return a;
+}
+
+/*
+ * With the caching allocator, its reserved bytes are what the device
+ * lends the process; its segments also show in the runtime and driver
+ * accounts, which hold what c10 does not see (other libraries' cudaMalloc)
+ * or what it took before the attach: the larger of both, never the sum.
+ */
+static void read_summary(struct mt_watch *w, const struct mt_summary *sum,
+			 FILE *out)
+{
+	for (int i = 0; i < w->nacc; i++) {
+		struct account *a = &w->acc[i];
+
+		a->seen = a->has_c10 = false;
+		a->c10_allocated = a->c10_reserved = a->raw = 0;
+	}
+	for (size_t i = 0; i < sum->ndevs; i++) {
+		const struct mt_dev_stat *d = &sum->devs[i];
+		struct account *a;
+
+		if (d->type != MT_DT_CUDA ||
+		    (d->space != MT_SP_C10 && d->space != MT_SP_CUDART &&
+		     d->space != MT_SP_DRIVER && d->space != MT_SP_HANDLE))
+			continue;
+		a = account(w, d->pid, d->index, out);
+		if (!a)
+			continue;
+		a->seen = true;
+		if (d->space == MT_SP_C10) {
+			a->has_c10 = true;
+			a->c10_allocated = d->allocated;
+			a->c10_reserved = d->reserved;
+		} else {
+			a->raw += d->cur;
+		}
+	}
+	for (int i = 0; i < w->nacc; i++) {
+		struct account *a = &w->acc[i];
+
+		a->used = (double)(a->c10_reserved > a->raw ? a->c10_reserved :
+							      a->raw);
+	}
+}
+
+static void add_sample(struct account *a, double t)
+{
+	a->ring[a->head] = (struct sample){ .t = t, .used = a->used };
+	a->head = (a->head + 1) % WATCH_SAMPLES;
+	if (a->n < WATCH_SAMPLES)
+		a->n++;
+}
+
+/* the k-th newest sample, from 0 */
+static const struct sample *nth_newest(const struct account *a, int k)
+{
+	return &a->ring[(a->head - 1 - k + 2 * WATCH_SAMPLES) % WATCH_SAMPLES];
+}
+
+struct fit {
+	int n;
+	bool ok; /* two distinct times at least */
+	double rate; /* bytes per second */
+	double r2;
+};
+
+/* least squares over the samples not older than since */
+static struct fit fit_line(const struct account *a, double since)
+{
+	double mx = 0, my = 0, sxx = 0, sxy = 0, syy = 0;
+	struct fit f = { 0 };
+
+	while (f.n < a->n && nth_newest(a, f.n)->t >= since) {
+		mx += nth_newest(a, f.n)->t;
+		my += nth_newest(a, f.n)->used;
+		f.n++;
+	}
+	if (f.n < 2)
+		return f;
+	mx /= f.n;
+	my /= f.n;
+	/* centred sums: bytes are large, their squares lose no precision */
+	for (int k = 0; k < f.n; k++) {
+		double dx = nth_newest(a, k)->t - mx;
+		double dy = nth_newest(a, k)->used - my;
+
+		sxx += dx * dx;
+		sxy += dx * dy;
+		syy += dy * dy;
+	}
+	if (sxx <= 0)
+		return f;
+	f.ok = true;
+	f.rate = sxy / sxx;
+	/* a flat series is fitted exactly */
+	f.r2 = syy > 0 ? sxy * sxy / (sxx * syy) : 1.0;
+	return f;
+}
+
+enum confidence { CONF_NONE, CONF_LOW, CONF_MEDIUM, CONF_HIGH };
+
+static const char *const conf_names[] = { "none", "low", "medium", "high" };
+
+static enum confidence confidence(const struct fit *f)
+{
+	if (!f->ok)
+		return CONF_NONE;
+	if (f->r2 >= 0.9 && f->n >= 10)
+		return CONF_HIGH;
+	if (f->r2 >= 0.6 && f->n >= 5)
+		return CONF_MEDIUM;
+	return CONF_LOW;
+}
+
+/* seconds until the line reaches size; < 0: never (or not known) */
+static double time_to_oom(const struct account *a, const struct fit *f)
+{
+	if (!a->size || !f->ok || f->rate <= 0)
+		return -1;
+	if (a->used >= (double)a->size)
+		return 0;
+	return ((double)a->size - a->used) / f->rate;
+}
+
+/* a prediction of low confidence does not raise the risk */
+static const char *risk(const struct account *a, const struct fit *f)
+{
+	double pct, tto = time_to_oom(a, f);
+
+	if (!a->size)
+		return "unknown";
+	pct = 100 * a->used / (double)a->size;
+	if (confidence(f) < CONF_MEDIUM)
+		tto = -1;
+	if (pct >= 95 || (tto >= 0 && tto < 60))
+		return "critical";
+	if (pct >= 85 || (tto >= 0 && tto < 600))
+		return "high";
+	if (pct >= 70 || (tto >= 0 && tto < 3600))
+		return "medium";
+	return "low";
+}
+
+/* a fitted value: fractional bytes, written as such ("0.50 B") */
+static const char *fmt_bytes(char *buf, size_t len, double v)
+{
+	const char *u = mt_byte_unit(&v);
+
+	snprintf(buf, len, "%.2f %s", v, u);
+	return buf;
+}
+
+static const char *fmt_duration(char *buf, size_t len, double s)
+{
+	long v;
+
+	if (s >= 1000 * 86400.0) {
+		snprintf(buf, len, ">999d");
+		return buf;
+	}
+	v = (long)(s + 0.5);
+	/* a minute away, tenths matter */
+	if (s < 59.95)
+		snprintf(buf, len, "%.1fs", s);
+	else if (v < 3600)
+		snprintf(buf, len, "%ldm%02lds", v / 60, v % 60);
+	else if (v < 86400)
+		snprintf(buf, len, "%ldh%02ldm", v / 3600, v / 60 % 60);
+	else
+		snprintf(buf, len, "%ldd%02ldh", v / 86400, v / 3600 % 24);
+	return buf;
+}
+
+/* used, of size (pct), rate and oom_in: what a line and an alert share */
+static void print_state(const struct account *a, const struct fit *f, FILE *out)
+{
+	char used[32], size[32], when[32];
+	double tto = time_to_oom(a, f), rate = f->rate;
+	const char *u = mt_byte_unit(&rate);
+
+	fprintf(out, "used=%s", fmt_bytes(used, sizeof(used), a->used));
+	if (a->size)
+		fprintf(out, " of %s (%.1f %%)",
+			fmt_bytes(size, sizeof(size), (double)a->size),
+			100 * a->used / (double)a->size);
+	else
+		fprintf(out, " of unknown");
+	if (f->ok)
+		fprintf(out, " rate=%+.1f %s/s", rate, u);
+	else
+		fprintf(out, " rate=?");
+	if (!a->size || !f->ok)
+		fprintf(out, " oom_in=unknown");
+	else if (tto < 0)
+		fprintf(out, " oom_in=never");
+	else
+		fprintf(out, " oom_in=%s",
+			fmt_duration(when, sizeof(when), tto));
+}
+
+static void print_line(struct mt_watch *w, const struct account *a,
+		       const struct fit *f, double t, FILE *out)
+{
+	char dev[32];
+
+	mt_format_dev(dev, sizeof(dev), MT_DT_CUDA, a->index);
+	if (!a->size && !w->unknown_said) {
+		fprintf(out,
+			"# watch %s: device size unknown (%s); --device-mem BYTES gives it\n",
+			dev, w->why);
+		w->unknown_said = true;
+	}
+	/* at= is on the clock of the event lines' times */
+	fprintf(out, "# watch %.1fs at=%.6f pid=%u %s ", t,
+		(double)w->start / 1e9 + t, a->pid, dev);
+	print_state(a, f, out);
+	fprintf(out, " confidence=%s(r2=%.2f,n=%d) risk=%s\n",
+		conf_names[confidence(f)], f->r2, f->n, risk(a, f));
+}
+
+static void print_alert(const struct mt_watch *w, const struct account *a,
+			const struct fit *f, double t, FILE *out)
+{
+	char dev[32], bytes[32];
+
+	mt_format_dev(dev, sizeof(dev), MT_DT_CUDA, a->index);
+	fprintf(out, "# ALERT %.1fs pid=%u %s over %.1f %%: ", t, a->pid, dev,
+		w->conf.alert_pct);
+	print_state(a, f, out);
+	fputc('\n', out);
+	if (!a->ntop)
+		fprintf(out,
+			"# ALERT pid=%u %s growing: no site grew since the last line\n",
+			a->pid, dev);
+	for (int i = 0; i < a->ntop; i++) {
+		const struct mt_site *s = a->top[i].site;
+
+		fprintf(out,
+			"# ALERT pid=%u %s growing +%s event=%s module=%s phase=%s frame=%s\n",
+			a->pid, dev,
+			fmt_bytes(bytes, sizeof(bytes),
+				  (double)a->top[i].bytes),
+			s->event ? s->event : "?", s->module ? s->module : "-",
+			s->phase ? s->phase : "-",
+			s->depth > 0 ? s->frames[0] : "-");
+	}
+	fprintf(out,
+		"# ALERT pid=%u %s advice: reduce the batch size (activations grow with it)\n",
+		a->pid, dev);
+	fprintf(out,
+		"# ALERT pid=%u %s advice: activation checkpointing (torch.utils.checkpoint) recomputes activations in backward instead of keeping them\n",
+		a->pid, dev);
+	/* a quarter of reserved unused: the cache is fragmented */
+	if (a->has_c10 && a->c10_reserved > a->c10_allocated &&
+	    a->c10_reserved - a->c10_allocated >= a->c10_reserved / 4) {
+		char res[32], alloc[32];
+
+		fprintf(out,
+			"# ALERT pid=%u %s advice: reserved %s but allocated %s: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation\n",
+			a->pid, dev,
+			fmt_bytes(res, sizeof(res), (double)a->c10_reserved),
+			fmt_bytes(alloc, sizeof(alloc),
+				  (double)a->c10_allocated));
+	}
+}
+
+/* the account's memory is counted at the caching allocator or below it */
+static bool counts_for(const struct account *a, const char *event)
+{
+	for (unsigned int k = 0; k < MT_K_MAX; k++) {
+		const struct mt_kind_info *ki = mt_kind(k);
+
+		if (!ki || !ki->event || ki->cpu ||
+		    (ki->event != event && strcmp(ki->event, event)))
+			continue;
+		if (a->has_c10)
+			return ki->space == MT_SP_C10;
+		return ki->space == MT_SP_CUDART || ki->space == MT_SP_DRIVER ||
+		       ki->space == MT_SP_HANDLE;
+	}
+	return false;
+}
+
+static void add_growth(struct account *a, const struct mt_site *s, __u64 bytes)
+{
+	int i;
+
+	if (a->ntop == WATCH_TOP) {
+		if (a->top[WATCH_TOP - 1].bytes >= bytes)
+			return;
+		i = WATCH_TOP - 1;
+	} else {
+		i = a->ntop++;
+	}
+	/* insertion into the short list, largest first */
+	for (; i > 0 && a->top[i - 1].bytes < bytes; i--)
+		a->top[i] = a->top[i - 1];
+	a->top[i] = (struct growth){ .site = s, .bytes = bytes };
+}
+
+/* growth since the last tick for the alerts, then a new mark */
+static void mark_site(struct mt_site *s, void *ctx)
+{
+	struct mt_watch *w = ctx;
+
+	if (w->nalerts && s->live_bytes > s->mark_bytes && s->event)
+		for (int i = 0; i < w->nacc; i++) {
+			struct account *a = &w->acc[i];
+
+			if (a->alert && a->pid == s->pid &&
+			    counts_for(a, s->event))
+				add_growth(a, s, s->live_bytes - s->mark_bytes);
+		}
+	s->mark_bytes = s->live_bytes;
+}
+
+void mt_watch_tick(struct mt_watch *w, __u64 now_ns, struct mt_summary *sum,
+		   struct mt_sites *sites, FILE *out)
+{
+	__u64 interval = (__u64)(w->conf.interval * 1e9);
+	bool print = w->started;
+	double t;
+
+	if (w->started && (now_ns < w->last || now_ns - w->last < interval))
+		return;
+	if (!w->started) {
+		w->started = true;
+		w->start = now_ns;
+	}
+	w->last = now_ns;
+	t = (double)(now_ns - w->start) / 1e9;
+	read_summary(w, sum, out);
+	w->nalerts = 0;
+	for (int i = 0; i < w->nacc; i++) {
+		struct account *a = &w->acc[i];
+		bool over;
+
+		a->alert = false;
+		a->ntop = 0;
+		if (!a->seen)
+			continue;
+		a->size = mt_watch_device_mem(w, a->index);
+		add_sample(a, t);
+		if (!print || w->conf.alert_pct <= 0 || !a->size)
+			continue;
+		over = 100 * a->used >= w->conf.alert_pct * (double)a->size;
+		a->alert = over && !a->above;
+		a->above = over;
+		w->nalerts += a->alert;
+	}
+	mt_sites_foreach(sites, mark_site, w);
+	if (!print)
+		return;
+	for (int i = 0; i < w->nacc; i++) {
+		const struct account *a = &w->acc[i];
+		struct fit f;
+
+		if (!a->seen)
+			continue;
+		f = fit_line(a, w->conf.window > 0 ? t - w->conf.window : 0);
+		print_line(w, a, &f, t, out);
+		if (a->alert)
+			print_alert(w, a, &f, t, out);
+	}
+}

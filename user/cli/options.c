@@ -1,0 +1,645 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <linux/types.h>
+#include "export/export.h"
+#include "memtrace.h"
+#include "proc/rank.h"
+#include "cli/options.h"
+
+const char *argp_program_version = "memtrace-bpf " MT_VERSION;
+const char *argp_program_bug_address =
+	"<https://github.com/memtrace-bpf/memtrace-bpf/issues>";
+
+static const char doc[] =
+	"Trace every CUDA and PyTorch allocator call of a running process.\n"
+	"\n"
+	"USAGE: memtrace-bpf [OPTION...] -p PID[,PID...]\n"
+	"       memtrace-bpf [OPTION...] -- COMMAND [ARG...]\n"
+	"       memtrace-bpf record -o FILE [OPTION...] -p PID | -- COMMAND\n"
+	"       memtrace-bpf report -i FILE [--at SECS] [OPTION...]\n"
+	"       memtrace-bpf script -i FILE [OPTION...]\n"
+	"       memtrace-bpf estimate -i FILE [--device-mem SIZE] "
+	"[--scale PATTERN=FACTOR]...\n"
+	"\n"
+	"EXAMPLES:\n"
+	"    memtrace-bpf -p 4121              # until Ctrl-C or its exit\n"
+	"    memtrace-bpf -p 4121,4122 -d 30   # two processes, 30 seconds\n"
+	"    memtrace-bpf -- python3 train.py  # start and trace a command\n"
+	"    memtrace-bpf -p 4121 -q           # summary only\n"
+	"    memtrace-bpf -p 4121 --min-size 1048576 -o trace.txt\n"
+	"    memtrace-bpf -p 4121 --watch 5 --alert-pct 85\n"
+	"    memtrace-bpf record -o trace.mtb -p 4121\n"
+	"    memtrace-bpf report -i trace.mtb --at 12.5\n"
+	"    memtrace-bpf report -i trace.mtb --export perfetto -o t.json\n"
+	"    memtrace-bpf --children 812 -q -o 'trace_rank{rank}.log'\n"
+	"    memtrace-bpf --all -q --metrics-addr 0.0.0.0:9400\n"
+	"    memtrace-bpf estimate -i trace.mtb --device-mem 80GiB\n"
+	"\n"
+	"One line per event on stdout, perf-script style; lines starting with\n"
+	"'#' are the tool's own (libraries attached, lost events, summary).\n"
+	"Exit status: 0 when traced to the end, 2 on a usage or setup error.";
+
+enum {
+	OPT_MIN_SIZE = 0x100,
+	OPT_NO_CPU,
+	OPT_NO_CUDA,
+	OPT_WAIT,
+	OPT_RINGBUF,
+	OPT_MAX_LIVE,
+	OPT_TOP_LIVE,
+	OPT_NO_STACK,
+	OPT_MAX_DEPTH,
+	OPT_ROOT_NAME,
+	OPT_PHASE,
+	OPT_MODULE_LOG,
+	OPT_LOG_TIME,
+	OPT_NO_PYTHON,
+	OPT_AT,
+	OPT_LEAK_AGE,
+	OPT_TOP_OPS,
+	OPT_WATCH,
+	OPT_WATCH_WINDOW,
+	OPT_DEVICE_MEM,
+	OPT_ALERT_PCT,
+	OPT_TRACE_EXC,
+	OPT_EXPORT,
+	OPT_FOLDED_PREFIX,
+	OPT_METRICS_ADDR,
+	OPT_METRICS_FILE,
+	OPT_CHILDREN,
+	OPT_ALL,
+	OPT_EXPANDABLE,
+	OPT_SCALE,
+	OPT_MAX_SPLIT,
+	OPT_ROUNDUP_DIV,
+	OPT_GC_THRESHOLD,
+	OPT_CHECK,
+};
+
+static const struct argp_option opts[] = {
+	{ "pid", 'p', "PID[,PID...]", 0, "Processes to trace", 0 },
+	{ "children", OPT_CHILDREN, "PID", 0,
+	  "PID (a launcher such as torchrun) and all its descendants, also "
+	  "the ones it starts later",
+	  0 },
+	{ "all", OPT_ALL, NULL, 0,
+	  "Every process that maps libcudart, libcuda or libc10, also the "
+	  "ones that start later",
+	  0 },
+	{ "output", 'o', "FILE", 0,
+	  "Write events and summary to FILE (record: the record)", 0 },
+	{ "input", 'i', "FILE", 0, "The record to read (report, script)", 0 },
+	{ "duration", 'd', "SECS", 0, "Stop after SECS seconds", 0 },
+	{ "min-size", OPT_MIN_SIZE, "BYTES", 0,
+	  "Print only events of at least BYTES (all are counted)", 0 },
+	{ "quiet", 'q', NULL, 0, "Print the summary only", 0 },
+	{ "no-cpu", OPT_NO_CPU, NULL, 0, "Do not trace CPU tensor memory", 0 },
+	{ "no-cuda", OPT_NO_CUDA, NULL, 0,
+	  "Do not trace CUDA (runtime, driver, caching allocator)", 0 },
+	{ "wait", OPT_WAIT, NULL, 0,
+	  "Wait for the libraries if a process maps none yet", 0 },
+	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0,
+	  "Ring buffer size in MiB, a power of two (default 16)", 0 },
+	{ "max-live", OPT_MAX_LIVE, "N", 0,
+	  "Track at most N live allocations (default 4194304)", 0 },
+	{ "top-live", OPT_TOP_LIVE, "N", 0,
+	  "Live-at-exit groups in the summary (default 20)", 0 },
+	{ "no-stack", OPT_NO_STACK, NULL, 0,
+	  "No Python stack lines (phase= and module= stay)", 0 },
+	{ "max-depth", OPT_MAX_DEPTH, "N", 0,
+	  "Python frames kept per stack, 1-64 (default 64)", 0 },
+	{ "root-name", OPT_ROOT_NAME, "NAME", 0,
+	  "Name of the outermost nn.Module (default: its class)", 0 },
+	{ "phase", OPT_PHASE, "NAME=QUALNAME", 0,
+	  "Phase NAME while a frame QUALNAME runs (repeatable)", 0 },
+	{ "module-log", OPT_MODULE_LOG, "FILE", 0,
+	  "Per module and stage records per step; {pid}, {rank} expand", 0 },
+	{ "log-time", OPT_LOG_TIME, NULL, 0,
+	  "Timestamps in the --module-log records", 0 },
+	{ "no-python", OPT_NO_PYTHON, NULL, 0,
+	  "No Python stacks, modules or phases (cheapest)", 0 },
+	{ "at", OPT_AT, "SECS|peak", 0,
+	  "report: what was alive SECS after the first event; --export "
+	  "speedscope: peak weighs by the bytes live at the peak",
+	  0 },
+	{ "export", OPT_EXPORT, "KIND", 0,
+	  "Write the events as KIND into -o FILE: memviz, perfetto, "
+	  "speedscope, folded, json or svg",
+	  0 },
+	{ "folded-prefix", OPT_FOLDED_PREFIX, NULL, 0,
+	  "--export folded: module and phase as the outermost frames", 0 },
+	{ "leak-age", OPT_LEAK_AGE, "N|Ns", 0,
+	  "Leaks live across N optimizer steps (default 2), or N seconds "
+	  "where a process has no steps (default 10s)",
+	  0 },
+	{ "top-ops", OPT_TOP_OPS, "N", 0,
+	  "Call sites in the operators table (default 20)", 0 },
+	{ "watch", OPT_WATCH, "SECS", 0,
+	  "A line every SECS with usage, growth and time to OOM", 0 },
+	{ "watch-window", OPT_WATCH_WINDOW, "SECS", 0,
+	  "Seconds of samples the growth is fitted on (default 30)", 0 },
+	{ "device-mem", OPT_DEVICE_MEM, "SIZE", 0,
+	  "Device memory for --watch, e.g. 80GiB (default: from NVML)", 0 },
+	{ "alert-pct", OPT_ALERT_PCT, "PCT", 0,
+	  "--watch: alert when usage crosses PCT % of the device", 0 },
+	{ "trace-exceptions", OPT_TRACE_EXC, "TYPE[,TYPE...]", 0,
+	  "Print Python exceptions of these types (e.g. OutOfMemoryError; "
+	  "all: every one) with their stack when raised",
+	  0 },
+	{ "metrics-addr", OPT_METRICS_ADDR, "HOST:PORT", 0,
+	  "Serve Prometheus metrics on http://HOST:PORT/metrics", 0 },
+	{ "metrics-file", OPT_METRICS_FILE, "PATH", 0,
+	  "Write Prometheus metrics to PATH every second (node_exporter's "
+	  "textfile collector)",
+	  0 },
+	{ "expandable-segments", OPT_EXPANDABLE, NULL, 0,
+	  "estimate: model expandable_segments:True", 0 },
+	{ "scale", OPT_SCALE, "PATTERN=FACTOR", 0,
+	  "estimate: sizes of allocations whose stack, module or phase "
+	  "contains PATTERN times FACTOR (repeatable, first match wins)",
+	  0 },
+	{ "max-split-size-mb", OPT_MAX_SPLIT, "MB", 0,
+	  "estimate: model max_split_size_mb (default: no limit)", 0 },
+	{ "roundup-power2-divisions", OPT_ROUNDUP_DIV, "N", 0,
+	  "estimate: model roundup_power2_divisions (a power of two)", 0 },
+	{ "gc-threshold", OPT_GC_THRESHOLD, "FRACTION", 0,
+	  "estimate: model garbage_collection_threshold (of --device-mem)", 0 },
+	{ "check", OPT_CHECK, NULL, 0,
+	  "estimate: compare the model's reserved with the recorded c10 "
+	  "totals at every event; exit 1 at a mismatch",
+	  0 },
+	{ "verbose", 'v', NULL, 0, "Print libbpf debug output", 0 },
+	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show the help", 0 },
+	{ 0 },
+};
+
+static int bad(struct argp_state *state, const char *what, const char *arg)
+{
+	fprintf(stderr, "memtrace-bpf: invalid %s: '%s' (see --help)\n", what,
+		arg);
+	(void)state;
+	exit(2);
+}
+
+static unsigned long long parse_ull(struct argp_state *state, const char *what,
+				    const char *arg, unsigned long long max)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || v > max)
+		bad(state, what, arg);
+	return v;
+}
+
+static double parse_double(struct argp_state *state, const char *what,
+			   const char *arg, double min, double max)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v >= min && v <= max))
+		bad(state, what, arg);
+	return v;
+}
+
+/* bytes, with an optional K/M/G/T suffix (KiB... too: powers of 1024) */
+static unsigned long long parse_size(struct argp_state *state, const char *arg)
+{
+	static const char *const sfx[] = { "", "K", "M", "G", "T" };
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || !(v > 0))
+		bad(state, "size", arg);
+	for (int i = 0; i < 5; i++) {
+		size_t n = strlen(sfx[i]);
+
+		if (strncasecmp(end, sfx[i], n))
+			continue;
+		if (!strcmp(end + n, "") || !strcasecmp(end + n, "B") ||
+		    (i && !strcasecmp(end + n, "iB"))) {
+			v *= (double)(1ULL << (10 * i));
+			if (v >= 1.8e19)
+				bad(state, "size", arg);
+			return (unsigned long long)v;
+		}
+	}
+	bad(state, "size", arg);
+	return 0;
+}
+
+static void parse_leak_age(struct argp_state *state, struct mt_options *o,
+			   const char *arg)
+{
+	size_t n = strlen(arg);
+	char buf[64];
+
+	if (n && n < sizeof(buf) && arg[n - 1] == 's') {
+		memcpy(buf, arg, n - 1);
+		buf[n - 1] = '\0';
+		o->leak_age_seconds =
+			parse_double(state, "leak age", buf, 0.001, 1e9);
+		return;
+	}
+	o->leak_age_steps =
+		(unsigned int)parse_ull(state, "leak age", arg, 1000000);
+	if (!o->leak_age_steps)
+		bad(state, "leak age", arg);
+}
+
+static void parse_pids(struct argp_state *state, struct mt_options *o,
+		       const char *arg)
+{
+	char buf[1024], *save = NULL, *tok;
+
+	if (strlen(arg) >= sizeof(buf))
+		bad(state, "pid list", arg);
+	strcpy(buf, arg);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (o->npids == MT_MAX_PIDS) {
+			fprintf(stderr,
+				"memtrace-bpf: at most %d pids can be traced\n",
+				MT_MAX_PIDS);
+			exit(2);
+		}
+		o->pids[o->npids++] =
+			(int)parse_ull(state, "pid", tok, INT_MAX);
+		if (o->pids[o->npids - 1] <= 0)
+			bad(state, "pid", tok);
+	}
+	if (!o->npids)
+		bad(state, "pid list", arg);
+}
+
+static void parse_phase(struct argp_state *state, struct mt_options *o,
+			char *arg)
+{
+	char *eq = strchr(arg, '=');
+	struct mt_user_phase *p;
+
+	if (!eq || eq == arg || !eq[1])
+		bad(state, "phase (NAME=QUALNAME)", arg);
+	if (o->rules.nuser == MT_MAX_USER_PHASES) {
+		fprintf(stderr, "memtrace-bpf: at most %d --phase\n",
+			MT_MAX_USER_PHASES);
+		exit(2);
+	}
+	*eq = '\0';
+	p = &o->rules.user[o->rules.nuser++];
+	p->name = arg;
+	p->qualname = eq + 1;
+}
+
+static void parse_scale(struct argp_state *state, struct mt_options *o,
+			char *arg)
+{
+	char *eq = strrchr(arg, '=');
+	struct mt_scale *sc;
+
+	if (!eq || eq == arg || !eq[1])
+		bad(state, "scale (PATTERN=FACTOR)", arg);
+	if (o->est.nscales == MT_MAX_SCALES) {
+		fprintf(stderr, "memtrace-bpf: at most %d --scale\n",
+			MT_MAX_SCALES);
+		exit(2);
+	}
+	sc = &o->est.scales[o->est.nscales++];
+	sc->factor = parse_double(state, "scale factor", eq + 1, 1e-6, 1e6);
+	*eq = '\0';
+	sc->pattern = arg;
+}
+
+/* the estimate mode's own options */
+static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
+{
+	struct mt_options *o = state->input;
+	unsigned long long v;
+
+	switch (key) {
+	case OPT_EXPANDABLE:
+		o->est.expandable_segments = true;
+		break;
+	case OPT_SCALE:
+		parse_scale(state, o, arg);
+		break;
+	case OPT_MAX_SPLIT:
+		/* PyTorch: max_split_size_mb must be > 20 */
+		v = parse_ull(state, "max split size (MB, > 20)", arg, 1 << 30);
+		if (v <= 20)
+			bad(state, "max split size (MB, > 20)", arg);
+		o->est.max_split_size = v << 20;
+		break;
+	case OPT_ROUNDUP_DIV:
+		v = parse_ull(state, "divisions (a power of two)", arg, 64);
+		if (v & (v - 1))
+			bad(state, "divisions (a power of two)", arg);
+		o->est.roundup_power2_divisions = (unsigned int)v;
+		break;
+	case OPT_GC_THRESHOLD:
+		o->est.gc_threshold =
+			parse_double(state, "threshold", arg, 1e-9, 0.999999);
+		break;
+	case OPT_CHECK:
+		o->est.check = true;
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+static error_t parse_arg(int key, char *arg, struct argp_state *state)
+{
+	struct mt_options *o = state->input;
+	char *end;
+
+	if (parse_estimate_arg(key, arg, state))
+		return 0;
+	switch (key) {
+	case 'p':
+		parse_pids(state, o, arg);
+		break;
+	case 'o':
+		o->output = arg;
+		break;
+	case 'i':
+		o->input = arg;
+		break;
+	case OPT_AT:
+		if (!strcmp(arg, "peak"))
+			o->at_peak = true;
+		else
+			o->at = parse_double(state, "time", arg, 0, 1e12);
+		break;
+	case OPT_EXPORT:
+		if (!mt_exporter_find(arg)) {
+			fprintf(stderr,
+				"memtrace-bpf: no export '%s' (there are: %s)\n",
+				arg, mt_export_names());
+			exit(2);
+		}
+		o->export_kind = arg;
+		break;
+	case OPT_FOLDED_PREFIX:
+		o->folded_prefix = true;
+		break;
+	case OPT_CHILDREN:
+		o->children_of = (int)parse_ull(state, "pid", arg, INT_MAX);
+		if (o->children_of <= 0)
+			bad(state, "pid", arg);
+		break;
+	case OPT_ALL:
+		o->all = true;
+		break;
+	case OPT_METRICS_ADDR:
+		o->metrics_addr = arg;
+		break;
+	case OPT_METRICS_FILE:
+		o->metrics_file = arg;
+		break;
+	case OPT_LEAK_AGE:
+		parse_leak_age(state, o, arg);
+		break;
+	case OPT_TOP_OPS:
+		o->top_ops = (size_t)parse_ull(state, "operator count", arg,
+					       1000000);
+		break;
+	case OPT_WATCH:
+		o->watch = parse_double(state, "interval", arg, 0.01, 1e6);
+		break;
+	case OPT_WATCH_WINDOW:
+		o->watch_window = parse_double(state, "window", arg, 0.01, 1e7);
+		break;
+	case OPT_DEVICE_MEM:
+		o->device_mem = parse_size(state, arg);
+		break;
+	case OPT_TRACE_EXC:
+		if (!*arg || *arg == ',')
+			bad(state, "exception types", arg);
+		o->exc_types = arg;
+		break;
+	case OPT_ALERT_PCT:
+		o->alert_pct = parse_double(state, "percentage", arg, 1, 100);
+		break;
+	case 'd':
+		errno = 0;
+		o->duration = strtod(arg, &end);
+		if (errno || end == arg || *end || !(o->duration > 0))
+			bad(state, "duration", arg);
+		break;
+	case OPT_MIN_SIZE:
+		o->min_size = parse_ull(state, "size", arg, ULLONG_MAX);
+		break;
+	case 'q':
+		o->quiet = true;
+		break;
+	case OPT_NO_CPU:
+		o->no_cpu = true;
+		break;
+	case OPT_NO_CUDA:
+		o->no_cuda = true;
+		break;
+	case OPT_WAIT:
+		o->wait_libs = true;
+		break;
+	case OPT_RINGBUF:
+		o->ringbuf_mb = (unsigned int)parse_ull(
+			state, "ring buffer size", arg, 1024);
+		if (!o->ringbuf_mb || (o->ringbuf_mb & (o->ringbuf_mb - 1)))
+			bad(state, "ring buffer size (a power of two)", arg);
+		break;
+	case OPT_MAX_LIVE:
+		o->max_live = (size_t)parse_ull(state, "live table size", arg,
+						1ULL << 32);
+		if (!o->max_live)
+			bad(state, "live table size", arg);
+		break;
+	case OPT_TOP_LIVE:
+		o->top_live =
+			(size_t)parse_ull(state, "group count", arg, 1000000);
+		break;
+	case OPT_NO_STACK:
+		o->no_stack = true;
+		break;
+	case OPT_MAX_DEPTH:
+		o->max_depth = (unsigned int)parse_ull(state, "depth", arg, 64);
+		if (!o->max_depth)
+			bad(state, "depth", arg);
+		break;
+	case OPT_ROOT_NAME:
+		o->rules.root_name = arg;
+		break;
+	case OPT_PHASE:
+		parse_phase(state, o, arg);
+		break;
+	case OPT_MODULE_LOG:
+		o->module_log = arg;
+		break;
+	case OPT_LOG_TIME:
+		o->log_time = true;
+		break;
+	case OPT_NO_PYTHON:
+		o->no_python = true;
+		break;
+	case 'v':
+		o->verbose++;
+		break;
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+		break;
+	case ARGP_KEY_ARG:
+		/* the first non-option starts the command (after "--") */
+		o->command = &state->argv[state->next - 1];
+		state->next = state->argc;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static enum mt_mode parse_mode(int *argc, char ***argv)
+{
+	static const char *const names[] = { "record", "report", "script",
+					     "estimate" };
+	static const enum mt_mode modes[] = { MT_MODE_RECORD, MT_MODE_REPORT,
+					      MT_MODE_SCRIPT,
+					      MT_MODE_ESTIMATE };
+
+	if (*argc < 2)
+		return MT_MODE_TRACE;
+	for (int i = 0; i < 4; i++) {
+		if (strcmp((*argv)[1], names[i]))
+			continue;
+		/* argp sees "memtrace-bpf OPTION...": the mode word goes */
+		(*argv)[1] = (*argv)[0];
+		(*argc)--;
+		(*argv)++;
+		return modes[i];
+	}
+	return MT_MODE_TRACE;
+}
+
+/* what -i modes take, and what they do not */
+static int check_offline(const struct mt_options *o)
+{
+	if (!o->input) {
+		fprintf(stderr,
+			"memtrace-bpf: %s needs -i FILE (a record "
+			"made by memtrace-bpf record)\n",
+			o->mode == MT_MODE_REPORT ? "report" :
+			o->mode == MT_MODE_SCRIPT ? "script" :
+						    "estimate");
+		return 2;
+	}
+	if (o->npids || o->command || o->watch || o->exc_types ||
+	    o->metrics_addr || o->metrics_file || o->children_of || o->all) {
+		fprintf(stderr, "memtrace-bpf: -p, --watch, --trace-exceptions "
+				"and a command are for tracing, not for "
+				"reading a record\n");
+		return 2;
+	}
+	return 0;
+}
+
+int mt_parse_options(int argc, char **argv, struct mt_options *o)
+{
+	static const struct argp argp = { .options = opts,
+					  .parser = parse_arg,
+					  .doc = doc };
+	enum mt_mode mode = parse_mode(&argc, &argv);
+
+	argp_err_exit_status = 2;
+	*o = (struct mt_options){ .mode = mode,
+				  .at = -1,
+				  .leak_age_steps = 2,
+				  .leak_age_seconds = 10,
+				  .top_ops = 20,
+				  .watch_window = 30,
+				  .ringbuf_mb = 16,
+				  .max_live = 4194304,
+				  .top_live = 20,
+				  .max_depth = MT_MAX_FRAMES };
+	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, o))
+		return 2;
+	if (o->export_kind && !o->output) {
+		fprintf(stderr, "memtrace-bpf: --export needs -o FILE\n");
+		return 2;
+	}
+	if (o->export_kind && mode == MT_MODE_RECORD) {
+		fprintf(stderr, "memtrace-bpf: record writes a record: export "
+				"it with report -i FILE --export KIND\n");
+		return 2;
+	}
+	if (mode != MT_MODE_ESTIMATE &&
+	    (o->est.expandable_segments || o->est.nscales ||
+	     o->est.max_split_size || o->est.roundup_power2_divisions ||
+	     o->est.gc_threshold > 0 || o->est.check)) {
+		fprintf(stderr, "memtrace-bpf: --scale, --check and the "
+				"allocator settings are for estimate\n");
+		return 2;
+	}
+	if (mode == MT_MODE_ESTIMATE && o->est.gc_threshold > 0 &&
+	    !o->device_mem) {
+		fprintf(stderr, "memtrace-bpf: --gc-threshold is a fraction "
+				"of --device-mem: give both\n");
+		return 2;
+	}
+	if (mode == MT_MODE_REPORT || mode == MT_MODE_SCRIPT ||
+	    mode == MT_MODE_ESTIMATE)
+		return check_offline(o);
+	if (o->input || o->at >= 0 || (o->at_peak && !o->export_kind)) {
+		fprintf(stderr, "memtrace-bpf: -i and --at read a record: "
+				"use memtrace-bpf report\n");
+		return 2;
+	}
+	if (mode == MT_MODE_RECORD && !o->output) {
+		fprintf(stderr, "memtrace-bpf: record needs -o FILE\n");
+		return 2;
+	}
+	if (o->watch && o->output && mt_path_per_process(o->output)) {
+		fprintf(stderr, "memtrace-bpf: --watch reads one summary: give "
+				"-o one file, not one per {pid} or {rank}\n");
+		return 2;
+	}
+	if ((o->alert_pct > 0 || o->device_mem) && !o->watch) {
+		fprintf(stderr, "memtrace-bpf: --alert-pct and --device-mem "
+				"go with --watch\n");
+		return 2;
+	}
+	if ((o->npids > 0) + !!o->command + !!o->children_of + o->all != 1) {
+		fprintf(stderr, "memtrace-bpf: give one of -p PID, --children "
+				"PID, --all or -- COMMAND (see --help)\n");
+		return 2;
+	}
+	if (o->exc_types && o->no_python) {
+		fprintf(stderr, "memtrace-bpf: --trace-exceptions reads the "
+				"Python that --no-python leaves alone\n");
+		return 2;
+	}
+	if (o->module_log && o->no_python) {
+		fprintf(stderr, "memtrace-bpf: --module-log needs the Python "
+				"attribution that --no-python turns off\n");
+		return 2;
+	}
+	if (o->no_cpu && o->no_cuda) {
+		fprintf(stderr, "memtrace-bpf: --no-cpu with --no-cuda leaves "
+				"nothing to trace\n");
+		return 2;
+	}
+	return 0;
+}

@@ -1,0 +1,635 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * estimate: each c10:alloc/c10:free (per CUDA device) and each
+ * c10:cpu_alloc/c10:cpu_free (the CPU run taken as one GPU) of a record
+ * goes through its own allocator model; recorded pointers map to the
+ * model's blocks. Per phase and module: the model's peaks while they
+ * allocated, and the allocations that would fail.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "estimate/allocmodel.h"
+#include "estimate/estimate.h"
+#include "event/format.h"
+#include "lib/hashing.h"
+#include "event/kinds.h"
+#include "record/record.h"
+
+#define MAX_STRINGS (1 << 20)
+#define MAX_SITES 65536
+#define MAX_DEVS 16
+#define CPU_DEV MAX_DEVS /* the slot of the CPU run */
+#define MAX_GROUPS 256
+#define TOP_GROUPS 20
+
+/* recorded pointer -> model block: linear probing, deletes shift back */
+struct ptrmap {
+	__u64 *key; /* 0: empty */
+	__u32 *val;
+	size_t cap, n, max;
+};
+
+struct group {
+	const char *name;
+	__u64 allocs, bytes, ooms;
+	__u64 peak_allocated, peak_reserved; /* the model's, at its allocs */
+};
+
+struct groups {
+	struct group g[MAX_GROUPS]; /* the last one takes the overflow */
+	size_t n;
+};
+
+struct mismatch {
+	__u64 event;
+	double t;
+	const char *what;
+	__u64 ptr, size;
+	__u64 model_reserved, rec_reserved, model_allocated, rec_allocated;
+};
+
+struct dev {
+	struct mt_am *am;
+	struct ptrmap live;
+	struct groups phases, modules;
+	__u64 allocs, frees, unknown_frees, scaled, failed;
+	__u64 req_bytes; /* bytes asked for, after --scale */
+	/* the first allocation that would fail */
+	bool oom;
+	__u64 oom_event, oom_size;
+	double oom_t;
+	const struct mt_site *oom_site;
+	struct mt_am_stats oom_st;
+	/* --check */
+	__u64 checked, mismatches;
+	struct mismatch first;
+};
+
+struct est {
+	const struct mt_options *o;
+	FILE *out;
+	struct mt_am_conf conf;
+	struct dev *dev[MAX_DEVS + 1];
+	__u64 events, first_ts;
+	const struct mt_site *last_site; /* --scale's one-entry cache */
+	double last_factor;
+};
+
+static int pm_grow(struct ptrmap *pm)
+{
+	size_t cap = pm->cap ? pm->cap * 2 : 1024;
+	__u64 *key = calloc(cap, sizeof(*key));
+	__u32 *val = calloc(cap, sizeof(*val));
+
+	if (!key || !val) {
+		free(key);
+		free(val);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < pm->cap; i++) {
+		size_t j;
+
+		if (!pm->key[i])
+			continue;
+		for (j = mt_mix64(pm->key[i]) & (cap - 1); key[j];
+		     j = (j + 1) & (cap - 1))
+			;
+		key[j] = pm->key[i];
+		val[j] = pm->val[i];
+	}
+	free(pm->key);
+	free(pm->val);
+	pm->key = key;
+	pm->val = val;
+	pm->cap = cap;
+	return 0;
+}
+
+static size_t pm_slot(const struct ptrmap *pm, __u64 k)
+{
+	size_t i = mt_mix64(k) & (pm->cap - 1);
+
+	while (pm->key[i] && pm->key[i] != k)
+		i = (i + 1) & (pm->cap - 1);
+	return i;
+}
+
+/* 0, or -ENOSPC past max entries, -ENOMEM */
+static int pm_put(struct ptrmap *pm, __u64 k, __u32 v)
+{
+	size_t i;
+
+	if (pm->n >= pm->max)
+		return -ENOSPC;
+	if ((pm->n + 1) * 2 > pm->cap && pm_grow(pm))
+		return -ENOMEM;
+	i = pm_slot(pm, k);
+	if (!pm->key[i])
+		pm->n++;
+	pm->key[i] = k;
+	pm->val[i] = v;
+	return 0;
+}
+
+static bool pm_take(struct ptrmap *pm, __u64 k, __u32 *v)
+{
+	size_t i, j, h, mask = pm->cap - 1;
+
+	if (!pm->cap)
+		return false;
+	i = pm_slot(pm, k);
+	if (!pm->key[i])
+		return false;
+	*v = pm->val[i];
+	/* shift back the entries the hole would cut off from their home */
+	for (j = (i + 1) & mask; pm->key[j]; j = (j + 1) & mask) {
+		h = mt_mix64(pm->key[j]) & mask;
+		if (((j - h) & mask) < ((j - i) & mask))
+			continue;
+		pm->key[i] = pm->key[j];
+		pm->val[i] = pm->val[j];
+		i = j;
+	}
+	pm->key[i] = 0;
+	pm->n--;
+	return true;
+}
+
+static struct group *group_of(struct groups *gs, const char *name)
+{
+	for (size_t i = 0; i < gs->n; i++)
+		if (gs->g[i].name == name)
+			return &gs->g[i];
+	if (gs->n == MAX_GROUPS) {
+		gs->g[MAX_GROUPS - 1].name = "(other)";
+		return &gs->g[MAX_GROUPS - 1];
+	}
+	gs->g[gs->n].name = name;
+	return &gs->g[gs->n++];
+}
+
+static void group_add(struct groups *gs, const char *name, __u64 bytes,
+		      const struct mt_am_stats *st, bool failed)
+{
+	struct group *g;
+
+	if (!name)
+		return;
+	g = group_of(gs, name);
+	g->allocs++;
+	g->bytes += bytes;
+	g->ooms += failed;
+	if (st->allocated > g->peak_allocated)
+		g->peak_allocated = st->allocated;
+	if (st->reserved > g->peak_reserved)
+		g->peak_reserved = st->reserved;
+}
+
+static bool site_matches(const struct mt_site *s, const char *pat)
+{
+	if ((s->module && strstr(s->module, pat)) ||
+	    (s->phase && strstr(s->phase, pat)))
+		return true;
+	for (int i = 0; i < s->depth; i++)
+		if (s->frames[i] && strstr(s->frames[i], pat))
+			return true;
+	return false;
+}
+
+/* the factor of the first --scale whose pattern the site matches */
+static double scale_of(struct est *e, const struct mt_site *s)
+{
+	const struct mt_estimate_opts *eo = &e->o->est;
+
+	if (!eo->nscales || !s)
+		return 1;
+	if (s == e->last_site)
+		return e->last_factor;
+	e->last_site = s;
+	e->last_factor = 1;
+	for (int i = 0; i < eo->nscales; i++) {
+		if (site_matches(s, eo->scales[i].pattern)) {
+			e->last_factor = eo->scales[i].factor;
+			break;
+		}
+	}
+	return e->last_factor;
+}
+
+static struct dev *dev_get(struct est *e, int slot)
+{
+	struct dev *d = e->dev[slot];
+
+	if (d)
+		return d;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->am = mt_am_new(&e->conf);
+	d->live.max = e->o->max_live;
+	if (!d->am) {
+		free(d);
+		return NULL;
+	}
+	e->dev[slot] = d;
+	return d;
+}
+
+static void dev_free(struct dev *d)
+{
+	if (!d)
+		return;
+	mt_am_free(d->am);
+	free(d->live.key);
+	free(d->live.val);
+	free(d);
+}
+
+static double secs(const struct est *e, __u64 ts)
+{
+	return (double)(ts - e->first_ts) / 1e9;
+}
+
+/* 0, or -errno when the model cannot go on */
+static int do_alloc(struct est *e, struct dev *d, const struct mt_rec *r,
+		    const struct mt_site *site)
+{
+	double f = scale_of(e, site);
+	__u64 size = r->size;
+	struct mt_am_stats st;
+	__u32 id, old;
+	int ret;
+
+	if (f != 1) {
+		double v = (double)size * f;
+
+		/* rounded up, as a tensor of a scaled shape would be */
+		size = (__u64)v;
+		size += (double)size < v;
+		d->scaled++;
+	}
+	/* a pointer handed out again: its free was not seen */
+	if (pm_take(&d->live, r->ptr, &old))
+		mt_am_release(d->am, old);
+	d->allocs++;
+	d->req_bytes += size;
+	ret = mt_am_malloc(d->am, size ? size : 1, 0, &id);
+	if (ret < 0)
+		return ret;
+	mt_am_stats(d->am, &st);
+	if (site) {
+		group_add(&d->phases, site->phase, size, &st, !ret);
+		group_add(&d->modules, site->module, size, &st, !ret);
+	}
+	if (!ret) {
+		d->failed++;
+		if (!d->oom) {
+			d->oom = true;
+			d->oom_event = e->events;
+			d->oom_t = secs(e, r->ev->ts);
+			d->oom_size = size;
+			d->oom_site = site;
+			d->oom_st = st;
+		}
+		return 0;
+	}
+	return pm_put(&d->live, r->ptr, id);
+}
+
+static void check(struct est *e, struct dev *d, const struct mt_rec *r)
+{
+	struct mt_am_stats st;
+	struct mismatch *m = &d->first;
+
+	mt_am_stats(d->am, &st);
+	d->checked++;
+	if (st.reserved == r->reserved)
+		return;
+	if (!d->mismatches++) {
+		m->event = e->events;
+		m->t = secs(e, r->ev->ts);
+		m->what = r->event;
+		m->ptr = r->ptr;
+		m->size = r->size;
+		m->model_reserved = st.reserved;
+		m->rec_reserved = r->reserved;
+		m->model_allocated = st.allocated;
+		m->rec_allocated = r->allocated;
+	}
+}
+
+static int on_event(struct est *e, const struct mt_rec *r,
+		    const struct mt_site *site)
+{
+	int slot, ret = 0;
+	struct dev *d;
+	__u32 id;
+
+	if (r->ev->kind == MT_K_C10_REPORT) {
+		if (r->dev_index < 0 || r->dev_index >= MAX_DEVS)
+			return 0;
+		slot = r->dev_index;
+	} else if (r->ki->space == MT_SP_CPU &&
+		   (r->role == MT_ROLE_ALLOC || r->role == MT_ROLE_FREE)) {
+		slot = CPU_DEV;
+	} else {
+		return 0;
+	}
+	if (!r->has_ptr || !r->ptr)
+		return 0;
+	d = dev_get(e, slot);
+	if (!d)
+		return -ENOMEM;
+	if (r->role == MT_ROLE_ALLOC) {
+		ret = do_alloc(e, d, r, site);
+	} else if (pm_take(&d->live, r->ptr, &id)) {
+		d->frees++;
+		mt_am_release(d->am, id);
+	} else {
+		d->unknown_frees++;
+	}
+	if (e->o->est.check && slot != CPU_DEV && r->has_totals)
+		check(e, d, r);
+	return ret;
+}
+
+static const char *bytes(char *buf, size_t len, __u64 v)
+{
+	return mt_format_bytes(buf, len, v);
+}
+
+static int cmp_group(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+
+	if (x->peak_reserved != y->peak_reserved)
+		return x->peak_reserved < y->peak_reserved ? 1 : -1;
+	if (x->peak_allocated != y->peak_allocated)
+		return x->peak_allocated < y->peak_allocated ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static void print_groups(FILE *out, const char *dev, const char *kind,
+			 struct groups *gs)
+{
+	char b1[32], b2[32];
+
+	qsort(gs->g, gs->n, sizeof(gs->g[0]), cmp_group);
+	for (size_t i = 0; i < gs->n && i < TOP_GROUPS; i++) {
+		const struct group *g = &gs->g[i];
+
+		fprintf(out,
+			"# estimate %s %s=%s allocs=%llu bytes=%llu "
+			"peak_allocated=%llu peak_reserved=%llu ooms=%llu "
+			"(%s, %s reserved)\n",
+			dev, kind, g->name, (unsigned long long)g->allocs,
+			(unsigned long long)g->bytes,
+			(unsigned long long)g->peak_allocated,
+			(unsigned long long)g->peak_reserved,
+			(unsigned long long)g->ooms,
+			bytes(b1, sizeof(b1), g->peak_allocated),
+			bytes(b2, sizeof(b2), g->peak_reserved));
+	}
+}
+
+static void print_oom(FILE *out, const char *dev, const struct dev *d,
+		      const struct mt_am_conf *c)
+{
+	const struct mt_site *s = d->oom_site;
+	char b1[32], b2[32];
+
+	fprintf(out,
+		"# estimate %s oom: %llu allocations would fail; the first, "
+		"event %llu at %.6f s: size=%llu rounded=%llu allocated=%llu "
+		"reserved=%llu device_mem=%llu phase=%s module=%s "
+		"(%s asked with %s reserved)\n",
+		dev, (unsigned long long)d->failed,
+		(unsigned long long)d->oom_event, d->oom_t,
+		(unsigned long long)d->oom_size,
+		(unsigned long long)mt_am_round_size(c, d->oom_size),
+		(unsigned long long)d->oom_st.allocated,
+		(unsigned long long)d->oom_st.reserved,
+		(unsigned long long)c->device_mem,
+		s && s->phase ? s->phase : "-",
+		s && s->module ? s->module : "-",
+		bytes(b1, sizeof(b1), d->oom_size),
+		bytes(b2, sizeof(b2), d->oom_st.reserved));
+	for (int i = 0; s && i < s->depth; i++)
+		fprintf(out, "#\t%s\n", s->frames[i] ? s->frames[i] : "?");
+}
+
+/* 1 if --check found a mismatch on this device */
+static int print_check(FILE *out, const char *dev, const struct dev *d)
+{
+	const struct mismatch *m = &d->first;
+
+	if (!d->checked)
+		return 0;
+	if (!d->mismatches) {
+		fprintf(out,
+			"# estimate %s check: ok: the model's reserved equals "
+			"the recorded reserved at all %llu events\n",
+			dev, (unsigned long long)d->checked);
+		return 0;
+	}
+	fprintf(out,
+		"# estimate %s check: MISMATCH at event %llu (%.6f s, %s "
+		"ptr=0x%llx size=%llu): model reserved=%llu, recorded "
+		"reserved=%llu (allocated: model %llu, recorded %llu); "
+		"%llu of %llu events differ\n",
+		dev, (unsigned long long)m->event, m->t, m->what,
+		(unsigned long long)m->ptr, (unsigned long long)m->size,
+		(unsigned long long)m->model_reserved,
+		(unsigned long long)m->rec_reserved,
+		(unsigned long long)m->model_allocated,
+		(unsigned long long)m->rec_allocated,
+		(unsigned long long)d->mismatches,
+		(unsigned long long)d->checked);
+	return 1;
+}
+
+static int print_dev(struct est *e, int slot)
+{
+	struct dev *d = e->dev[slot];
+	char dev[24], b1[32], b2[32];
+	struct mt_am_stats st;
+	double frag;
+
+	if (slot == CPU_DEV)
+		snprintf(dev, sizeof(dev), "cpu");
+	else
+		snprintf(dev, sizeof(dev), "cuda:%d", slot);
+	mt_am_stats(d->am, &st);
+	frag = st.peak_reserved ?
+		       100.0 *
+			       (double)(st.peak_reserved -
+					st.allocated_at_peak_reserved) /
+			       (double)st.peak_reserved :
+		       0;
+	fprintf(e->out,
+		"# estimate %s source=%s allocs=%llu frees=%llu "
+		"unknown_frees=%llu scaled=%llu\n",
+		dev,
+		slot == CPU_DEV ? "c10:cpu_alloc/c10:cpu_free (as one GPU)" :
+				  "c10:alloc/c10:free",
+		(unsigned long long)d->allocs, (unsigned long long)d->frees,
+		(unsigned long long)d->unknown_frees,
+		(unsigned long long)d->scaled);
+	fprintf(e->out,
+		"# estimate %s peak_allocated=%llu peak_reserved=%llu "
+		"fragmentation=%.1f%% segments=%llu segment_allocs=%llu "
+		"segment_frees=%llu retries=%llu ooms=%llu "
+		"peak_inactive_split=%llu (%s allocated, %s reserved)\n",
+		dev, (unsigned long long)st.peak_allocated,
+		(unsigned long long)st.peak_reserved, frag,
+		(unsigned long long)st.peak_segments,
+		(unsigned long long)st.num_device_alloc,
+		(unsigned long long)st.num_device_free,
+		(unsigned long long)st.num_alloc_retries,
+		(unsigned long long)st.num_ooms,
+		(unsigned long long)st.peak_inactive_split_bytes,
+		bytes(b1, sizeof(b1), st.peak_allocated),
+		bytes(b2, sizeof(b2), st.peak_reserved));
+	if (d->oom)
+		print_oom(e->out, dev, d, &e->conf);
+	else if (e->conf.device_mem)
+		fprintf(e->out, "# estimate %s fits in %s\n", dev,
+			bytes(b1, sizeof(b1), e->conf.device_mem));
+	print_groups(e->out, dev, "phase", &d->phases);
+	print_groups(e->out, dev, "module", &d->modules);
+	return e->o->est.check ? print_check(e->out, dev, d) : 0;
+}
+
+static void print_header(const struct est *e)
+{
+	const struct mt_am_conf *c = &e->conf;
+
+	fprintf(e->out, "# estimate model: %s\n", MT_AM_VERSION);
+	fprintf(e->out,
+		"# estimate config: device_mem=%llu expandable_segments=%s "
+		"max_split_size=%llu roundup_power2_divisions=%u "
+		"garbage_collection_threshold=%g streams=1\n",
+		(unsigned long long)c->device_mem,
+		c->expandable_segments ? "true" : "false",
+		(unsigned long long)c->max_split_size,
+		c->roundup_power2_divisions, c->gc_threshold);
+	for (int i = 0; i < e->o->est.nscales; i++)
+		fprintf(e->out, "# estimate scale: %s x%g\n",
+			e->o->est.scales[i].pattern,
+			e->o->est.scales[i].factor);
+}
+
+static int run(struct est *e, struct mt_reader *rd)
+{
+	struct mt_rec_item it;
+	char err[512];
+	struct mt_rec r;
+	int ret, bad = 0;
+
+	while ((ret = mt_reader_next(rd, &it, err, sizeof(err))) == 1) {
+		if (!e->first_ts)
+			e->first_ts = it.ev.ts;
+		e->events++;
+		if (!mt_decode(&it.ev, it.default_dev0 ? 0 : -1, &r))
+			continue;
+		ret = on_event(e, &r, it.site);
+		if (ret) {
+			fprintf(stderr,
+				"memtrace-bpf: %s: event %llu: the model ran "
+				"out of its own memory: %s (see --max-live)\n",
+				e->o->input, (unsigned long long)e->events,
+				strerror(-ret));
+			return 2;
+		}
+	}
+	if (ret < 0) {
+		fprintf(stderr, "memtrace-bpf: %s: %s\n", e->o->input, err);
+		return 2;
+	}
+	if (mt_reader_truncated(rd))
+		fprintf(stderr,
+			"memtrace-bpf: %s: cut short (was the recorder "
+			"killed?): read up to its last whole block\n",
+			e->o->input);
+	print_header(e);
+	for (int i = 0; i <= MAX_DEVS; i++)
+		if (e->dev[i])
+			bad |= print_dev(e, i);
+	if (!e->dev[CPU_DEV] && !bad) {
+		bool any = false;
+
+		for (int i = 0; i < MAX_DEVS; i++)
+			any |= e->dev[i] != NULL;
+		if (!any)
+			fprintf(e->out,
+				"# estimate: no c10:alloc, c10:free, "
+				"c10:cpu_alloc or c10:cpu_free events in "
+				"the record\n");
+	}
+	if (e->o->est.check) {
+		__u64 checked = 0;
+
+		for (int i = 0; i < MAX_DEVS; i++)
+			checked += e->dev[i] ? e->dev[i]->checked : 0;
+		if (!checked) {
+			fprintf(e->out, "# estimate check: nothing to check: "
+					"no c10:alloc/c10:free events with "
+					"the allocator's totals\n");
+			bad = 1;
+		}
+	}
+	return bad;
+}
+
+int mt_estimate(const struct mt_options *o)
+{
+	const struct mt_estimate_opts *eo = &o->est;
+	struct est e = {
+		.o = o,
+		.out = stdout,
+		.conf = { .device_mem = o->device_mem,
+			  .expandable_segments = eo->expandable_segments,
+			  .max_split_size = eo->max_split_size,
+			  .roundup_power2_divisions =
+				  eo->roundup_power2_divisions,
+			  .gc_threshold = eo->gc_threshold },
+	};
+	struct mt_strpool *pool = mt_strpool_new(MAX_STRINGS);
+	struct mt_sites *sites = mt_sites_new(MAX_SITES);
+	struct mt_reader *rd = NULL;
+	char err[512];
+	int ret = 2;
+	FILE *in;
+
+	in = fopen(o->input, "re");
+	if (!in) {
+		fprintf(stderr, "memtrace-bpf: cannot read %s: %s\n", o->input,
+			strerror(errno));
+		goto out;
+	}
+	if (!pool || !sites) {
+		fprintf(stderr, "memtrace-bpf: out of memory\n");
+		goto out;
+	}
+	rd = mt_reader_open(in, pool, sites, err, sizeof(err));
+	if (!rd) {
+		fprintf(stderr, "memtrace-bpf: %s: %s\n", o->input, err);
+		goto out;
+	}
+	ret = run(&e, rd);
+	if (fflush(e.out)) {
+		fprintf(stderr, "memtrace-bpf: write: %s\n", strerror(errno));
+		ret = 2;
+	}
+out:
+	for (int i = 0; i <= MAX_DEVS; i++)
+		dev_free(e.dev[i]);
+	mt_reader_close(rd);
+	mt_sites_free(sites);
+	mt_strpool_free(pool);
+	if (in)
+		fclose(in);
+	return ret;
+}

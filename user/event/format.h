@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The perf-script-style event line; its grammar is documented in README. */
+#ifndef __FORMAT_H
+#define __FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "event/kinds.h"
+
+/* who asked for the memory, above the allocator (NULL fields: none) */
+struct mt_attrib {
+	const char *phase;
+	const char *module;
+	const char *node; /* autograd Node class, in backward */
+	const char *detail; /* python:raise: the exception's type */
+	int rank; /* the process's rank in its job; -1: none */
+	bool recompute; /* a forward run again in backward (checkpointing) */
+};
+
+/*
+ * Format r as one line, newline included:
+ *   <comm> <pid>/<tid> [<cpu>] <secs>.<usecs>: <event>: key=value ...
+ * caller is the calling library's basename (NULL: unknown); a adds phase=
+ * and module= (NULL: not known). Returns the length, or -1 if buf is too
+ * small.
+ */
+int mt_format_event(char *buf, size_t len, const struct mt_rec *r,
+		    const char *caller, const struct mt_attrib *a);
+
+/* "cuda:0", "cuda:?", "host", "cpu" or "-" */
+const char *mt_format_dev(char *buf, size_t len, enum mt_dev_type type,
+			  int index);
+
+/* bytes for people: "512 B", "1.50 KiB", "3.25 GiB" */
+const char *mt_format_bytes(char *buf, size_t len, unsigned long long bytes);
+
+/* *v (bytes, or bytes per second; signed) scaled to the unit returned */
+const char *mt_byte_unit(double *v);
+
+#endif /* __FORMAT_H */

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Exports: the events written in the formats of the viewers people already
+ * use (PyTorch's memory_viz, Perfetto, speedscope, flame graphs, JSON
+ * lines, an SVG plot). An exporter sees every event after the session
+ * counted it, live or from a record, and writes its file at the end.
+ */
+#ifndef __EXPORT_H
+#define __EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "event/kinds.h"
+#include "analysis/sites.h"
+
+struct mt_session;
+
+struct mt_export_conf {
+	const char *kind; /* --export */
+	const char *path; /* -o */
+	bool at_peak; /* --at peak: weigh by bytes live at the peak */
+	bool folded_prefix; /* --folded-prefix: module, phase outermost */
+};
+
+struct mt_exporter {
+	const char *name;
+	const char *what; /* a few words for --help */
+	/* state for one export into f (opened "w"); NULL and err on failure */
+	void *(*open)(FILE *f, const struct mt_export_conf *c, char *err,
+		      size_t errlen);
+	/* each event, after the session counted it (r->size is complete) */
+	void (*event)(void *x, const struct mt_session *s,
+		      const struct mt_rec *r, const struct mt_site *site);
+	/* the end: write what remains, free x; 0, or -errno and err filled */
+	int (*close)(void *x, const struct mt_session *s, char *err,
+		     size_t errlen);
+};
+
+extern const struct mt_exporter mt_export_memviz, mt_export_perfetto,
+	mt_export_speedscope, mt_export_folded, mt_export_json, mt_export_svg;
+
+struct mt_options;
+
+/* the export the command line asks for; false if none */
+bool mt_export_conf_from(struct mt_export_conf *c, const struct mt_options *o);
+
+/* by name; NULL if there is none */
+const struct mt_exporter *mt_exporter_find(const char *name);
+
+/* "memviz, perfetto, ...": for messages */
+const char *mt_export_names(void);
+
+/* open c->path and start exporting s's events into it; 0 or -errno, err */
+int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
+		    char *err, size_t errlen);
+
+/* finish the export s has (none: 0); 0 or -errno, err filled */
+int mt_export_finish(struct mt_session *s, char *err, size_t errlen);
+
+#endif /* __EXPORT_H */

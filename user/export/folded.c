@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --export folded: folded stacks for flamegraph.pl, inferno and stackvis,
+ * one line per distinct stack, "outermost;...;innermost bytes", weighted by
+ * the bytes allocated there over the whole trace. The innermost frame is
+ * the allocating call (c10:cpu_alloc, cudart:cudaMalloc), under the Python
+ * stack, or under the calling library where there is none. With
+ * --folded-prefix the module and phase are the outermost frames; with more
+ * than one process traced, "pid N" is outermost of all.
+ *
+ * A process whose tensor allocations we see (c10) is weighed by those and
+ * its pinned host memory only: the cudaMalloc segments that hold its
+ * tensors would count the same bytes twice. The sums are kept per (site,
+ * event), so memory is bounded by the session's sites table.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lib/hashing.h"
+#include "analysis/session.h"
+
+#define MIN_CAP 1024
+/* kinds that may share the overflow site, beyond one entry per site */
+#define EXTRA_KEYS 64
+
+struct fentry {
+	const struct mt_site *site;
+	const char *event; /* interned by kinds.c: pointers compare */
+	enum mt_space space;
+	__u32 pid;
+	__u64 bytes;
+};
+
+struct folded {
+	FILE *f;
+	bool prefix;
+	struct fentry *ents;
+	size_t n, capents;
+	__u32 *slots; /* index + 1 into ents; 0: empty */
+	size_t capslots;
+	__u64 unkept; /* bytes of keys past the bound (none expected) */
+	int err; /* -ENOMEM once an entry could not be made */
+};
+
+static void *open_folded(FILE *f, const struct mt_export_conf *c, char *err,
+			 size_t errlen)
+{
+	struct folded *x = calloc(1, sizeof(*x));
+
+	if (!x) {
+		snprintf(err, errlen, "export folded: %s", strerror(ENOMEM));
+		return NULL;
+	}
+	x->f = f;
+	x->prefix = c->folded_prefix;
+	return x;
+}
+
+static size_t key_hash(const struct mt_site *site, const char *event)
+{
+	return (size_t)mt_mix64((__u64)(uintptr_t)site ^
+				mt_mix64((__u64)(uintptr_t)event));
+}
+
+static void slot_put(__u32 *slots, size_t cap, const struct fentry *e,
+		     __u32 idx)
+{
+	size_t i = key_hash(e->site, e->event) & (cap - 1);
+
+	while (slots[i])
+		i = (i + 1) & (cap - 1);
+	slots[i] = idx + 1;
+}
+
+/* room for one more entry, at half load; false: out of memory */
+static bool grow(struct folded *x)
+{
+	if (x->n == x->capents) {
+		size_t cap = x->capents ? x->capents * 2 : MIN_CAP / 2;
+		struct fentry *e = realloc(x->ents, cap * sizeof(*e));
+
+		if (!e)
+			return false;
+		x->ents = e;
+		x->capents = cap;
+	}
+	if ((x->n + 1) * 2 > x->capslots) {
+		size_t cap = x->capslots ? x->capslots * 2 : MIN_CAP;
+		__u32 *slots = calloc(cap, sizeof(*slots));
+
+		if (!slots)
+			return false;
+		for (size_t i = 0; i < x->n; i++)
+			slot_put(slots, cap, &x->ents[i], (__u32)i);
+		free(x->slots);
+		x->slots = slots;
+		x->capslots = cap;
+	}
+	return true;
+}
+
+static struct fentry *entry(struct folded *x, const struct mt_session *s,
+			    const struct mt_site *site, const struct mt_rec *r)
+{
+	size_t i;
+
+	if (x->capslots) {
+		i = key_hash(site, r->event) & (x->capslots - 1);
+		for (; x->slots[i]; i = (i + 1) & (x->capslots - 1)) {
+			struct fentry *e = &x->ents[x->slots[i] - 1];
+
+			if (e->site == site && e->event == r->event)
+				return e;
+		}
+	}
+	if (x->n >= s->conf.max_sites + EXTRA_KEYS)
+		return NULL;
+	if (!grow(x)) {
+		x->err = -ENOMEM;
+		return NULL;
+	}
+	x->ents[x->n] = (struct fentry){ .site = site,
+					 .event = r->event,
+					 .space = r->ki->space,
+					 .pid = r->ev->pid };
+	slot_put(x->slots, x->capslots, &x->ents[x->n], (__u32)x->n);
+	return &x->ents[x->n++];
+}
+
+static void event_folded(void *p, const struct mt_session *s,
+			 const struct mt_rec *r, const struct mt_site *site)
+{
+	struct folded *x = p;
+	struct fentry *e;
+
+	if (r->role != MT_ROLE_ALLOC || r->failed ||
+	    r->size_state != MT_SIZE_KNOWN || !r->size || x->err)
+		return;
+	e = entry(x, s, site, r);
+	if (e)
+		e->bytes += r->size;
+	else
+		x->unkept += r->size;
+}
+
+/* the frames of a line, outermost first; NULL past the last one */
+static const char *part(const struct fentry *e, bool prefix, int i)
+{
+	const struct mt_site *st = e->site;
+	int depth = st->depth;
+
+	if (prefix) {
+		/* "-": outside every module */
+		if (i == 0)
+			return st->module && strcmp(st->module, "-") ?
+				       st->module :
+				       "[no module]";
+		if (i == 1)
+			return st->phase ? st->phase : "[no phase]";
+		i -= 2;
+	}
+	if (st->truncated) {
+		if (i == 0)
+			return "[truncated]";
+		i--;
+	}
+	if (!depth && st->caller) {
+		if (i == 0)
+			return st->caller;
+		i--;
+	}
+	if (i < depth)
+		return st->frames[depth - 1 - i];
+	return i == depth ? e->event : NULL;
+}
+
+/* a frame as written: ';' separates frames, a line ends at '\n' */
+static char frame_char(char c)
+{
+	if (c == ';')
+		return ':';
+	if ((unsigned char)c < 0x20 || c == 0x7f)
+		return '?';
+	return c;
+}
+
+/* as written, so that stacks equal once written merge */
+static int frame_cmp(const char *a, const char *b)
+{
+	for (;; a++, b++) {
+		int ca = *a ? (unsigned char)frame_char(*a) : -1;
+		int cb = *b ? (unsigned char)frame_char(*b) : -1;
+
+		if (ca != cb)
+			return ca < cb ? -1 : 1;
+		if (ca < 0)
+			return 0;
+	}
+}
+
+/* by pid, then frame by frame from the outermost */
+static int entry_cmp(const void *pa, const void *pb, void *ctx)
+{
+	const struct fentry *a = pa, *b = pb;
+	const bool *prefix = ctx;
+	const char *fa, *fb;
+
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	for (int i = 0;; i++) {
+		int c;
+
+		fa = part(a, *prefix, i);
+		fb = part(b, *prefix, i);
+		if (!fa || !fb)
+			return !fa && !fb ? 0 : !fa ? -1 : 1;
+		c = frame_cmp(fa, fb);
+		if (c)
+			return c;
+	}
+}
+
+static void write_frame(FILE *f, const char *s)
+{
+	if (!*s) {
+		fputs("[?]", f);
+		return;
+	}
+	for (; *s; s++)
+		fputc(frame_char(*s), f);
+}
+
+static void write_line(struct folded *x, const struct fentry *e, bool pids,
+		       __u64 bytes)
+{
+	const char *fr;
+
+	if (pids)
+		fprintf(x->f, "pid %" PRIu32 ";", e->pid);
+	for (int i = 0; (fr = part(e, x->prefix, i)); i++) {
+		if (i)
+			fputc(';', x->f);
+		write_frame(x->f, fr);
+	}
+	fprintf(x->f, " %llu\n", (unsigned long long)bytes);
+}
+
+static bool tensor_space(enum mt_space sp)
+{
+	return sp == MT_SP_C10 || sp == MT_SP_CPU;
+}
+
+/* what a process is weighed by, given whether its tensors were seen */
+static bool weighed(const struct fentry *e, bool tensors)
+{
+	return !tensors || tensor_space(e->space) || e->space == MT_SP_PINNED;
+}
+
+static void write_all(struct folded *x)
+{
+	bool pids = false, prefix = x->prefix;
+	size_t i, j, k;
+
+	for (i = 1; i < x->n; i++)
+		pids |= x->ents[i].pid != x->ents[0].pid;
+	qsort_r(x->ents, x->n, sizeof(*x->ents), entry_cmp, &prefix);
+	for (i = 0; i < x->n; i = j) {
+		bool tensors = false;
+
+		/* one process: sorted by pid, so its entries are a run */
+		for (j = i; j < x->n && x->ents[j].pid == x->ents[i].pid; j++)
+			tensors |= tensor_space(x->ents[j].space);
+		for (k = i; k < j;) {
+			const struct fentry *first = &x->ents[k];
+			__u64 bytes = 0;
+
+			/* identical stacks are neighbours: one line */
+			for (; k < j && !entry_cmp(first, &x->ents[k], &prefix);
+			     k++)
+				if (weighed(&x->ents[k], tensors))
+					bytes += x->ents[k].bytes;
+			if (bytes)
+				write_line(x, first, pids, bytes);
+		}
+	}
+	if (x->unkept)
+		fprintf(x->f, "[stacks past the bound] %llu\n",
+			(unsigned long long)x->unkept);
+}
+
+static int close_folded(void *p, const struct mt_session *s, char *err,
+			size_t errlen)
+{
+	struct folded *x = p;
+	int ret = x->err;
+
+	if (ret)
+		snprintf(err, errlen, "export folded: %zu stacks kept: %s",
+			 x->n, strerror(-ret));
+	else
+		write_all(x);
+	free(x->slots);
+	free(x->ents);
+	free(x);
+	return ret;
+}
+
+const struct mt_exporter mt_export_folded = {
+	.name = "folded",
+	.what = "folded stacks by bytes allocated (flamegraph.pl, inferno)",
+	.open = open_folded,
+	.event = event_folded,
+	.close = close_folded,
+};

@@ -1,0 +1,556 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "event/format.h"
+#include "export/metrics.h"
+#include "analysis/session.h"
+
+#define CONTENT_TYPE "text/plain; version=0.0.4"
+/* a scraper or two; more only hold memory */
+#define MAX_CONNECTIONS 16
+#define CONNECTION_TIMEOUT_S 10
+
+/*
+ * libmicrohttpd, loaded when --metrics-addr asks for it: Debian builds it
+ * with TLS, whose static libraries cannot all be had, so the static
+ * binary could not link it; and a host without it keeps --metrics-file.
+ */
+struct mhd {
+	void *lib;
+	__typeof__(MHD_start_daemon) *start_daemon;
+	__typeof__(MHD_stop_daemon) *stop_daemon;
+	__typeof__(MHD_run) *run;
+	__typeof__(MHD_create_response_from_buffer) *create_response;
+	__typeof__(MHD_add_response_header) *add_header;
+	__typeof__(MHD_queue_response) *queue_response;
+	__typeof__(MHD_destroy_response) *destroy_response;
+};
+
+struct mt_metrics {
+	struct mhd mhd;
+	struct MHD_Daemon *httpd;
+	char addr[64]; /* as given, for messages */
+	/* what a scrape renders: set only while mt_metrics_poll runs MHD */
+	struct mt_session *const *ses;
+	size_t n;
+	__u64 lost;
+	bool serve_failed; /* told once, not on every poll */
+	/* --metrics-file */
+	char *path, *tmp;
+	__u64 interval_ns, next_write_ns;
+	bool write_failed;
+};
+
+/* Prometheus label values: backslash, double quote and newline escaped */
+static void put_value(FILE *out, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fprintf(out, "\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", out);
+		else
+			fputc(*v, out);
+	}
+}
+
+static void family(FILE *out, const char *name, const char *type,
+		   const char *help)
+{
+	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/*
+ * pid and rank, on every series of a process: rank="" (no label, to
+ * Prometheus) when its environment names none, so the set stays constant.
+ */
+static void proc_labels(FILE *out, const struct mt_session *s, __u32 pid)
+{
+	const struct mt_proc *p = mt_session_proc(s, pid);
+
+	fprintf(out, "pid=\"%u\",rank=\"", pid);
+	if (p && p->rank.known && p->rank.rank >= 0)
+		fprintf(out, "%d", p->rank.rank);
+	fputc('"', out);
+}
+
+enum dev_fig {
+	FIG_ALLOCATED,
+	FIG_RESERVED,
+	FIG_PEAK_ALLOCATED,
+	FIG_PEAK_RESERVED,
+};
+
+/*
+ * The figure of one account, for the accounts the summary prints: c10's
+ * own totals on a CUDA device; for the other layers the live bytes traced,
+ * which are both what is allocated and what is held from the system.
+ */
+static bool dev_value(const struct mt_dev_stat *d, enum dev_fig f, __u64 *v)
+{
+	if (d->space == MT_SP_C10) {
+		if (d->type != MT_DT_CUDA)
+			return false;
+		*v = f == FIG_ALLOCATED	     ? d->allocated :
+		     f == FIG_RESERVED	     ? d->reserved :
+		     f == FIG_PEAK_ALLOCATED ? d->allocated_peak :
+					       d->reserved_peak;
+		return true;
+	}
+	/* a mapping of a physical allocation is no memory of its own */
+	if (d->space == MT_SP_VAMAP)
+		return false;
+	*v = f == FIG_ALLOCATED || f == FIG_RESERVED ? d->cur : d->peak;
+	return true;
+}
+
+static void dev_family(FILE *out, struct mt_session *const *ses, size_t n,
+		       const char *name, enum dev_fig f, const char *help)
+{
+	char dev[32];
+	__u64 v;
+
+	family(out, name, "gauge", help);
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_summary *sum = &ses[i]->sum;
+
+		for (size_t j = 0; j < sum->ndevs; j++) {
+			const struct mt_dev_stat *d = &sum->devs[j];
+
+			if (!dev_value(d, f, &v))
+				continue;
+			fprintf(out, "%s{", name);
+			proc_labels(out, ses[i], d->pid);
+			fprintf(out,
+				",device=\"%s\",source=\"%s\"} %" PRIu64 "\n",
+				mt_format_dev(dev, sizeof(dev), d->type,
+					      d->index),
+				mt_space_name(d->space), (uint64_t)v);
+		}
+	}
+}
+
+enum proc_fig {
+	FIG_ALLOCS,
+	FIG_FREES,
+	FIG_FAILED,
+	FIG_LIVE,
+};
+
+static void proc_family(FILE *out, struct mt_session *const *ses, size_t n,
+			const char *name, const char *type, enum proc_fig f,
+			const char *help)
+{
+	family(out, name, type, help);
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = 0; j < MT_PROCS; j++) {
+			const struct mt_proc *p = &ses[i]->procs[j];
+			__u64 v = f == FIG_ALLOCS ? p->allocs :
+				  f == FIG_FREES  ? p->frees :
+				  f == FIG_FAILED ? p->failed :
+						    p->live;
+
+			if (!p->pid)
+				continue;
+			fprintf(out, "%s{", name);
+			proc_labels(out, ses[i], p->pid);
+			fprintf(out, "} %" PRIu64 "\n", (uint64_t)v);
+		}
+	}
+}
+
+/* bytes allocated per (process, phase): the module table added up */
+static void phase_family(FILE *out, struct mt_session *const *ses, size_t n)
+{
+	const char *name = "memtrace_phase_allocated_bytes_total";
+
+	family(out, name, "counter",
+	       "Bytes allocated in each training phase (forward, backward, "
+	       "optimizer, ...), over all modules.");
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_summary *sum = &ses[i]->sum;
+
+		for (size_t j = 0; j < sum->nphases; j++) {
+			const struct mt_phase_stat *ph = &sum->phases[j];
+			__u64 bytes = 0;
+
+			/* interned strings: pointers compare */
+			for (size_t k = 0; k < sum->nmods; k++)
+				if (sum->mods[k].pid == ph->pid &&
+				    sum->mods[k].phase == ph->phase)
+					bytes += sum->mods[k].bytes_alloc;
+			fprintf(out, "%s{", name);
+			proc_labels(out, ses[i], ph->pid);
+			fputs(",phase=\"", out);
+			put_value(out, ph->phase);
+			fprintf(out, "\"} %" PRIu64 "\n", (uint64_t)bytes);
+		}
+	}
+}
+
+void mt_metrics_write(FILE *out, struct mt_session *const *ses, size_t n,
+		      __u64 lost)
+{
+	dev_family(out, ses, n, "memtrace_allocated_bytes", FIG_ALLOCATED,
+		   "Bytes allocated now: the caching allocator's own figure "
+		   "for source c10, the live bytes traced for the others.");
+	dev_family(out, ses, n, "memtrace_reserved_bytes", FIG_RESERVED,
+		   "Bytes held from the device or system now: the caching "
+		   "allocator's reserve for source c10, the live bytes "
+		   "traced for the others.");
+	dev_family(out, ses, n, "memtrace_peak_allocated_bytes",
+		   FIG_PEAK_ALLOCATED,
+		   "Highest memtrace_allocated_bytes since the trace began.");
+	dev_family(out, ses, n, "memtrace_peak_reserved_bytes",
+		   FIG_PEAK_RESERVED,
+		   "Highest memtrace_reserved_bytes since the trace began.");
+	proc_family(out, ses, n, "memtrace_allocations_total", "counter",
+		    FIG_ALLOCS, "Allocation calls that succeeded.");
+	proc_family(out, ses, n, "memtrace_frees_total", "counter", FIG_FREES,
+		    "Free calls that succeeded.");
+	proc_family(out, ses, n, "memtrace_failed_allocations_total", "counter",
+		    FIG_FAILED,
+		    "Allocation calls that failed (out of memory and others).");
+	proc_family(out, ses, n, "memtrace_live_allocations", "gauge", FIG_LIVE,
+		    "Allocations made and not freed yet.");
+	phase_family(out, ses, n);
+	family(out, "memtrace_lost_events_total", "counter",
+	       "Events the kernel side could not pass on (ring buffer full).");
+	fprintf(out, "memtrace_lost_events_total %" PRIu64 "\n",
+		(uint64_t)lost);
+}
+
+/* the text into a malloc'ed buffer, or NULL */
+static char *render(struct mt_session *const *ses, size_t n, __u64 lost,
+		    size_t *len)
+{
+	char *buf = NULL;
+	FILE *out = open_memstream(&buf, len);
+
+	if (!out)
+		return NULL;
+	mt_metrics_write(out, ses, n, lost);
+	if (ferror(out)) {
+		fclose(out);
+		free(buf);
+		return NULL;
+	}
+	if (fclose(out)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static enum MHD_Result reply(const struct mhd *api, struct MHD_Connection *c,
+			     unsigned int status, const char *text)
+{
+	struct MHD_Response *r = api->create_response(
+		strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED &&
+	    api->add_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD") != MHD_YES) {
+		api->destroy_response(r);
+		return MHD_NO;
+	}
+	ret = api->queue_response(c, status, r);
+	api->destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
+				  const char *url, const char *method,
+				  const char *version, const char *upload,
+				  size_t *upload_len, void **con_cls)
+{
+	struct mt_metrics *m = cls;
+	const struct mhd *api = &m->mhd;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	size_t len;
+	char *buf;
+
+	if (strcmp(url, "/metrics"))
+		return reply(api, c, MHD_HTTP_NOT_FOUND,
+			     "not found: try /metrics\n");
+	if (strcmp(method, MHD_HTTP_METHOD_GET) &&
+	    strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return reply(api, c, MHD_HTTP_METHOD_NOT_ALLOWED,
+			     "only GET and HEAD\n");
+	buf = render(m->ses, m->n, m->lost, &len);
+	if (!buf)
+		return reply(api, c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+			     "out of memory\n");
+	/* MHD frees buf with the response */
+	r = api->create_response(len, buf, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(buf);
+		return MHD_NO;
+	}
+	if (api->add_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE) !=
+	    MHD_YES) {
+		api->destroy_response(r);
+		return MHD_NO;
+	}
+	ret = api->queue_response(c, MHD_HTTP_OK, r);
+	api->destroy_response(r);
+	return ret;
+}
+
+/* HOST:PORT, HOST "localhost", an IPv4 address or empty (every address) */
+static int parse_addr(const char *addr, struct sockaddr_in *sa, char *err,
+		      size_t errlen)
+{
+	const char *colon = strrchr(addr, ':');
+	char host[INET_ADDRSTRLEN + 16];
+	unsigned long port;
+	char *end;
+
+	*sa = (struct sockaddr_in){ .sin_family = AF_INET };
+	if (!colon || (size_t)(colon - addr) >= sizeof(host)) {
+		snprintf(err, errlen,
+			 "metrics: --metrics-addr %s: expected HOST:PORT",
+			 addr);
+		return -EINVAL;
+	}
+	memcpy(host, addr, (size_t)(colon - addr));
+	host[colon - addr] = '\0';
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || port < 1 || port > 65535) {
+		snprintf(err, errlen,
+			 "metrics: --metrics-addr %s: port must be 1 to 65535",
+			 addr);
+		return -EINVAL;
+	}
+	sa->sin_port = htons((uint16_t)port);
+	if (!host[0])
+		sa->sin_addr.s_addr = htonl(INADDR_ANY);
+	else if (!strcmp(host, "localhost"))
+		sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1) {
+		snprintf(err, errlen,
+			 "metrics: --metrics-addr %s: %s is no IPv4 address",
+			 addr, host);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* our own socket, so that a failed bind says why */
+static int listen_on(const struct mt_metrics *m, const struct sockaddr_in *sa,
+		     char *err, size_t errlen)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int one = 1, ret;
+
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "metrics: socket: %s", strerror(-ret));
+		return ret;
+	}
+	/* a restarted tracer binds again while old connections linger */
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) ||
+	    listen(fd, MAX_CONNECTIONS)) {
+		ret = -errno;
+		snprintf(err, errlen, "metrics: listen on %s: %s", m->addr,
+			 strerror(-ret));
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+static int mhd_load(struct mhd *api, char *err, size_t errlen)
+{
+	api->lib = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL);
+	if (!api->lib) {
+		snprintf(err, errlen,
+			 "metrics: --metrics-addr needs libmicrohttpd "
+			 "(apt-get install libmicrohttpd12): %s",
+			 dlerror());
+		return -ENOENT;
+	}
+	api->start_daemon = dlsym(api->lib, "MHD_start_daemon");
+	api->stop_daemon = dlsym(api->lib, "MHD_stop_daemon");
+	api->run = dlsym(api->lib, "MHD_run");
+	api->create_response =
+		dlsym(api->lib, "MHD_create_response_from_buffer");
+	api->add_header = dlsym(api->lib, "MHD_add_response_header");
+	api->queue_response = dlsym(api->lib, "MHD_queue_response");
+	api->destroy_response = dlsym(api->lib, "MHD_destroy_response");
+	if (!api->start_daemon || !api->stop_daemon || !api->run ||
+	    !api->create_response || !api->add_header || !api->queue_response ||
+	    !api->destroy_response) {
+		snprintf(err, errlen,
+			 "metrics: libmicrohttpd.so.12 lacks a function we "
+			 "use");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int serve(struct mt_metrics *m, const char *addr, char *err,
+		 size_t errlen)
+{
+	struct sockaddr_in sa;
+	int fd, ret;
+
+	ret = mhd_load(&m->mhd, err, errlen);
+	if (ret)
+		return ret;
+	ret = parse_addr(addr, &sa, err, errlen);
+	if (ret)
+		return ret;
+	snprintf(m->addr, sizeof(m->addr), "%s", addr);
+	fd = listen_on(m, &sa, err, errlen);
+	if (fd < 0)
+		return fd;
+	/*
+	 * No thread of its own: MHD_run in mt_metrics_poll answers, between
+	 * two events, so a scrape reads the session unlocked. epoll: no
+	 * FD_SETSIZE limit, and the tracer holds many descriptors.
+	 */
+	m->httpd = m->mhd.start_daemon(
+		MHD_USE_EPOLL, 0, NULL, NULL, on_request, m,
+		MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned int)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned int)CONNECTION_TIMEOUT_S, MHD_OPTION_END);
+	if (!m->httpd) {
+		close(fd); /* still ours: MHD closes it only once started */
+		snprintf(err, errlen, "metrics: serve on %s: cannot start",
+			 addr);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* PATH.tmp, renamed over PATH: the textfile collector never reads half */
+static int write_file(struct mt_metrics *m, struct mt_session *const *ses,
+		      size_t n, __u64 lost, char *err, size_t errlen)
+{
+	FILE *f = fopen(m->tmp, "we");
+	int ret = 0;
+
+	if (!f) {
+		ret = -errno;
+		snprintf(err, errlen, "metrics: write %s: %s", m->tmp,
+			 strerror(-ret));
+		return ret;
+	}
+	mt_metrics_write(f, ses, n, lost);
+	if (ferror(f))
+		ret = -EIO;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	if (ret) {
+		snprintf(err, errlen, "metrics: write %s: %s", m->tmp,
+			 strerror(-ret));
+		unlink(m->tmp);
+		return ret;
+	}
+	if (rename(m->tmp, m->path)) {
+		ret = -errno;
+		snprintf(err, errlen, "metrics: rename %s to %s: %s", m->tmp,
+			 m->path, strerror(-ret));
+		unlink(m->tmp);
+	}
+	return ret;
+}
+
+static void metrics_free(struct mt_metrics *m)
+{
+	if (m->httpd)
+		m->mhd.stop_daemon(m->httpd); /* closes the listening socket */
+	if (m->mhd.lib)
+		dlclose(m->mhd.lib);
+	free(m->path);
+	free(m->tmp);
+	free(m);
+}
+
+struct mt_metrics *mt_metrics_open(const struct mt_metrics_conf *c, char *err,
+				   size_t errlen)
+{
+	struct mt_metrics *m = calloc(1, sizeof(*m));
+
+	if (!m) {
+		snprintf(err, errlen, "metrics: out of memory");
+		return NULL;
+	}
+	if (c->file) {
+		m->path = strdup(c->file);
+		if (!m->path || asprintf(&m->tmp, "%s.tmp", c->file) < 0) {
+			m->tmp = NULL;
+			snprintf(err, errlen, "metrics: out of memory");
+			metrics_free(m);
+			return NULL;
+		}
+		m->interval_ns = c->file_interval > 0 ?
+					 (__u64)(c->file_interval * 1e9) :
+					 0;
+		/* the file can be written: find out now, not at the first poll */
+		if (write_file(m, NULL, 0, 0, err, errlen)) {
+			metrics_free(m);
+			return NULL;
+		}
+	}
+	if (c->addr && serve(m, c->addr, err, errlen)) {
+		metrics_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void mt_metrics_poll(struct mt_metrics *m, __u64 now_ns,
+		     struct mt_session *const *ses, size_t n, __u64 lost)
+{
+	char err[512];
+	bool ok;
+
+	if (m->httpd) {
+		m->ses = ses;
+		m->n = n;
+		m->lost = lost;
+		ok = m->mhd.run(m->httpd) == MHD_YES;
+		m->ses = NULL;
+		m->n = 0;
+		if (!ok && !m->serve_failed)
+			fprintf(stderr,
+				"memtrace-bpf: metrics: serving on %s failed\n",
+				m->addr);
+		m->serve_failed = !ok;
+	}
+	if (!m->path || now_ns < m->next_write_ns)
+		return;
+	m->next_write_ns = now_ns + m->interval_ns;
+	ok = !write_file(m, ses, n, lost, err, sizeof(err));
+	/* once per failure, not every second */
+	if (!ok && !m->write_failed)
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+	m->write_failed = !ok;
+}
+
+int mt_metrics_close(struct mt_metrics *m, struct mt_session *const *ses,
+		     size_t n, __u64 lost, char *err, size_t errlen)
+{
+	int ret = 0;
+
+	if (m->path)
+		ret = write_file(m, ses, n, lost, err, errlen);
+	metrics_free(m);
+	return ret;
+}

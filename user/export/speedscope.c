@@ -1,0 +1,562 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * --export speedscope: speedscope's file format, "sampled" profiles
+ * weighted by bytes, one per memory account (process, device, layer: the
+ * layers of one device are the same memory seen at different heights, so
+ * they are never added up). A sample is a call site, its stack outermost
+ * first: with --folded-prefix the phase and module, then the Python
+ * frames, the autograd node, and the allocating call (its library as the
+ * file). The weight is what the site allocated, or with --at peak what it
+ * had alive when its account peaked.
+ *
+ * Memory is bounded by the sites, not the events: weights add up per
+ * (account, site). --at peak takes, at the end, what the session's peak
+ * view (peak.c) found alive at each account's peak.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "event/format.h"
+#include "export/frames.h"
+#include "lib/hashing.h"
+#include "export/jsonw.h"
+#include "cli/options.h"
+#include "analysis/peak.h"
+#include "analysis/session.h"
+
+#define MAX_ACCOUNTS 256
+#define MIN_CAP 1024
+#define MAX_GROUP_SLOTS (1 << 21) /* (account, site) weights: 48 MiB */
+#define MAX_FRAME_SLOTS (1 << 21) /* distinct frames */
+
+/* one memory account, as peak.c keeps them */
+struct account {
+	__u32 pid;
+	__u16 space;
+	__u8 dev_type;
+	__s8 dev;
+	__u64 peak, peak_ts; /* --at peak */
+	__u64 unfit; /* bytes no table had room for */
+};
+
+/* the weight of a site in an account; acct is index + 1, 0: empty */
+struct group {
+	const struct mt_site *site;
+	__u64 weight;
+	__u32 acct;
+};
+
+enum frame_kind {
+	FR_NONE, /* an empty slot */
+	FR_PY, /* a "qualname (file:line)" stack line */
+	FR_PHASE,
+	FR_MODULE,
+	FR_NODE,
+	FR_CALL, /* the allocating call; b: its caller */
+	FR_TRUNC, /* the outer frames cut at --max-depth */
+	FR_UNFIT, /* bytes no table had room for */
+};
+
+struct frame {
+	enum frame_kind kind;
+	const char *a, *b; /* interned */
+};
+
+/* hash tables of open addressing, at half load at most */
+struct table {
+	void *v;
+	size_t cap, n;
+};
+
+struct speedscope {
+	struct mt_jw w;
+	bool at_peak, prefix;
+	int err; /* -ENOMEM: a table could not be made */
+	struct account acct[MAX_ACCOUNTS];
+	size_t nacct;
+	__u64 unfit_events; /* of accounts beyond MAX_ACCOUNTS */
+	struct table groups; /* struct group */
+	struct table frames; /* __u32 index + 1 into frame_v */
+	struct frame *frame_v;
+	size_t nframes;
+};
+
+static void *open_speedscope(FILE *f, const struct mt_export_conf *c, char *err,
+			     size_t errlen)
+{
+	struct speedscope *x = calloc(1, sizeof(*x));
+
+	if (!x) {
+		snprintf(err, errlen, "export speedscope: out of memory");
+		return NULL;
+	}
+	x->groups = (struct table){ .v = calloc(MIN_CAP, sizeof(struct group)),
+				    .cap = MIN_CAP };
+	if (!x->groups.v ||
+	    mt_jw_open(&x->w, f, "export speedscope", err, errlen)) {
+		if (!x->groups.v)
+			snprintf(err, errlen,
+				 "export speedscope: out of memory");
+		free(x->groups.v);
+		free(x);
+		return NULL;
+	}
+	x->at_peak = c->at_peak;
+	x->prefix = c->folded_prefix;
+	return x;
+}
+
+static void free_speedscope(struct speedscope *x)
+{
+	mt_jw_free(&x->w);
+	free(x->groups.v);
+	free(x->frames.v);
+	free(x->frame_v);
+	free(x);
+}
+
+/* the account of an allocation; NULL beyond MAX_ACCOUNTS */
+static struct account *account_get(struct speedscope *x, __u32 pid, __u16 space,
+				   __u8 dev_type, __s8 dev)
+{
+	struct account *a;
+
+	for (size_t i = 0; i < x->nacct; i++) {
+		a = &x->acct[i];
+		if (a->pid == pid && a->space == space &&
+		    a->dev_type == dev_type && a->dev == dev)
+			return a;
+	}
+	if (x->nacct == MAX_ACCOUNTS) {
+		x->unfit_events++;
+		return NULL;
+	}
+	a = &x->acct[x->nacct++];
+	*a = (struct account){
+		.pid = pid, .space = space, .dev_type = dev_type, .dev = dev
+	};
+	return a;
+}
+
+static size_t group_hash(__u32 acct, const struct mt_site *site)
+{
+	return (size_t)mt_mix64((__u64)(uintptr_t)site ^ (__u64)acct << 48);
+}
+
+static struct group *group_slot(struct group *v, size_t cap, __u32 acct,
+				const struct mt_site *site)
+{
+	size_t mask = cap - 1, i = group_hash(acct, site) & mask;
+
+	while (v[i].acct && (v[i].acct != acct || v[i].site != site))
+		i = (i + 1) & mask;
+	return &v[i];
+}
+
+static int groups_grow(struct table *t)
+{
+	struct group *old = t->v, *v;
+	size_t cap = t->cap * 2;
+
+	if (cap > MAX_GROUP_SLOTS)
+		return -ENOSPC;
+	v = calloc(cap, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++)
+		if (old[i].acct)
+			*group_slot(v, cap, old[i].acct, old[i].site) = old[i];
+	free(old);
+	t->v = v;
+	t->cap = cap;
+	return 0;
+}
+
+/* add bytes to (a, site); to a's unfit bytes if full */
+static void weigh(struct speedscope *x, struct account *a,
+		  const struct mt_site *site, __u64 bytes)
+{
+	__u32 ai = (__u32)(a - x->acct) + 1;
+	struct group *g = group_slot(x->groups.v, x->groups.cap, ai, site);
+
+	if (!g->acct) {
+		int ret = 0;
+
+		if ((x->groups.n + 1) * 2 > x->groups.cap)
+			ret = groups_grow(&x->groups);
+		if (ret == -ENOMEM)
+			x->err = ret;
+		if (ret) {
+			a->unfit += bytes;
+			return;
+		}
+		g = group_slot(x->groups.v, x->groups.cap, ai, site);
+		*g = (struct group){ .acct = ai, .site = site };
+		x->groups.n++;
+	}
+	g->weight += bytes;
+}
+
+static void event_speedscope(void *p, const struct mt_session *s,
+			     const struct mt_rec *r, const struct mt_site *site)
+{
+	struct speedscope *x = p;
+	struct account *a;
+
+	/* --at peak is weighed at close, from the session's peak view */
+	if (x->at_peak || x->err)
+		return;
+	/* cuMemMap ranges map memory counted at cuMemCreate */
+	if (r->ki->space == MT_SP_NONE || r->ki->space == MT_SP_VAMAP)
+		return;
+	if (r->role != MT_ROLE_ALLOC || r->failed ||
+	    r->size_state != MT_SIZE_KNOWN || !r->size)
+		return;
+	a = account_get(x, r->ev->pid, (__u16)r->ki->space, (__u8)r->dev_type,
+			(__s8)r->dev_index);
+	if (a)
+		weigh(x, a, site, r->size);
+}
+
+/* --at peak: one group alive at its account's peak */
+static void weigh_peak(const struct mt_peak_group *g, void *ctx)
+{
+	struct speedscope *x = ctx;
+	struct account *a;
+
+	/* as above: cuMemMap ranges are counted at cuMemCreate */
+	if (x->err || g->space == MT_SP_NONE || g->space == MT_SP_VAMAP)
+		return;
+	a = account_get(x, g->pid, (__u16)g->space, (__u8)g->dev_type,
+			(__s8)g->dev);
+	if (!a)
+		return;
+	a->peak = g->peak;
+	a->peak_ts = g->peak_ts;
+	if (g->unfit)
+		a->unfit += g->bytes;
+	else
+		weigh(x, a, g->site, g->bytes);
+}
+
+static size_t frame_hash(const struct frame *f)
+{
+	return (size_t)mt_mix64((__u64)(uintptr_t)f->a * 31 ^
+				(__u64)(uintptr_t)f->b ^ (__u64)f->kind << 56);
+}
+
+static __u32 *frame_slot(__u32 *slots, size_t cap, const struct frame *fv,
+			 const struct frame *f)
+{
+	size_t mask = cap - 1, i = frame_hash(f) & mask;
+
+	while (slots[i]) {
+		const struct frame *o = &fv[slots[i] - 1];
+
+		if (o->kind == f->kind && o->a == f->a && o->b == f->b)
+			break;
+		i = (i + 1) & mask;
+	}
+	return &slots[i];
+}
+
+static int frames_grow(struct speedscope *x)
+{
+	size_t cap = x->frames.cap ? x->frames.cap * 2 : MIN_CAP;
+	struct frame *fv;
+	__u32 *slots;
+
+	if (cap > MAX_FRAME_SLOTS)
+		return -ENOSPC;
+	slots = calloc(cap, sizeof(*slots));
+	fv = realloc(x->frame_v, cap / 2 * sizeof(*fv));
+	if (!slots || !fv) {
+		free(slots);
+		if (fv)
+			x->frame_v = fv;
+		return -ENOMEM;
+	}
+	x->frame_v = fv;
+	for (size_t i = 0; i < x->nframes; i++)
+		*frame_slot(slots, cap, fv, &fv[i]) = (__u32)i + 1;
+	free(x->frames.v);
+	x->frames.v = slots;
+	x->frames.cap = cap;
+	return 0;
+}
+
+/* the index of a frame in shared.frames, made if new; -errno */
+static long frame_index(struct speedscope *x, enum frame_kind kind,
+			const char *a, const char *b)
+{
+	const struct frame f = { .kind = kind, .a = a, .b = b };
+	__u32 *slot;
+	int ret;
+
+	if ((x->nframes + 1) * 2 > x->frames.cap) {
+		ret = frames_grow(x);
+		if (ret)
+			return ret;
+	}
+	slot = frame_slot(x->frames.v, x->frames.cap, x->frame_v, &f);
+	if (!*slot) {
+		x->frame_v[x->nframes] = f;
+		*slot = (__u32)++x->nframes;
+	}
+	return (long)*slot - 1;
+}
+
+static void put_frame(struct speedscope *x, enum frame_kind kind, const char *a,
+		      const char *b)
+{
+	long i = frame_index(x, kind, a, b);
+
+	if (i < 0) {
+		if (!x->err)
+			x->err = (int)i;
+		return;
+	}
+	mt_jw_u64(&x->w, (__u64)i);
+}
+
+/* one sample: the site's stack, outermost first */
+static void put_sample(struct speedscope *x, const struct mt_site *site)
+{
+	struct mt_jw *w = &x->w;
+
+	mt_jw_open_close(w, '[');
+	if (x->prefix && site->phase)
+		put_frame(x, FR_PHASE, site->phase, NULL);
+	if (x->prefix && site->module && strcmp(site->module, "-"))
+		put_frame(x, FR_MODULE, site->module, NULL);
+	if (site->truncated)
+		put_frame(x, FR_TRUNC, NULL, NULL);
+	for (int i = site->depth - 1; i >= 0; i--)
+		put_frame(x, FR_PY, site->frames[i], NULL);
+	if (site->node)
+		put_frame(x, FR_NODE, site->node, NULL);
+	put_frame(x, FR_CALL, site->event, site->caller);
+	mt_jw_open_close(w, ']');
+}
+
+static int by_account_then_weight(const void *pa, const void *pb)
+{
+	const struct group *x = *(const struct group *const *)pa;
+	const struct group *y = *(const struct group *const *)pb;
+	__u32 ix = x->site ? x->site->id : 0, iy = y->site ? y->site->id : 0;
+
+	if (x->acct != y->acct)
+		return x->acct < y->acct ? -1 : 1;
+	if (x->weight != y->weight)
+		return x->weight > y->weight ? -1 : 1;
+	return ix < iy ? -1 : ix > iy;
+}
+
+static void profile_name(const struct speedscope *x, const struct account *a,
+			 __u64 t0, char *buf, size_t len)
+{
+	char dev[32], b[32];
+
+	mt_format_dev(dev, sizeof(dev), (enum mt_dev_type)a->dev_type, a->dev);
+	if (x->at_peak)
+		snprintf(buf, len,
+			 "pid %u %s %s: live at the peak, %s at %.3f s", a->pid,
+			 dev, mt_space_name((enum mt_space)a->space),
+			 mt_format_bytes(b, sizeof(b), a->peak),
+			 a->peak_ts > t0 ? (double)(a->peak_ts - t0) / 1e9 :
+					   0.0);
+	else
+		snprintf(buf, len, "pid %u %s %s: bytes allocated", a->pid, dev,
+			 mt_space_name((enum mt_space)a->space));
+}
+
+/* one profile: v[0..n) are the weighed groups of account a */
+static void put_profile(struct speedscope *x, const struct account *a,
+			struct group *const *v, size_t n, __u64 t0)
+{
+	struct mt_jw *w = &x->w;
+	__u64 total = a->unfit;
+	char name[160];
+
+	for (size_t i = 0; i < n; i++)
+		total += v[i]->weight;
+	profile_name(x, a, t0, name, sizeof(name));
+	mt_jw_open_close(w, '{');
+	mt_jw_key_str(w, "type", "sampled");
+	mt_jw_key_str(w, "name", name);
+	mt_jw_key_str(w, "unit", "bytes");
+	mt_jw_key_u64(w, "startValue", 0);
+	mt_jw_key_u64(w, "endValue", total);
+	mt_jw_str(w, "samples");
+	mt_jw_open_close(w, '[');
+	for (size_t i = 0; i < n; i++) {
+		put_sample(x, v[i]->site);
+		mt_jw_flush(w);
+	}
+	if (a->unfit) {
+		mt_jw_open_close(w, '[');
+		put_frame(x, FR_UNFIT, NULL, NULL);
+		mt_jw_open_close(w, ']');
+	}
+	mt_jw_open_close(w, ']');
+	mt_jw_str(w, "weights");
+	mt_jw_open_close(w, '[');
+	for (size_t i = 0; i < n; i++)
+		mt_jw_u64(w, v[i]->weight);
+	if (a->unfit)
+		mt_jw_u64(w, a->unfit);
+	mt_jw_open_close(w, ']');
+	mt_jw_open_close(w, '}');
+	mt_jw_flush(w);
+}
+
+/* the groups that weigh, by account then weight; NULL: none or no memory */
+static struct group **weighed(struct speedscope *x, size_t *n)
+{
+	struct group *g = x->groups.v, **v;
+
+	*n = 0;
+	v = malloc((x->groups.n ? x->groups.n : 1) * sizeof(*v));
+	if (!v) {
+		x->err = -ENOMEM;
+		return NULL;
+	}
+	for (size_t i = 0; i < x->groups.cap; i++)
+		if (g[i].acct && g[i].weight)
+			v[(*n)++] = &g[i];
+	qsort(v, *n, sizeof(*v), by_account_then_weight);
+	return v;
+}
+
+static void put_profiles(struct speedscope *x, __u64 t0)
+{
+	size_t n, i = 0;
+	struct group **v = weighed(x, &n);
+
+	if (!v)
+		return;
+	mt_jw_str(&x->w, "profiles");
+	mt_jw_open_close(&x->w, '[');
+	for (__u32 ai = 1; ai <= x->nacct; ai++) {
+		size_t first = i;
+
+		while (i < n && v[i]->acct == ai)
+			i++;
+		if (i > first || x->acct[ai - 1].unfit)
+			put_profile(x, &x->acct[ai - 1], v + first, i - first,
+				    t0);
+	}
+	mt_jw_open_close(&x->w, ']');
+	free(v);
+}
+
+/* "qualname (file:line)" as speedscope's name, file and line */
+static void put_py_frame(struct mt_jw *w, const char *s)
+{
+	struct mt_frame_parts fp;
+
+	/* no line: the whole stack line is the name */
+	if (mt_frame_parse(s, &fp) < 1) {
+		mt_jw_key_str(w, "name", s);
+		return;
+	}
+	mt_jw_str(w, "name");
+	mt_jw_strn(w, fp.name, fp.name_len);
+	mt_jw_str(w, "file");
+	mt_jw_strn(w, fp.file, fp.file_len);
+	mt_jw_key_u64(w, "line", fp.line);
+}
+
+static void put_frames(struct speedscope *x)
+{
+	struct mt_jw *w = &x->w;
+	char name[256];
+
+	mt_jw_str(w, "shared");
+	mt_jw_open_close(w, '{');
+	mt_jw_str(w, "frames");
+	mt_jw_open_close(w, '[');
+	for (size_t i = 0; i < x->nframes; i++) {
+		const struct frame *f = &x->frame_v[i];
+
+		mt_jw_open_close(w, '{');
+		switch (f->kind) {
+		case FR_PY:
+			put_py_frame(w, f->a);
+			break;
+		case FR_PHASE:
+		case FR_MODULE:
+		case FR_NODE:
+			snprintf(name, sizeof(name), "%s=%s",
+				 f->kind == FR_PHASE  ? "phase" :
+				 f->kind == FR_MODULE ? "module" :
+							"node",
+				 f->a);
+			mt_jw_key_str(w, "name", name);
+			break;
+		case FR_CALL:
+			mt_jw_key_str(w, "name", f->a ? f->a : "?");
+			if (f->b)
+				mt_jw_key_str(w, "file", f->b);
+			break;
+		case FR_TRUNC:
+			mt_jw_key_str(w, "name", "[stack truncated]");
+			break;
+		default:
+			mt_jw_key_str(w, "name",
+				      "[untracked: a table was full]");
+			break;
+		}
+		mt_jw_open_close(w, '}');
+		mt_jw_flush(w);
+	}
+	mt_jw_open_close(w, ']');
+	mt_jw_open_close(w, '}');
+}
+
+static int close_speedscope(void *p, const struct mt_session *s, char *err,
+			    size_t errlen)
+{
+	struct speedscope *x = p;
+	struct mt_jw *w = &x->w;
+	int ret;
+
+	if (x->at_peak && !x->err) {
+		ret = mt_peak_foreach(s->peak, s->live, weigh_peak, x);
+		if (ret)
+			x->err = ret;
+	}
+	mt_jw_open_close(w, '{');
+	mt_jw_key_str(w, "$schema",
+		      "https://www.speedscope.app/file-format-schema.json");
+	mt_jw_key_str(w, "name",
+		      x->at_peak ? "memtrace-bpf: bytes live at the peak" :
+				   "memtrace-bpf: bytes allocated");
+	mt_jw_key_str(w, "exporter", "memtrace-bpf " MT_VERSION);
+	mt_jw_key_u64(w, "activeProfileIndex", 0);
+	if (!x->err)
+		put_profiles(x, s->t0);
+	if (!x->err)
+		put_frames(x);
+	mt_jw_open_close(w, '}');
+	mt_jw_flush(w);
+	ret = mt_jw_error(w, err, errlen);
+	if (!ret && x->err) {
+		snprintf(err, errlen, "export speedscope: %s",
+			 x->err == -ENOSPC ? "too many distinct frames" :
+					     "out of memory");
+		ret = x->err;
+	}
+	free_speedscope(x);
+	return ret;
+}
+
+const struct mt_exporter mt_export_speedscope = {
+	.name = "speedscope",
+	.what = "speedscope profiles weighted by bytes, one per device and "
+		"layer (--at peak: live at its peak)",
+	.open = open_speedscope,
+	.event = event_speedscope,
+	.close = close_speedscope,
+};

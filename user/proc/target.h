@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The processes being traced: checks, spawning, exit detection. */
+#ifndef __TARGET_H
+#define __TARGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+#include "memtrace.h"
+#include "proc/maps.h"
+
+struct mt_py;
+struct mt_modlog;
+
+#define MT_MAX_FILES 32
+
+struct mt_file_id {
+	__u64 dev, inode;
+};
+
+struct mt_sink;
+
+struct mt_target {
+	int pid;
+	int pidfd;
+	char comm[16];
+	bool spawned; /* started by us (-- mode): seen from its first call */
+	bool exited;
+	struct mt_maps maps; /* executable mappings, for callers */
+	struct mt_file_id files[MT_MAX_FILES]; /* libraries attached */
+	size_t nfiles;
+	unsigned int libs; /* bitmask of enum mt_lib attached */
+	struct mt_py *py; /* its CPython, once found */
+	struct mt_pyconf pyconf; /* as given to the BPF walker */
+	int py_tries; /* looks for CPython so far */
+	struct mt_modlog *modlog; /* --module-log */
+	bool ranked; /* its rank was read (at its first event) */
+	struct mt_sink *sink; /* its own (-o FILE{rank}), or NULL */
+};
+
+/* Check that pid exists and can be traced. Returns 0 or -errno, err set. */
+int mt_target_open(struct mt_target *t, int pid, char *err, size_t errlen);
+
+/*
+ * Fork argv held before its exec. Returns 0 (t->pid set) or -errno.
+ * mt_target_start() lets it exec; it fails if the exec did.
+ */
+int mt_target_spawn(struct mt_target *t, char **argv, int gate[2], char *err,
+		    size_t errlen);
+int mt_target_start(struct mt_target *t, int gate[2], char **argv, char *err,
+		    size_t errlen);
+
+/* True once the process is gone (reaped if we spawned it). */
+bool mt_target_poll_exit(struct mt_target *t);
+
+void mt_target_close(struct mt_target *t);
+
+/* Path through which this process's file is opened: /proc/PID/root/PATH. */
+int mt_target_path(const struct mt_target *t, const char *path, char *buf,
+		   size_t len);
+
+bool mt_target_has_file(const struct mt_target *t, __u64 dev, __u64 inode);
+
+#endif /* __TARGET_H */

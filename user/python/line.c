@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "python/line.h"
+
+/* 3.10: the line delta that means "no line" */
+#define NO_LINE_310 (-128)
+
+int mt_pyline_310(const __u8 *tab, size_t len, int firstlineno, __s64 addrq)
+{
+	__s64 end = 0;
+	int line = firstlineno;
+
+	if (addrq < 0)
+		return firstlineno;
+	/* every pair is its own range, even when its line delta is 0 */
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		__s64 start = end;
+		int ldelta = (__s8)tab[i + 1];
+
+		end += tab[i];
+		if (ldelta != NO_LINE_310)
+			line += ldelta;
+		if (addrq >= start && addrq < end)
+			return ldelta == NO_LINE_310 ? -1 : line;
+	}
+	return -1;
+}
+
+/* 3.11+ entry codes: first byte is 1 cccc lll (code, length - 1) */
+#define LOC_ONE_LINE0 10
+#define LOC_ONE_LINE2 12
+#define LOC_NO_COLUMNS 13
+#define LOC_LONG 14
+#define LOC_NONE 15
+
+/* unsigned varint: 6-bit chunks, least significant first, 0x40 = more */
+static unsigned int varint(const __u8 *tab, size_t len, size_t i)
+{
+	unsigned int val = 0, shift = 0;
+
+	while (i < len && shift < 32) {
+		__u8 b = tab[i++];
+
+		val |= (unsigned int)(b & 63) << shift;
+		shift += 6;
+		if (!(b & 64))
+			break;
+	}
+	return val;
+}
+
+static int line_delta(const __u8 *tab, size_t len, size_t i)
+{
+	int code = (tab[i] >> 3) & 15;
+	unsigned int v;
+
+	if (code == LOC_NO_COLUMNS || code == LOC_LONG) {
+		/* signed varint: the low bit is the sign */
+		v = varint(tab, len, i + 1);
+		return v & 1 ? -(int)(v >> 1) : (int)(v >> 1);
+	}
+	if (code >= LOC_ONE_LINE0 && code <= LOC_ONE_LINE2)
+		return code - LOC_ONE_LINE0;
+	/* the short forms stay on the line; NONE has none */
+	return 0;
+}
+
+int mt_pyline_311(const __u8 *tab, size_t len, int firstlineno, __s64 addrq)
+{
+	__s64 end = 0;
+	int line = firstlineno;
+	size_t i = 0;
+
+	if (addrq < 0)
+		return firstlineno;
+	while (i < len) {
+		__s64 start = end;
+		int code = (tab[i] >> 3) & 15;
+
+		/* a table that lost sync: no answer rather than a wrong one */
+		if (!(tab[i] & 0x80))
+			return -1;
+		line += line_delta(tab, len, i);
+		end += ((tab[i] & 7) + 1) * 2;
+		if (addrq >= start && addrq < end)
+			return code == LOC_NONE ? -1 : line;
+		/* the bytes after the first of an entry have bit 7 clear */
+		do
+			i++;
+		while (i < len && !(tab[i] & 0x80));
+	}
+	return -1;
+}

@@ -1,0 +1,1365 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The offsets are those of CPython's own headers (x86_64, GIL builds),
+ * checked against the DWARF of 3.10.13, 3.11.7, 3.12.1 and 3.13.0 and
+ * against running interpreters; layouts do not change within a minor
+ * version for the fields used here.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "proc/elfsym.h"
+#include "proc/maps.h"
+#include "python/line.h"
+#include "python/pyproc.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define READ_MAX (1u << 20)
+#define LINETABLE_MAX (1u << 20)
+#define DICT_MAX_ENTRIES (1 << 16)
+#define LIST_MAX 4096 /* thread states or frames followed */
+#define PTHREAD_KEYS 1024 /* glibc PTHREAD_KEYS_MAX */
+
+/* object and type fields, the same in 3.10-3.13 */
+#define OB_TYPE 8
+#define CELL_REF 16
+#define BYTES_SIZE 16
+#define BYTES_DATA 32
+#define STR_LENGTH 16
+#define STR_STATE 32
+#define TP_NAME 24
+#define TP_BASICSIZE 32
+#define TP_FLAGS 168
+#define TP_DICTOFFSET 288
+#define TYPE_HDR 296
+#define TS_NEXT 8
+#define TS_INTERP 16
+#define DICT_KEYS 32
+#define DICT_VALUES 40
+
+#define TPF_INLINE_VALUES (1UL << 2) /* 3.13 */
+#define TPF_MANAGED_DICT (1UL << 4) /* 3.11+ */
+#define TPF_HEAPTYPE (1UL << 9)
+#define TPF_DICT_SUBCLASS (1UL << 29)
+
+/* where a version keeps what we read */
+struct layout {
+	__u32 minor;
+	__u64 rt_interp_head, rt_tss;
+	__u64 is_threads_head;
+	__u64 ts_thread_id, ts_frame;
+	__s64 cframe_cur; /* -1: no _PyCFrame step */
+	__u64 f_code, f_back, f_instr, f_localsplus;
+	__u64 f_owner; /* MT_PY_NO_OWNER on 3.10 */
+	__u32 owner_cstack_min;
+	__u64 co_argcount, co_flags, co_firstlineno;
+	__u64 co_filename, co_name, co_qualname, co_linetable, co_adaptive;
+	__u64 str_ascii_data, str_compact_data;
+	__u64 ht_cached_keys;
+};
+
+static const struct layout layouts[] = {
+	{
+		.minor = 10,
+		.rt_interp_head = 32,
+		.rt_tss = 584,
+		.is_threads_head = 8,
+		.ts_thread_id = 176,
+		.ts_frame = 24,
+		.cframe_cur = -1,
+		.f_code = 32,
+		.f_back = 24,
+		.f_instr = 96,
+		.f_localsplus = 352,
+		.f_owner = MT_PY_NO_OWNER,
+		.owner_cstack_min = 0,
+		.co_argcount = 16,
+		.co_flags = 36,
+		.co_firstlineno = 40,
+		.co_filename = 104,
+		.co_name = 112,
+		.co_qualname = 112, /* no co_qualname: co_name */
+		.co_linetable = 120,
+		.co_adaptive = 0, /* f_lasti is an index, not a pointer */
+		.str_ascii_data = 48,
+		.str_compact_data = 72,
+		.ht_cached_keys = 872,
+	},
+	{
+		.minor = 11,
+		.rt_interp_head = 40,
+		.rt_tss = 592,
+		.is_threads_head = 16,
+		.ts_thread_id = 152,
+		.ts_frame = 56,
+		.cframe_cur = 8,
+		.f_code = 32,
+		.f_back = 48,
+		.f_instr = 56,
+		.f_localsplus = 72,
+		.f_owner = 69,
+		.owner_cstack_min = 0, /* entries are marked by is_entry */
+		.co_argcount = 56,
+		.co_flags = 48,
+		.co_firstlineno = 72,
+		.co_filename = 112,
+		.co_name = 120,
+		.co_qualname = 128,
+		.co_linetable = 136,
+		.co_adaptive = 184,
+		.str_ascii_data = 48,
+		.str_compact_data = 72,
+		.ht_cached_keys = 872,
+	},
+	{
+		.minor = 12,
+		.rt_interp_head = 40,
+		.rt_tss = 1544,
+		.is_threads_head = 72,
+		.ts_thread_id = 136,
+		.ts_frame = 56,
+		.cframe_cur = 0,
+		.f_code = 0,
+		.f_back = 8,
+		.f_instr = 56,
+		.f_localsplus = 72,
+		.f_owner = 70,
+		.owner_cstack_min = 3,
+		.co_argcount = 52,
+		.co_flags = 48,
+		.co_firstlineno = 68,
+		.co_filename = 112,
+		.co_name = 120,
+		.co_qualname = 128,
+		.co_linetable = 136,
+		.co_adaptive = 192,
+		.str_ascii_data = 40,
+		.str_compact_data = 56,
+		.ht_cached_keys = 880,
+	},
+	{
+		.minor = 13,
+		.rt_interp_head = 632,
+		.rt_tss = 2160,
+		.is_threads_head = 7344,
+		.ts_thread_id = 152,
+		.ts_frame = 72,
+		.cframe_cur = -1,
+		.f_code = 0,
+		.f_back = 8,
+		.f_instr = 56,
+		.f_localsplus = 72,
+		.f_owner = 70,
+		.owner_cstack_min = 3,
+		.co_argcount = 52,
+		.co_flags = 48,
+		.co_firstlineno = 68,
+		.co_filename = 112,
+		.co_name = 120,
+		.co_qualname = 128,
+		.co_linetable = 136,
+		.co_adaptive = 200,
+		.str_ascii_data = 40,
+		.str_compact_data = 56,
+		.ht_cached_keys = 880,
+	},
+};
+
+/* code object bytes read per lookup: through co_linetable on every version */
+#define CODE_HDR 144
+
+/* what must stay the same for a cached code object to still be it */
+struct code_fp {
+	__u64 type, filename, name, qualname, linetable;
+	__s32 argcount, flags, firstlineno, pad;
+};
+
+#define CODE_SETS 256
+#define CODE_WAYS 4
+#define CODE_LINES 8
+
+struct code_entry {
+	__u64 code; /* 0: free */
+	__u64 used; /* mt_py.tick at the last hit, for eviction */
+	struct code_fp fp;
+	bool module_call;
+	char qualname[MT_PY_NAME_MAX];
+	char file[MT_PY_NAME_MAX];
+	/* instruction offset -> line, the last few asked for */
+	struct {
+		__s64 addrq;
+		int line;
+	} lines[CODE_LINES];
+	unsigned int nlines, next_line;
+};
+
+#define CHILD_SLOTS 256
+/* how far under a running module its running child may sit, and how many
+ * modules a search may open */
+#define CHILD_DEPTH 4
+#define CHILD_BUDGET 256
+
+struct child_entry {
+	__u64 parent, child; /* parent 0: free */
+	char name[MT_PY_NAME_MAX];
+};
+
+struct mt_py {
+	int pid;
+	const struct layout *lay;
+	struct mt_pyconf conf;
+	__u64 runtime; /* &_PyRuntime */
+	__u64 cell_type, code_type, unicode_type, bytes_type;
+	__u64 modules_key; /* the interned "_modules", once seen; 0 before */
+	__u64 tick;
+	struct code_entry codes[CODE_SETS * CODE_WAYS];
+	struct child_entry children[CHILD_SLOTS];
+};
+
+/* Returns 0, -EFAULT for a short read, or process_vm_readv's -errno. */
+static int read_mem(const struct mt_py *py, __u64 addr, void *buf, size_t len)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr,
+				.iov_len = len };
+	ssize_t n;
+
+	if (!addr || len > READ_MAX || addr + len < addr)
+		return -EFAULT;
+	n = process_vm_readv(py->pid, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)len ? 0 : -EFAULT;
+}
+
+int mt_py_read(const struct mt_py *py, __u64 addr, void *buf, size_t len)
+{
+	/* callers only need to know that the bytes are not there */
+	return read_mem(py, addr, buf, len) ? -EFAULT : 0;
+}
+
+static int rd_u64(const struct mt_py *py, __u64 addr, __u64 *v)
+{
+	return mt_py_read(py, addr, v, sizeof(*v));
+}
+
+static __u64 get_u64(const __u8 *buf, size_t off)
+{
+	__u64 v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+static __s32 get_s32(const __u8 *buf, size_t off)
+{
+	__s32 v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+/* Append code point cp as UTF-8 if it fits with a NUL after it. */
+static bool put_utf8(char *out, size_t cap, size_t *n, __u32 cp)
+{
+	char b[4];
+	size_t k;
+
+	if (cp >= 0xd800 && cp <= 0xdfff)
+		cp = 0xfffd; /* a lone surrogate has no UTF-8 */
+	if (cp < 0x80) {
+		b[0] = (char)cp;
+		k = 1;
+	} else if (cp < 0x800) {
+		b[0] = (char)(0xc0 | cp >> 6);
+		b[1] = (char)(0x80 | (cp & 0x3f));
+		k = 2;
+	} else if (cp < 0x10000) {
+		b[0] = (char)(0xe0 | cp >> 12);
+		b[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+		b[2] = (char)(0x80 | (cp & 0x3f));
+		k = 3;
+	} else if (cp < 0x110000) {
+		b[0] = (char)(0xf0 | cp >> 18);
+		b[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+		b[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+		b[3] = (char)(0x80 | (cp & 0x3f));
+		k = 4;
+	} else {
+		return put_utf8(out, cap, n, 0xfffd);
+	}
+	if (*n + k >= cap)
+		return false;
+	memcpy(out + *n, b, k);
+	*n += k;
+	return true;
+}
+
+/* Copy a UTF-8 string into len bytes, cut at a character boundary. */
+static void copy_utf8(char *dst, size_t len, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (!len)
+		return;
+	if (n >= len) {
+		n = len - 1;
+		/* back off over continuation bytes to the start of a char */
+		while (n && ((unsigned char)src[n] & 0xc0) == 0x80)
+			n--;
+	}
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/*
+ * The str object at addr as UTF-8 into out (cap bytes with the NUL; at most
+ * MT_PY_NAME_MAX are read). Compact strings only: every identifier and file
+ * name CPython makes is one. Returns 0, -EINVAL (not a compact str) or
+ * -EFAULT.
+ */
+static int rd_str(const struct mt_py *py, __u64 addr, char *out, size_t cap)
+{
+	__u8 hdr[40], data[MT_PY_NAME_MAX * 4];
+	__u64 len, off;
+	__u32 state, kind;
+	size_t n = 0, chars;
+	int ret;
+
+	if (!cap)
+		return -EINVAL;
+	out[0] = '\0';
+	/* 40 bytes: within the smallest str object of every version */
+	ret = mt_py_read(py, addr, hdr, sizeof(hdr));
+	if (ret)
+		return ret;
+	if (get_u64(hdr, OB_TYPE) != py->unicode_type)
+		return -EINVAL;
+	len = get_u64(hdr, STR_LENGTH);
+	memcpy(&state, hdr + STR_STATE, sizeof(state));
+	kind = (state >> 2) & 7;
+	if (!((state >> 5) & 1))
+		return -EINVAL; /* legacy, not compact */
+	if ((state >> 6) & 1) {
+		kind = 1;
+		off = py->lay->str_ascii_data;
+	} else {
+		off = py->lay->str_compact_data;
+	}
+	if (kind != 1 && kind != 2 && kind != 4)
+		return -EINVAL;
+	if (cap > MT_PY_NAME_MAX)
+		cap = MT_PY_NAME_MAX;
+	/* each char takes at least one output byte */
+	chars = len < cap - 1 ? (size_t)len : cap - 1;
+	if (!chars)
+		return 0;
+	ret = mt_py_read(py, addr + off, data, chars * kind);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < chars; i++) {
+		__u32 cp;
+
+		if (kind == 1) {
+			cp = data[i];
+		} else if (kind == 2) {
+			__u16 c;
+
+			memcpy(&c, data + 2 * i, sizeof(c));
+			cp = c;
+		} else {
+			memcpy(&cp, data + 4 * i, sizeof(cp));
+		}
+		if (!put_utf8(out, cap, &n, cp))
+			break;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+/* A NUL-terminated C string (tp_name), read page by page. */
+static int rd_cstr(const struct mt_py *py, __u64 addr, char *out, size_t cap)
+{
+	/* one byte more than is kept: copy_utf8 needs it to cut well */
+	char s[MT_PY_NAME_MAX + 1];
+	size_t n = 0;
+
+	while (n < MT_PY_NAME_MAX) {
+		/* never read across a page we may not be able to read */
+		size_t chunk = 4096 - ((addr + n) & 4095);
+		int ret;
+
+		if (chunk > MT_PY_NAME_MAX - n)
+			chunk = MT_PY_NAME_MAX - n;
+		ret = mt_py_read(py, addr + n, s + n, chunk);
+		if (ret)
+			return ret;
+		if (memchr(s + n, '\0', chunk))
+			break;
+		n += chunk;
+	}
+	s[MT_PY_NAME_MAX] = '\0';
+	copy_utf8(out, cap < MT_PY_NAME_MAX ? cap : MT_PY_NAME_MAX, s);
+	return 0;
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+
+	return n >= k && !strcmp(s + n - k, tail);
+}
+
+/* ---- code objects ---- */
+
+static void code_fp_read(const struct mt_py *py, const __u8 *hdr,
+			 struct code_fp *fp)
+{
+	const struct layout *lay = py->lay;
+
+	memset(fp, 0, sizeof(*fp));
+	fp->type = get_u64(hdr, OB_TYPE);
+	fp->filename = get_u64(hdr, lay->co_filename);
+	fp->name = get_u64(hdr, lay->co_name);
+	fp->qualname = get_u64(hdr, lay->co_qualname);
+	fp->linetable = get_u64(hdr, lay->co_linetable);
+	fp->argcount = get_s32(hdr, lay->co_argcount);
+	fp->flags = get_s32(hdr, lay->co_flags);
+	fp->firstlineno = get_s32(hdr, lay->co_firstlineno);
+}
+
+static int code_fill(struct mt_py *py, __u64 code, const struct code_fp *fp,
+		     struct code_entry *e)
+{
+	char name[MT_PY_NAME_MAX];
+	int ret;
+
+	if (fp->type != py->code_type)
+		return -EINVAL;
+	memset(e, 0, sizeof(*e));
+	ret = rd_str(py, fp->qualname, e->qualname, sizeof(e->qualname));
+	if (!ret)
+		ret = rd_str(py, fp->filename, e->file, sizeof(e->file));
+	if (ret)
+		return ret == -EINVAL ? -EFAULT : ret;
+	if (ends_with(e->file, "torch/nn/modules/module.py") &&
+	    !rd_str(py, fp->name, name, sizeof(name)))
+		e->module_call = !strcmp(name, "_call_impl") ||
+				 !strcmp(name, "_wrapped_call_impl");
+	e->code = code;
+	e->fp = *fp;
+	return 0;
+}
+
+static size_t code_set(__u64 code)
+{
+	/* objects are 16-byte aligned; fold the high bits in */
+	__u64 h = (code >> 4) * 0x9e3779b97f4a7c15ULL;
+
+	return (size_t)(h >> 56) % CODE_SETS;
+}
+
+/* The cache entry of code, filled or refreshed as needed. */
+static int code_get(struct mt_py *py, __u64 code, struct code_entry **out)
+{
+	struct code_entry *set = &py->codes[code_set(code) * CODE_WAYS];
+	struct code_entry *e = NULL, *victim = &set[0];
+	__u8 hdr[CODE_HDR];
+	struct code_fp fp;
+	int ret;
+
+	for (size_t i = 0; i < CODE_WAYS; i++) {
+		if (set[i].code == code && code) {
+			e = &set[i];
+			break;
+		}
+		if (set[i].used < victim->used)
+			victim = &set[i];
+	}
+	ret = mt_py_read(py, code, hdr, sizeof(hdr));
+	if (ret && !e)
+		return ret;
+	if (!ret) {
+		code_fp_read(py, hdr, &fp);
+		if (!e || memcmp(&fp, &e->fp, sizeof(fp))) {
+			/* new, or the address now holds another object */
+			if (!e)
+				e = victim;
+			ret = code_fill(py, code, &fp, e);
+			if (ret) {
+				e->code = 0;
+				e->used = 0;
+				return ret;
+			}
+		}
+	}
+	/* when the read failed, the target may be gone: keep what we had */
+	e->used = ++py->tick;
+	*out = e;
+	return 0;
+}
+
+/* Line of instruction offset addrq, from the code's co_linetable. */
+static int code_line(const struct mt_py *py, const struct code_entry *e,
+		     __s64 addrq, int *line)
+{
+	__u8 hdr[BYTES_DATA];
+	__u64 size;
+	__u8 *tab;
+	int ret;
+
+	ret = mt_py_read(py, e->fp.linetable, hdr, sizeof(hdr));
+	if (ret)
+		return ret;
+	size = get_u64(hdr, BYTES_SIZE);
+	if (get_u64(hdr, OB_TYPE) != py->bytes_type || size > LINETABLE_MAX)
+		return -EFAULT;
+	/* malloc(0) may give NULL: one byte more */
+	tab = malloc(size + 1);
+	if (!tab)
+		return -ENOMEM;
+	ret = mt_py_read(py, e->fp.linetable + BYTES_DATA, tab, size);
+	if (!ret && py->lay->minor == 10)
+		*line = mt_pyline_310(tab, size, e->fp.firstlineno, addrq);
+	else if (!ret)
+		*line = mt_pyline_311(tab, size, e->fp.firstlineno, addrq);
+	free(tab);
+	return ret;
+}
+
+int mt_py_frame(struct mt_py *py, __u64 code, __u64 instr, char *qualname,
+		size_t qlen, char *file, size_t flen, int *line)
+{
+	struct code_entry *e;
+	__s64 addrq;
+	int ret;
+
+	ret = code_get(py, code, &e);
+	if (ret)
+		return ret;
+	copy_utf8(qualname, qlen, e->qualname);
+	copy_utf8(file, flen, e->file);
+	if (py->lay->minor == 10)
+		addrq = 2 * (__s64)(__s32)(__u32)instr; /* an index of u16s */
+	else
+		addrq = (__s64)(instr - (code + py->lay->co_adaptive));
+	*line = -1;
+	/* one unit before the start is a frame not yet begun; less is junk */
+	if (addrq < -2)
+		return 0;
+	for (unsigned int i = 0; i < e->nlines; i++) {
+		if (e->lines[i].addrq == addrq) {
+			*line = e->lines[i].line;
+			return 0;
+		}
+	}
+	/* unreadable now (the target exited?): no line, nothing to keep */
+	if (code_line(py, e, addrq, line))
+		return 0;
+	e->lines[e->next_line].addrq = addrq;
+	e->lines[e->next_line].line = *line;
+	e->next_line = (e->next_line + 1) % CODE_LINES;
+	if (e->nlines < CODE_LINES)
+		e->nlines++;
+	return 0;
+}
+
+bool mt_py_is_module_call(struct mt_py *py, __u64 code)
+{
+	struct code_entry *e;
+
+	return !code_get(py, code, &e) && e->module_call;
+}
+
+__u64 mt_py_module_self(struct mt_py *py, __u64 local0)
+{
+	__u64 type, self;
+
+	if (!local0 || rd_u64(py, local0 + OB_TYPE, &type))
+		return 0;
+	if (type != py->cell_type)
+		return local0;
+	if (rd_u64(py, local0 + CELL_REF, &self))
+		return 0;
+	return self;
+}
+
+/* ---- dicts ---- */
+
+/*
+ * A dict's entries: its keys object, and for a split table the array its
+ * values are in (values[i] belongs to entry i); values 0 for a combined one.
+ */
+struct dview {
+	__u64 keys, values;
+};
+
+/* the entries of a keys object: where they are, how many, how wide */
+struct dentries {
+	__u64 addr;
+	__s64 n;
+	size_t size, key_off, value_off;
+};
+
+static int dict_entries(const struct mt_py *py, __u64 keys, struct dentries *de)
+{
+	__u8 hdr[48];
+	int ret;
+
+	ret = mt_py_read(py, keys, hdr, sizeof(hdr));
+	if (ret)
+		return ret;
+	if (py->lay->minor == 10) {
+		__u64 size = get_u64(hdr, 8);
+		size_t width = size <= 0xff	  ? 1 :
+			       size <= 0xffff	  ? 2 :
+			       size <= 0xffffffff ? 4 :
+						    8;
+
+		if (size > DICT_MAX_ENTRIES * 2)
+			return -EFAULT;
+		de->n = (__s64)get_u64(hdr, 32);
+		de->addr = keys + 40 + size * width;
+		de->size = 24; /* hash, key, value */
+		de->key_off = 8;
+		de->value_off = 16;
+	} else {
+		__u8 log2_index_bytes = hdr[9], kind = hdr[10];
+
+		if (log2_index_bytes > 24 || kind > 2)
+			return -EFAULT;
+		de->n = (__s64)get_u64(hdr, 24);
+		de->addr = keys + 32 + (1ULL << log2_index_bytes);
+		/* GENERAL keeps the hash; UNICODE and SPLIT do not */
+		de->size = kind == 0 ? 24 : 16;
+		de->key_off = kind == 0 ? 8 : 0;
+		de->value_off = de->key_off + 8;
+	}
+	if (de->n < 0 || de->n > DICT_MAX_ENTRIES)
+		return -EFAULT;
+	return 0;
+}
+
+typedef bool (*dict_match_fn)(struct mt_py *py, __u64 key, __u64 value,
+			      const void *ctx);
+
+/*
+ * The first entry for which match() holds: its key and value. Returns 0,
+ * -ENOENT or -EFAULT.
+ */
+static int dict_find(struct mt_py *py, const struct dview *dv,
+		     dict_match_fn match, const void *ctx, __u64 *key,
+		     __u64 *value)
+{
+	enum { CHUNK = 64 };
+	__u8 ent[CHUNK * 24];
+	__u64 vals[CHUNK];
+	struct dentries de;
+	int ret;
+
+	ret = dict_entries(py, dv->keys, &de);
+	if (ret)
+		return ret;
+	for (__s64 base = 0; base < de.n; base += CHUNK) {
+		size_t n = de.n - base < CHUNK ? (size_t)(de.n - base) : CHUNK;
+
+		ret = mt_py_read(py, de.addr + base * de.size, ent,
+				 n * de.size);
+		if (!ret && dv->values)
+			ret = mt_py_read(py, dv->values + base * 8, vals,
+					 n * 8);
+		if (ret)
+			return ret;
+		for (size_t i = 0; i < n; i++) {
+			__u64 k = get_u64(ent, i * de.size + de.key_off);
+			__u64 v = dv->values ?
+					  vals[i] :
+					  get_u64(ent,
+						  i * de.size + de.value_off);
+
+			/* deleted entries have no key, absent split ones no value */
+			if (!k || !v || !match(py, k, v, ctx))
+				continue;
+			*key = k;
+			*value = v;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* The entries of the dict object at dict, which must be a dict. */
+static int dict_view(const struct mt_py *py, __u64 dict, struct dview *dv)
+{
+	__u8 hdr[48];
+	__u64 flags;
+	int ret;
+
+	ret = mt_py_read(py, dict, hdr, sizeof(hdr));
+	if (!ret)
+		ret = rd_u64(py, get_u64(hdr, OB_TYPE) + TP_FLAGS, &flags);
+	if (ret)
+		return ret;
+	if (!(flags & TPF_DICT_SUBCLASS))
+		return -ENOENT;
+	dv->keys = get_u64(hdr, DICT_KEYS);
+	dv->values = get_u64(hdr, DICT_VALUES);
+	/* 3.13 puts a capacity/size/embedded/valid header before values[] */
+	if (dv->values && py->lay->minor >= 13)
+		dv->values += 8;
+	return 0;
+}
+
+/* The shared keys of a heap type's instances, for their split values. */
+static int cached_keys(const struct mt_py *py, __u64 type, __u64 *keys)
+{
+	int ret = rd_u64(py, type + py->lay->ht_cached_keys, keys);
+
+	if (!ret && !*keys)
+		ret = -ENOENT;
+	return ret;
+}
+
+/* The instance __dict__ of obj, wherever this version keeps it. */
+static int instance_dict(const struct mt_py *py, __u64 obj, struct dview *dv)
+{
+	__u8 type[TYPE_HDR];
+	__u64 tp, flags, w;
+	__s64 dictoffset;
+	unsigned int minor = py->lay->minor;
+	int ret;
+
+	ret = rd_u64(py, obj + OB_TYPE, &tp);
+	if (!ret)
+		ret = mt_py_read(py, tp, type, sizeof(type));
+	if (ret)
+		return ret;
+	flags = get_u64(type, TP_FLAGS);
+	dictoffset = (__s64)get_u64(type, TP_DICTOFFSET);
+	if (minor >= 11 && (flags & TPF_MANAGED_DICT)) {
+		/* the dict (or 3.11's values) pointers sit before the object */
+		ret = rd_u64(py, obj - 24, &w);
+		if (ret)
+			return ret;
+		if (minor == 12 && (w & 1)) {
+			/* 3.12 tags a values pointer: stored as values - 1 */
+			dv->values = w + 1;
+			return cached_keys(py, tp, &dv->keys);
+		}
+		if (w)
+			return dict_view(py, w, dv);
+		if (minor == 11) {
+			ret = rd_u64(py, obj - 32, &dv->values);
+			if (!ret && !dv->values)
+				ret = -ENOENT;
+			return ret ? ret : cached_keys(py, tp, &dv->keys);
+		}
+		if (minor == 13 && (flags & TPF_INLINE_VALUES)) {
+			__u64 vals = obj + get_u64(type, TP_BASICSIZE);
+			__u8 valid;
+
+			/* 3.13 values live after the object's fixed part */
+			ret = mt_py_read(py, vals + 3, &valid, 1);
+			if (ret)
+				return ret;
+			if (!valid)
+				return -ENOENT;
+			dv->values = vals + 8;
+			return cached_keys(py, tp, &dv->keys);
+		}
+		return -ENOENT;
+	}
+	if (dictoffset <= 0)
+		return -ENOENT; /* none, or after a variable-size part */
+	ret = rd_u64(py, obj + dictoffset, &w);
+	if (!ret && !w)
+		ret = -ENOENT;
+	return ret ? ret : dict_view(py, w, dv);
+}
+
+static bool str_is(const struct mt_py *py, __u64 str, const char *want)
+{
+	char s[MT_PY_NAME_MAX];
+
+	return !rd_str(py, str, s, sizeof(s)) && !strcmp(s, want);
+}
+
+static bool key_is_modules(struct mt_py *py, __u64 key, __u64 value,
+			   const void *ctx)
+{
+	/* attribute names are interned: one "_modules" object for all */
+	if (py->modules_key)
+		return key == py->modules_key;
+	if (!str_is(py, key, "_modules"))
+		return false;
+	py->modules_key = key;
+	return true;
+}
+
+static size_t child_slot(__u64 parent, __u64 child)
+{
+	__u64 h = ((parent >> 4) ^ (child >> 4) * 31) * 0x9e3779b97f4a7c15ULL;
+
+	return (size_t)(h >> 56) % CHILD_SLOTS;
+}
+
+/* a module's _modules dict */
+static int modules_of(struct mt_py *py, __u64 module, struct dview *dv)
+{
+	__u64 key, modules;
+	int ret;
+
+	ret = instance_dict(py, module, dv);
+	if (!ret)
+		ret = dict_find(py, dv, key_is_modules, NULL, &key, &modules);
+	if (!ret)
+		ret = dict_view(py, modules, dv);
+	return ret;
+}
+
+bool mt_py_is_module(struct mt_py *py, __u64 obj)
+{
+	struct dview dv;
+
+	return obj && !modules_of(py, obj, &dv);
+}
+
+/*
+ * Search for a module under another through modules that are not running
+ * (a ModuleList or Sequential iterated, not called), depth first.
+ */
+struct path_search {
+	__u64 target;
+	int depth, budget;
+	char path[MT_PY_NAME_MAX];
+};
+
+static bool path_step(struct mt_py *py, __u64 key, __u64 value,
+		      const void *ctx);
+
+static int search_under(struct mt_py *py, __u64 module, struct path_search *ps)
+{
+	struct dview dv;
+	__u64 key, value;
+	int ret;
+
+	if (ps->budget-- <= 0)
+		return -ENOENT;
+	ret = modules_of(py, module, &dv);
+	if (!ret)
+		ret = dict_find(py, &dv, path_step, ps, &key, &value);
+	return ret;
+}
+
+/* dict_find's test, which descends: true once the target is found */
+static bool path_step(struct mt_py *py, __u64 key, __u64 value, const void *ctx)
+{
+	struct path_search *ps = (struct path_search *)ctx;
+	size_t len = strlen(ps->path);
+	char name[MT_PY_NAME_MAX];
+
+	if (rd_str(py, key, name, sizeof(name)) ||
+	    len + strlen(name) + 2 > sizeof(ps->path))
+		return false;
+	/* room checked above: dot, name and NUL fit */
+	if (len)
+		ps->path[len] = '.';
+	memcpy(ps->path + len + (len ? 1 : 0), name, strlen(name) + 1);
+	if (value == ps->target)
+		return true;
+	if (ps->depth > 1) {
+		ps->depth--;
+		if (!search_under(py, value, ps)) {
+			ps->depth++;
+			return true;
+		}
+		ps->depth++;
+	}
+	ps->path[len] = '\0';
+	return false;
+}
+
+int mt_py_child_name(struct mt_py *py, __u64 parent, __u64 child, char *name,
+		     size_t len)
+{
+	struct child_entry *ce = &py->children[child_slot(parent, child)];
+	struct path_search ps = { .target = child,
+				  .depth = CHILD_DEPTH,
+				  .budget = CHILD_BUDGET };
+	int ret;
+
+	if (ce->parent == parent && ce->child == child && parent) {
+		copy_utf8(name, len, ce->name);
+		return 0;
+	}
+	ret = search_under(py, parent, &ps);
+	if (ret) {
+		ce->parent = 0;
+		return ret == -EINVAL ? -ENOENT : ret;
+	}
+	snprintf(ce->name, sizeof(ce->name), "%s", ps.path);
+	ce->parent = parent;
+	ce->child = child;
+	copy_utf8(name, len, ce->name);
+	return 0;
+}
+
+int mt_py_type_name(struct mt_py *py, __u64 obj, char *name, size_t len)
+{
+	__u64 tp;
+	int ret;
+
+	ret = rd_u64(py, obj + OB_TYPE, &tp);
+	return ret ? ret : mt_py_class_name(py, tp, name, len);
+}
+
+int mt_py_class_name(struct mt_py *py, __u64 tp, char *name, size_t len)
+{
+	char s[MT_PY_NAME_MAX];
+	__u8 type[TP_FLAGS + 8];
+	const char *dot;
+	int ret;
+
+	ret = mt_py_read(py, tp, type, sizeof(type));
+	if (!ret)
+		ret = rd_cstr(py, get_u64(type, TP_NAME), s, sizeof(s));
+	if (ret)
+		return ret;
+	/* static types are named "module.Name"; heap types just "Name" */
+	dot = strrchr(s, '.');
+	if (dot && !(get_u64(type, TP_FLAGS) & TPF_HEAPTYPE))
+		copy_utf8(name, len, dot + 1);
+	else
+		copy_utf8(name, len, s);
+	return 0;
+}
+
+/* ---- threads ---- */
+
+static int read_frame(const struct mt_py *py, __u64 f, struct mt_pyframe *fr)
+{
+	const struct layout *lay = py->lay;
+	int ret;
+
+	ret = rd_u64(py, f + lay->f_code, &fr->code);
+	if (!ret)
+		ret = rd_u64(py, f + lay->f_instr, &fr->instr);
+	if (!ret)
+		ret = rd_u64(py, f + lay->f_localsplus, &fr->local0);
+	return ret;
+}
+
+int mt_py_thread_frames(struct mt_py *py, __u64 thread_id,
+			struct mt_pyframe *frames, size_t max, __u64 *tstate)
+{
+	const struct layout *lay = py->lay;
+	__u64 interp, ts, id, f;
+	size_t n = 0;
+	int ret, i;
+
+	ret = rd_u64(py, py->runtime + lay->rt_interp_head, &interp);
+	if (!ret)
+		ret = rd_u64(py, interp + lay->is_threads_head, &ts);
+	for (i = 0; !ret && ts && i < LIST_MAX; i++) {
+		ret = rd_u64(py, ts + lay->ts_thread_id, &id);
+		if (ret || id == thread_id)
+			break;
+		ret = rd_u64(py, ts + TS_NEXT, &ts);
+	}
+	if (ret)
+		return ret;
+	if (!ts || id != thread_id)
+		return -ESRCH;
+	*tstate = ts;
+	ret = rd_u64(py, ts + lay->ts_frame, &f);
+	if (!ret && lay->cframe_cur >= 0 && f)
+		ret = rd_u64(py, f + lay->cframe_cur, &f);
+	for (i = 0; !ret && f && n < max && i < LIST_MAX; i++) {
+		bool shim = false;
+		__u8 owner;
+
+		if (lay->owner_cstack_min) {
+			ret = mt_py_read(py, f + lay->f_owner, &owner, 1);
+			shim = owner >= lay->owner_cstack_min;
+		}
+		if (!ret && !shim) {
+			ret = read_frame(py, f, &frames[n]);
+			n += !ret;
+		}
+		if (!ret)
+			ret = rd_u64(py, f + lay->f_back, &f);
+	}
+	return ret ? ret : (int)n;
+}
+
+/* ---- finding the interpreter ---- */
+
+enum {
+	S_RUNTIME,
+	S_CELL,
+	S_CODE,
+	S_UNICODE,
+	S_BYTES,
+	S_VERSION, /* 3.11+ */
+	S_INIT, /* a function: where the file is mapped */
+	S_N,
+};
+
+static const char *const sym_names[S_N] = {
+	"_PyRuntime",	"PyCell_Type", "PyCode_Type",	"PyUnicode_Type",
+	"PyBytes_Type", "Py_Version",  "Py_Initialize",
+};
+
+/* X.Y of "python3.11", "libpython3.11.so.1.0", "libpython3.13t.so" */
+static bool name_version(const char *path, unsigned int *major,
+			 unsigned int *minor)
+{
+	const char *base = mt_basename(path);
+
+	if (!strncmp(base, "lib", 3))
+		base += 3;
+	if (strncmp(base, "python", 6) || base[6] < '0' || base[6] > '9')
+		return false;
+	return sscanf(base + 6, "%u.%u", major, minor) == 2;
+}
+
+/* load bias of path: where its function fn is mapped, less its vaddr */
+static int load_bias(const struct mt_maps *maps, const char *path,
+		     const struct mt_sym *fn, __u64 *bias)
+{
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct mt_mapping *m = &maps->v[i];
+
+		if (!m->path || strcmp(m->path, path) ||
+		    fn->offset < m->offset ||
+		    fn->offset - m->offset >= m->end - m->start)
+			continue;
+		*bias = m->start + (fn->offset - m->offset) - fn->vaddr;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/*
+ * The file of pid that defines _PyRuntime: the executable or a libpython.
+ * Returns 0 with *path (pointing into maps) and its symbols, -ENOENT with
+ * *old set to a Python too old to have _PyRuntime (or NULL), or -errno
+ * with err when a candidate could not be read.
+ */
+static int find_python(int pid, const struct mt_maps *maps, const char **path,
+		       const char **old, struct mt_sym *syms, char *err,
+		       size_t errlen)
+{
+	char exe[PATH_MAX], file[PATH_MAX + 32], link[32];
+	const char *prev = NULL;
+	ssize_t n;
+	int ret = -ENOENT;
+
+	*path = NULL;
+	*old = NULL;
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	for (size_t i = 0; i < maps->n; i++) {
+		const char *p = maps->v[i].path;
+		unsigned int major, minor;
+		int r;
+
+		if (!p || (prev && !strcmp(p, prev)))
+			continue;
+		prev = p;
+		if (strcmp(p, exe) && strncmp(mt_basename(p), "libpython", 9))
+			continue;
+		if (strstr(p, " (deleted)"))
+			continue;
+		/* the file as the target sees it, also in a container */
+		snprintf(file, sizeof(file), "/proc/%d/root%s", pid, p);
+		r = mt_elf_resolve_any(file, sym_names, S_N, syms, err, errlen);
+		if (r) {
+			ret = r;
+			continue;
+		}
+		if (syms[S_RUNTIME].vaddr && syms[S_INIT].vaddr) {
+			*path = p;
+			return 0;
+		}
+		if (name_version(p, &major, &minor))
+			*old = p;
+	}
+	return *old ? -ENOENT : ret;
+}
+
+#define UNSUPPORTED \
+	"is not supported (3.10-3.13): events carry no Python stacks"
+
+/* the Python version hex (PY_VERSION_HEX) and whether free-threaded */
+static int find_version(struct mt_py *py, const char *path,
+			const struct mt_sym *syms, __u64 bias, __u64 *hex,
+			bool *ft, char *err, size_t errlen)
+{
+	unsigned int major, minor;
+	__u8 dbg[24];
+	int ret;
+
+	*ft = false;
+	ret = read_mem(py, py->runtime, dbg, sizeof(dbg));
+	if (ret) {
+		snprintf(err, errlen, "process %d: reading _PyRuntime: %s",
+			 py->pid, strerror(-ret));
+		return ret;
+	}
+	/* 3.13+: _Py_DebugOffsets opens _PyRuntime */
+	if (!memcmp(dbg, "xdebugpy", 8)) {
+		*hex = get_u64(dbg, 8);
+		*ft = get_u64(dbg, 16) != 0;
+		return 0;
+	}
+	if (syms[S_VERSION].vaddr &&
+	    !mt_py_read(py, bias + syms[S_VERSION].vaddr, hex, sizeof(*hex)))
+		return 0;
+	if (name_version(path, &major, &minor)) {
+		*hex = (__u64)major << 24 | (__u64)minor << 16;
+		return 0;
+	}
+	snprintf(err, errlen, "%s: cannot tell which CPython version it is",
+		 path);
+	return -ENOTSUP;
+}
+
+/* 3.13 publishes its offsets: they must be the ones we walk with */
+static bool debug_offsets_match(const struct mt_py *py)
+{
+	const struct layout *lay = py->lay;
+	const struct {
+		unsigned int slot; /* u64 index after the 24-byte header */
+		__u64 want;
+	} v[] = {
+		{ 2, lay->rt_interp_head },
+		{ 6, lay->is_threads_head },
+		{ 20, lay->ts_frame },
+		{ 21, lay->ts_thread_id },
+		{ 26, lay->f_back },
+		{ 27, lay->f_code },
+		{ 28, lay->f_instr },
+		{ 29, lay->f_localsplus },
+		{ 30, lay->f_owner },
+		{ 32, lay->co_filename },
+		{ 33, lay->co_name },
+		{ 34, lay->co_qualname },
+		{ 35, lay->co_linetable },
+		{ 36, lay->co_firstlineno },
+		{ 37, lay->co_argcount },
+		{ 40, lay->co_adaptive },
+		{ 42, OB_TYPE },
+		{ 44, TP_NAME },
+		{ 46, TP_FLAGS },
+		{ 54, DICT_KEYS },
+		{ 55, DICT_VALUES },
+		{ 62, BYTES_SIZE },
+		{ 63, BYTES_DATA },
+		{ 65, STR_STATE },
+		{ 66, STR_LENGTH },
+		{ 67, lay->str_ascii_data },
+	};
+	__u8 dbg[24 + 68 * 8];
+
+	if (mt_py_read(py, py->runtime, dbg, sizeof(dbg)))
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
+		if (get_u64(dbg, 24 + 8 * v[i].slot) != v[i].want)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * What must hold in a running interpreter of this layout. Returns 0,
+ * -EAGAIN (not initialised yet) or -EPROTO, with err.
+ */
+static int check_layout(struct mt_py *py, char *err, size_t errlen)
+{
+	const struct layout *lay = py->lay;
+	__u64 interp = 0, ts = 0, back = 0, tp_name;
+	char name[16];
+	__u32 tss[2]; /* Py_tss_t: int _is_initialized; pthread_key_t _key */
+
+	if (lay->minor == 13 && !debug_offsets_match(py)) {
+		snprintf(
+			err, errlen,
+			"process %d: CPython 3.13 _Py_DebugOffsets differ from the known layout",
+			py->pid);
+		return -EPROTO;
+	}
+	if (mt_py_read(py, py->runtime + lay->rt_tss, tss, sizeof(tss)) ||
+	    rd_u64(py, py->runtime + lay->rt_interp_head, &interp) ||
+	    (interp && rd_u64(py, interp + lay->is_threads_head, &ts)) ||
+	    (ts && rd_u64(py, ts + TS_INTERP, &back)) ||
+	    rd_u64(py, py->code_type + TP_NAME, &tp_name) ||
+	    rd_cstr(py, tp_name, name, sizeof(name))) {
+		snprintf(err, errlen,
+			 "process %d: CPython 3.%u state is unreadable",
+			 py->pid, lay->minor);
+		return -EPROTO;
+	}
+	if (!tss[0] || !interp || !ts) {
+		snprintf(err, errlen,
+			 "process %d: CPython 3.%u is not initialised yet",
+			 py->pid, lay->minor);
+		return -EAGAIN;
+	}
+	if (tss[1] >= PTHREAD_KEYS || back != interp || strcmp(name, "code")) {
+		snprintf(
+			err, errlen,
+			"process %d: CPython 3.%u does not have the expected layout",
+			py->pid, lay->minor);
+		return -EPROTO;
+	}
+	py->conf.tss_key = tss[1];
+	return 0;
+}
+
+/* can the walker read a frame's fields in one go? */
+static bool frame_fits(const struct mt_pyconf *c)
+{
+	return !c->instr_is_index && c->f_code + 8 <= MT_FRAME_WIN &&
+	       c->f_back + 8 <= MT_FRAME_WIN &&
+	       c->f_instr + 8 <= MT_FRAME_WIN &&
+	       c->f_localsplus + 8 <= MT_FRAME_WIN &&
+	       (!c->owner_cstack_min || c->f_owner < MT_FRAME_WIN) &&
+	       !(c->f_code % 8) && !(c->f_back % 8) && !(c->f_instr % 8) &&
+	       !(c->f_localsplus % 8);
+}
+
+static void fill_conf(struct mt_py *py)
+{
+	const struct layout *lay = py->lay;
+	struct mt_pyconf *c = &py->conf;
+
+	c->minor = lay->minor;
+	c->ts_frame_off = lay->ts_frame;
+	c->cframe_cur_off = lay->cframe_cur;
+	c->f_code = lay->f_code;
+	c->f_back = lay->f_back;
+	c->f_instr = lay->f_instr;
+	c->f_localsplus = lay->f_localsplus;
+	c->f_owner = lay->f_owner;
+	c->instr_is_index = lay->minor == 10;
+	c->owner_cstack_min = lay->owner_cstack_min;
+	c->max_depth = MT_MAX_FRAMES;
+	c->frame_win = frame_fits(c) ? MT_FRAME_WIN : 0;
+}
+
+/* Everything of mt_py_open after the file is found. */
+static int open_runtime(struct mt_py *py, const struct mt_maps *maps,
+			const char *path, const struct mt_sym *syms, char *err,
+			size_t errlen)
+{
+	unsigned int major, minor;
+	__u64 bias, hex;
+	bool ft;
+	int ret;
+
+	if (load_bias(maps, path, &syms[S_INIT], &bias)) {
+		snprintf(err, errlen, "%s: not mapped where its symbols say",
+			 path);
+		return -ENOEXEC;
+	}
+	py->runtime = bias + syms[S_RUNTIME].vaddr;
+	py->cell_type = bias + syms[S_CELL].vaddr;
+	py->code_type = bias + syms[S_CODE].vaddr;
+	py->unicode_type = bias + syms[S_UNICODE].vaddr;
+	py->bytes_type = bias + syms[S_BYTES].vaddr;
+	ret = find_version(py, path, syms, bias, &hex, &ft, err, errlen);
+	if (ret)
+		return ret;
+	major = (hex >> 24) & 0xff;
+	minor = (hex >> 16) & 0xff;
+	if (major != 3 || minor < 10 || minor > 13) {
+		snprintf(err, errlen, "CPython %u.%u " UNSUPPORTED, major,
+			 minor);
+		return -ENOTSUP;
+	}
+	if (ft) {
+		snprintf(
+			err, errlen,
+			"CPython %u.%u free-threaded builds are not supported: events carry no Python stacks",
+			major, minor);
+		return -ENOTSUP;
+	}
+	py->lay = &layouts[minor - 10];
+	ret = check_layout(py, err, errlen);
+	if (ret)
+		return ret;
+	fill_conf(py);
+	return 0;
+}
+
+int mt_py_open(int pid, struct mt_py **out, char *err, size_t errlen)
+{
+	struct mt_maps maps = { 0 };
+	struct mt_sym syms[S_N];
+	const char *path, *old;
+	unsigned int major, minor;
+	struct mt_py *py = NULL;
+	int ret;
+
+	*out = NULL;
+	ret = mt_maps_read(pid, &maps);
+	if (ret) {
+		/* no /proc/PID: the process, not Python, is missing */
+		if (ret == -ENOENT)
+			ret = -ESRCH;
+		snprintf(err, errlen, "process %d: reading its maps: %s", pid,
+			 strerror(-ret));
+		goto out;
+	}
+	ret = find_python(pid, &maps, &path, &old, syms, err, errlen);
+	if (ret == -ENOENT && old && name_version(old, &major, &minor) &&
+	    major == 3 && minor >= 10 && minor <= 13) {
+		/* a supported python3.X whose libpython is not mapped yet */
+		snprintf(err, errlen,
+			 "process %d: CPython %u.%u not loaded yet", pid, major,
+			 minor);
+		ret = -EAGAIN;
+	} else if (ret == -ENOENT && old && name_version(old, &major, &minor)) {
+		snprintf(err, errlen, "CPython %u.%u " UNSUPPORTED, major,
+			 minor);
+		ret = -ENOTSUP;
+	} else if (ret == -ENOENT) {
+		snprintf(err, errlen, "process %d runs no CPython", pid);
+	}
+	if (ret)
+		goto out;
+	py = calloc(1, sizeof(*py));
+	if (!py) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	py->pid = pid;
+	ret = open_runtime(py, &maps, path, syms, err, errlen);
+	if (ret) {
+		free(py);
+		goto out;
+	}
+	*out = py;
+out:
+	mt_maps_free(&maps);
+	return ret;
+}
+
+void mt_py_close(struct mt_py *py)
+{
+	free(py);
+}
+
+const struct mt_pyconf *mt_py_conf(const struct mt_py *py)
+{
+	return &py->conf;
+}

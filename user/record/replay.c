@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "record/record.h"
+#include "record/replay.h"
+#include "analysis/session.h"
+
+#define MAX_STRINGS (1 << 20)
+
+struct replay {
+	const struct mt_options *o;
+	FILE *in, *out;
+	struct mt_strpool *pool;
+	struct mt_session *ses;
+	struct mt_reader *rd;
+};
+
+static void print_meta(const struct replay *rp)
+{
+	const char *key, *value;
+
+	for (size_t i = 0; mt_reader_meta(rp->rd, i, &key, &value); i++)
+		fprintf(rp->out, "# record %s: %s\n", key, value);
+}
+
+/* header lines read since the last look: the ranks for rank= */
+static void apply_meta(struct replay *rp, size_t *next)
+{
+	const char *key, *value;
+
+	for (; mt_reader_meta(rp->rd, *next, &key, &value); (*next)++) {
+		struct mt_rank r;
+		int pid;
+
+		if (strcmp(key, "rank") ||
+		    sscanf(value, MT_RANK_META, &pid, &r.rank, &r.local_rank,
+			   &r.world_size) != 4)
+			continue;
+		r.known = true;
+		mt_session_set_rank(rp->ses, (__u32)pid, &r);
+	}
+}
+
+/* every event up to the end, or up to --at; 0 or 2 */
+static int read_events(struct replay *rp, __u64 *first, __u64 *last)
+{
+	__u64 at = rp->o->at >= 0 ? (__u64)(rp->o->at * 1e9) : 0;
+	struct mt_rec_item it;
+	char err[512];
+	struct mt_rec r;
+	size_t meta = 0;
+	int ret;
+
+	while ((ret = mt_reader_next(rp->rd, &it, err, sizeof(err))) == 1) {
+		apply_meta(rp, &meta);
+		if (!*first)
+			*first = it.ev.ts;
+		if (rp->o->at >= 0 && it.ev.ts - *first > at)
+			return 0;
+		*last = it.ev.ts;
+		if (mt_decode(&it.ev, it.default_dev0 ? 0 : -1, &r))
+			mt_session_event(rp->ses, &r, it.site);
+	}
+	if (ret < 0) {
+		fprintf(stderr, "memtrace-bpf: %s: %s\n", rp->o->input, err);
+		return 2;
+	}
+	if (mt_reader_truncated(rp->rd))
+		fprintf(stderr,
+			"memtrace-bpf: %s: cut short (was the recorder "
+			"killed?): read up to its last whole block\n",
+			rp->o->input);
+	return 0;
+}
+
+static int replay(struct replay *rp)
+{
+	const struct mt_options *o = rp->o;
+	struct mt_session_conf sc;
+	struct mt_export_conf ec;
+	struct mt_summary_end end = { .top_live = o->top_live };
+	struct mt_rec_end re;
+	__u64 first = 0, last = 0;
+	char err[512];
+	int ret;
+
+	mt_session_conf_from(&sc, o);
+	sc.print_events = o->mode == MT_MODE_SCRIPT;
+	rp->ses = calloc(1, sizeof(*rp->ses));
+	rp->pool = mt_strpool_new(MAX_STRINGS);
+	if (!rp->ses || !rp->pool || mt_session_init(rp->ses, &sc, rp->out)) {
+		fprintf(stderr, "memtrace-bpf: out of memory\n");
+		return 2;
+	}
+	if (mt_export_conf_from(&ec, o) &&
+	    mt_export_start(rp->ses, &ec, err, sizeof(err))) {
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		return 2;
+	}
+	rp->rd = mt_reader_open(rp->in, rp->pool, rp->ses->sites, err,
+				sizeof(err));
+	if (!rp->rd) {
+		fprintf(stderr, "memtrace-bpf: %s: %s\n", o->input, err);
+		return 2;
+	}
+	ret = read_events(rp, &first, &last);
+	if (ret)
+		return ret;
+	/* after the events: a process that came later has its lines mid-file */
+	if (o->mode == MT_MODE_REPORT)
+		print_meta(rp);
+	if (o->mode == MT_MODE_SCRIPT)
+		return 0;
+	if (o->at >= 0) {
+		fprintf(rp->out, "# at %.6f s into the record:\n",
+			(double)(last - first) / 1e9);
+		mt_session_view_now(rp->ses);
+		return 0;
+	}
+	if (mt_reader_end(rp->rd, &re)) {
+		end.seconds = re.seconds;
+		end.lost = re.lost;
+		end.stacks_lost = re.stacks_lost;
+	} else {
+		end.seconds = (double)(last - first) / 1e9;
+	}
+	mt_session_end(rp->ses, &end);
+	return 0;
+}
+
+int mt_replay(const struct mt_options *o)
+{
+	struct replay rp = { .o = o, .out = stdout };
+	char err[512];
+	int ret;
+
+	rp.in = fopen(o->input, "re");
+	if (!rp.in) {
+		fprintf(stderr, "memtrace-bpf: cannot read %s: %s\n", o->input,
+			strerror(errno));
+		return 2;
+	}
+	/* with --export, -o is the export's file */
+	if (o->output && !o->export_kind) {
+		rp.out = fopen(o->output, "we");
+		if (!rp.out) {
+			fprintf(stderr, "memtrace-bpf: cannot write %s: %s\n",
+				o->output, strerror(errno));
+			fclose(rp.in);
+			return 2;
+		}
+	}
+	ret = replay(&rp);
+	if (rp.ses && mt_export_finish(rp.ses, err, sizeof(err))) {
+		fprintf(stderr, "memtrace-bpf: export: %s\n", err);
+		ret = 2;
+	}
+	mt_reader_close(rp.rd);
+	if (rp.ses)
+		mt_session_free(rp.ses);
+	free(rp.ses);
+	mt_strpool_free(rp.pool);
+	fclose(rp.in);
+	if (rp.out != stdout && fclose(rp.out)) {
+		fprintf(stderr, "memtrace-bpf: write %s: %s\n", o->output,
+			strerror(errno));
+		ret = 2;
+	}
+	return ret;
+}

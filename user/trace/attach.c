@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "trace/attach.h"
+#include "proc/elfsym.h"
+#include "memtrace.skel.h"
+
+#define MAX_NAMES 64
+
+static bool kind_wanted(const struct mt_attacher *a,
+			const struct mt_kind_info *ki)
+{
+	if (ki->cpu)
+		return !a->no_cpu;
+	if (ki->lib == MT_LIB_LDSO)
+		return true;
+	if (ki->lib == MT_LIB_TORCH_CPU)
+		return !a->no_python;
+	if (ki->lib == MT_LIB_PYTHON)
+		return a->trace_exceptions;
+	return !a->no_cuda;
+}
+
+static bool global_has(const struct mt_attacher *a, __u64 dev, __u64 inode)
+{
+	for (size_t i = 0; i < a->ngfiles; i++)
+		if (a->gfiles[i].dev == dev && a->gfiles[i].inode == inode)
+			return true;
+	return false;
+}
+
+static int push_link(struct mt_attacher *a, struct bpf_link *l)
+{
+	if (a->nlinks == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		struct bpf_link **v = realloc(a->links, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		a->links = v;
+		a->cap = cap;
+	}
+	a->links[a->nlinks++] = l;
+	return 0;
+}
+
+static int attach_one(struct mt_attacher *a, struct bpf_program *prog, int pid,
+		      const char *file, __u64 offset, __u64 cookie,
+		      bool retprobe)
+{
+	struct bpf_uprobe_opts opts = { .sz = sizeof(opts),
+					.bpf_cookie = cookie,
+					.retprobe = retprobe };
+	struct bpf_link *l;
+	int err;
+
+	/* pid -1: every process that maps the file */
+	l = bpf_program__attach_uprobe_opts(prog, a->global ? -1 : pid, file,
+					    (size_t)offset, &opts);
+	if (!l)
+		return -errno;
+	err = push_link(a, l);
+	if (err)
+		bpf_link__destroy(l);
+	return err;
+}
+
+int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
+		  const char *path, char *err, size_t errlen)
+{
+	const char *names[MAX_NAMES];
+	unsigned int kind_of[MAX_NAMES];
+	struct mt_sym syms[MAX_NAMES];
+	bool found[MT_K_MAX] = { false };
+	char file[4096 + 64];
+	size_t n = 0;
+	int ret, probes = 0;
+
+	ret = mt_target_path(t, path, file, sizeof(file));
+	if (ret) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return ret;
+	}
+	for (unsigned int k = 1; k < MT_K_MAX; k++) {
+		const struct mt_kind_info *ki = mt_kind(k);
+
+		if (ki->lib != lib || !kind_wanted(a, ki))
+			continue;
+		for (int i = 0; i < MT_MAX_SYMS && ki->syms[i]; i++) {
+			names[n] = ki->syms[i];
+			kind_of[n++] = k;
+		}
+	}
+	ret = mt_elf_resolve(file, names, n, syms, err, errlen);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < n; i++)
+		if (syms[i].vaddr)
+			found[kind_of[i]] = true;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_kind_info *ki = mt_kind(kind_of[i]);
+		__u64 cookie = kind_of[i] | ki->flags;
+
+		if (!syms[i].vaddr ||
+		    (ki->fallback_of && found[ki->fallback_of]))
+			continue;
+		if (kind_of[i] == MT_K_LOADER && t->spawned)
+			cookie |= MT_F_STOP;
+		/* the return probe first, so no entry waits for a return */
+		if (ki->retprobe) {
+			ret = attach_one(a, a->skel->progs.mt_exit, t->pid,
+					 file, syms[i].offset, cookie, true);
+			if (ret)
+				goto fail;
+			probes++;
+		}
+		ret = attach_one(a, a->skel->progs.mt_enter, t->pid, file,
+				 syms[i].offset, cookie, false);
+		if (ret)
+			goto fail;
+		probes++;
+		continue;
+fail:
+		snprintf(err, errlen, "attach %s in %s: %s", names[i], path,
+			 strerror(-ret));
+		return ret;
+	}
+	return probes;
+}
+
+int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
+		   size_t errlen)
+{
+	int ret, newlibs = 0;
+
+	ret = mt_maps_read(t->pid, &t->maps);
+	if (ret) {
+		snprintf(err, errlen, "pid %d: cannot read its maps: %s",
+			 t->pid, strerror(-ret));
+		return ret;
+	}
+	for (size_t i = 0; i < t->maps.n; i++) {
+		const struct mt_mapping *m = &t->maps.v[i];
+		int lib;
+
+		if (!m->path || m->path[0] != '/')
+			continue;
+		lib = mt_lib_classify(m->path);
+		if (lib < 0 || mt_target_has_file(t, m->dev, m->inode) ||
+		    (lib == MT_LIB_PYTHON && !a->trace_exceptions))
+			continue;
+		if (t->nfiles < MT_MAX_FILES &&
+		    global_has(a, m->dev, m->inode)) {
+			/* its probes are on already, for every process */
+			t->files[t->nfiles++] =
+				(struct mt_file_id){ .dev = m->dev,
+						     .inode = m->inode };
+			t->libs |= 1u << lib;
+			continue;
+		}
+		if (t->nfiles == MT_MAX_FILES) {
+			snprintf(err, errlen,
+				 "pid %d maps more than %d of our "
+				 "libraries",
+				 t->pid, MT_MAX_FILES);
+			return -E2BIG;
+		}
+		ret = mt_attach_lib(a, t, (enum mt_lib)lib, m->path, err,
+				    errlen);
+		if (ret < 0)
+			return ret;
+		t->files[t->nfiles++] =
+			(struct mt_file_id){ .dev = m->dev, .inode = m->inode };
+		t->libs |= 1u << lib;
+		if (a->global && a->ngfiles < MT_MAX_GLOBAL_FILES)
+			a->gfiles[a->ngfiles++] = t->files[t->nfiles - 1];
+		if (a->log)
+			fprintf(a->log, "# attach pid=%d lib=%s probes=%d\n",
+				t->pid, m->path, ret);
+		if (a->on_lib)
+			a->on_lib(a->ctx, t, m->path, ret);
+		newlibs++;
+	}
+	return newlibs;
+}
+
+void mt_attach_destroy(struct mt_attacher *a)
+{
+	for (size_t i = 0; i < a->nlinks; i++)
+		bpf_link__destroy(a->links[i]);
+	free(a->links);
+	a->links = NULL;
+	a->nlinks = a->cap = 0;
+}

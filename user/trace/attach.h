@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Finding a target's libraries and attaching our probes to them. */
+#ifndef __ATTACH_H
+#define __ATTACH_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "event/kinds.h"
+#include "proc/target.h"
+
+#define MT_MAX_GLOBAL_FILES 256
+
+struct memtrace_bpf;
+struct bpf_link;
+
+struct mt_attacher {
+	struct memtrace_bpf *skel;
+	struct bpf_link **links;
+	size_t nlinks, cap;
+	bool no_cpu, no_cuda;
+	bool no_python; /* the autograd probes serve the attribution only */
+	bool trace_exceptions; /* probe CPython's _PyErr_SetObject */
+	/*
+	 * --children, --all: probe whole library files, for every process
+	 * mapping them; each file once, whichever process showed it first.
+	 */
+	bool global;
+	struct mt_file_id gfiles[MT_MAX_GLOBAL_FILES];
+	size_t ngfiles;
+	FILE *log; /* "# attach" lines; NULL for none */
+	/* told of each library attached (a record keeps them); may be NULL */
+	void (*on_lib)(void *ctx, const struct mt_target *t, const char *path,
+		       int probes);
+	void *ctx;
+};
+
+/*
+ * Attach every probe of lib to t, for the file t maps at path. Returns the
+ * number of probes attached, or -errno with a message in err.
+ */
+int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
+		  const char *path, char *err, size_t errlen);
+
+/*
+ * Read t's maps and attach to each of our libraries not yet attached.
+ * Returns the number of libraries newly attached, or -errno with err set.
+ */
+int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
+		   size_t errlen);
+
+void mt_attach_destroy(struct mt_attacher *a);
+
+#endif /* __ATTACH_H */

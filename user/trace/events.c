@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One event from the ring buffer (tracer.h): decoded, its process's
+ * bookkeeping done, attributed to a site (caller, Python stack, phase,
+ * module, autograd Node) and handed to its process's sink.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "python/autograd.h"
+#include "event/format.h"
+#include "event/kinds.h"
+#include "memtrace.skel.h"
+#include "trace/modlog.h"
+#include "cli/options.h"
+#include "proc/maps.h"
+#include "python/pyproc.h"
+#include "python/stack.h"
+#include "trace/tracer.h"
+
+/* the library a return address lies in, interned */
+static const char *caller_name(struct mt_tracer *tr, struct mt_target *t,
+			       __u64 addr)
+{
+	const struct mt_mapping *m;
+
+	if (!t || !addr)
+		return NULL;
+	m = mt_maps_find(&t->maps, addr);
+	if (!m && mt_maps_read(t->pid, &t->maps) == 0)
+		m = mt_maps_find(&t->maps, addr);
+	if (!m || !m->path)
+		return NULL;
+	return mt_intern(tr->names, mt_basename(m->path));
+}
+
+/* phase and module of an event of a Python process; NULL if it is not one */
+static const struct mt_pyresolved *attribute(struct mt_tracer *tr,
+					     struct mt_target *t,
+					     const struct mt_event *ev,
+					     struct mt_attrib *a)
+{
+	const struct mt_pyresolved *pr = NULL;
+	const char *phase;
+
+	if (!t || !t->py)
+		return NULL;
+	if (ev->flags & MT_EV_PY) {
+		pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->stack_id,
+				     ev->flags & MT_EV_PY_TRUNC);
+		if (!pr || (ev->flags & MT_EV_PY_LOST))
+			tr->stacks_lost++;
+	}
+	phase = mt_phase_of_thread(ev->comm);
+	if (!phase)
+		phase = pr ? pr->phase : "other";
+	a->phase = mt_intern(tr->frames, phase);
+	a->module = pr ? pr->module : mt_intern(tr->frames, "-");
+	if (ev->node && !strcmp(phase, "backward")) {
+		const struct mt_pyresolved *np = NULL;
+		const char *m = NULL;
+
+		/* the module whose forward made the Node: from that stack */
+		if (ev->node_stack)
+			np = mt_pystacks_get(tr->stacks, t->py, ev->pid,
+					     ev->node_stack, false);
+		if (np && strcmp(np->module, "-"))
+			m = np->module;
+
+		/* a module on the stack in backward is a recomputation */
+		if (strcmp(a->module, "-"))
+			a->recompute = true;
+		else if (m)
+			a->module = m;
+		a->node = mt_node_class(tr->nodes, t->py, ev->node_vt,
+					tr->frames);
+	}
+	return pr;
+}
+
+/* name is in the comma-separated list of --trace-exceptions */
+static bool type_wanted(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!strcmp(list, "all"))
+		return true;
+	for (const char *p = list; *p;) {
+		const char *e = strchrnul(p, ',');
+
+		if ((size_t)(e - p) == n && !strncmp(p, name, n))
+			return true;
+		p = *e ? e + 1 : e;
+	}
+	return false;
+}
+
+/* python:raise: the type raised, if --trace-exceptions wants it */
+static const char *raised_type(struct mt_tracer *tr, struct mt_target *t,
+			       const struct mt_event *ev)
+{
+	__u64 type = ev->args[1]; /* _PyErr_SetObject(tstate, type, value) */
+	const __u8 one = 1;
+	char name[256];
+
+	if (!t || !t->py)
+		return NULL;
+	if (!mt_py_class_name(t->py, type, name, sizeof(name)) &&
+	    type_wanted(tr->opt->exc_types, name))
+		return mt_intern(tr->frames, name);
+	/* not asked for: BPF drops its next ones (a full map: we do) */
+	bpf_map__update_elem(tr->skel->maps.exc_skip, &type, sizeof(type), &one,
+			     sizeof(one), BPF_ANY);
+	return NULL;
+}
+
+/* who made the event: its site, interned in the session's table */
+static struct mt_site *site_of(struct mt_tracer *tr, struct mt_sink *k,
+			       struct mt_target *t, const struct mt_rec *r,
+			       const char *detail)
+{
+	const struct mt_event *ev = r->ev;
+	const struct mt_pyresolved *pr;
+	struct mt_attrib a = { 0 };
+	const char *caller;
+	struct mt_site key;
+	bool is_new;
+
+	pr = attribute(tr, t, ev, &a);
+	caller = caller_name(tr, t, ev->caller);
+	/* NCCL's memory is NCCL's, whatever module runs the collective */
+	if (r->ki->space == MT_SP_NCCL ||
+	    (caller && !strncmp(caller, "libnccl", 7)))
+		a.module = mt_intern(tr->frames, "[nccl]");
+	key = (struct mt_site){
+		.pid = ev->pid,
+		.event = r->event,
+		.caller = caller,
+		.phase = a.phase,
+		.module = a.module,
+		.node = a.node,
+		.detail = detail,
+		.recompute = a.recompute,
+		.truncated = pr && pr->truncated,
+		.depth = pr ? pr->depth : 0,
+		.frames = pr ? (const char **)pr->frames : NULL,
+		.frames_hash = pr ? pr->frames_hash : 0,
+	};
+	return mt_sites_get(k->ses->sites, &key, &is_new);
+}
+
+int mt_tracer_on_event(void *ctx, void *data, size_t len)
+{
+	struct mt_tracer *tr = ctx;
+	const struct mt_event *ev = data;
+	const char *detail = NULL;
+	struct mt_target *t;
+	struct mt_sink *k;
+	struct mt_site *site;
+	struct mt_rec r;
+	bool default0;
+
+	if (len < sizeof(*ev))
+		return 0;
+	if (ev->kind == MT_K_LOADER) {
+		mt_tracer_on_loader(tr, ev);
+		return 0;
+	}
+	if (ev->kind == MT_K_FORK) {
+		mt_tracer_add(tr, (int)ev->pid, "forked");
+		return 0;
+	}
+	t = mt_tracer_find(tr, ev->pid);
+	/* --all: a process that mapped an attached library since the scan */
+	if (!t && tr->opt->all)
+		t = mt_tracer_add(tr, (int)ev->pid, "seen");
+	if (t && !t->ranked)
+		mt_tracer_read_rank(tr, t);
+	default0 = t && t->spawned;
+	if (!mt_decode(ev, default0 ? 0 : -1, &r))
+		return 0;
+	if (ev->kind == MT_K_PY_RAISE) {
+		detail = raised_type(tr, t, ev);
+		if (!detail)
+			return 0;
+	}
+	k = mt_tracer_sink(tr, t);
+	site = site_of(tr, k, t, &r, detail);
+	if (!mt_sink_event(k, ev, default0, &r, site))
+		return 0;
+	if (site->phase && t && t->modlog) {
+		__u64 allocated, reserved;
+
+		mt_summary_totals(&k->ses->sum, ev->pid, &allocated, &reserved);
+		mt_modlog_event(t->modlog, ev->ts, site->phase, site->module,
+				mt_pystacks_root(tr->stacks, ev->pid),
+				allocated, reserved);
+	}
+	return 0;
+}

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The processes a trace follows (tracer.h): found by -p, -- COMMAND,
+ * --children or --all; attached as their libraries come; their CPython,
+ * rank, module log and, with -o FILE{rank}, their own sink.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "proc/follow.h"
+#include "memtrace.skel.h"
+#include "trace/modlog.h"
+#include "cli/options.h"
+#include "python/pyproc.h"
+#include "proc/rank.h"
+#include "trace/tracer.h"
+
+#define LDSO_PATH "/lib64/ld-linux-x86-64.so.2"
+/* CPython may not be initialised yet: look again at each rescan, a while */
+#define PY_TRIES 200
+
+static const char *const wanted_libs = "libcudart, libcuda, libc10";
+
+struct mt_target *mt_tracer_find(struct mt_tracer *tr, __u32 pid)
+{
+	for (int i = 0; i < tr->ntargets; i++)
+		if ((__u32)tr->targets[i].pid == pid)
+			return &tr->targets[i];
+	return NULL;
+}
+
+struct mt_sink *mt_tracer_sink(struct mt_tracer *tr, const struct mt_target *t)
+{
+	return t && t->sink ? t->sink : &tr->sink;
+}
+
+static int put_pyconf(struct mt_tracer *tr, struct mt_target *t)
+{
+	__u32 pid = (__u32)t->pid;
+
+	return bpf_map__update_elem(tr->skel->maps.pyconf, &pid, sizeof(pid),
+				    &t->pyconf, sizeof(t->pyconf), BPF_ANY);
+}
+
+/* a code object that calls an nn.Module: its self joins the stack hash */
+void mt_tracer_on_modcode(void *ctx, __u32 pid, __u64 code)
+{
+	struct mt_tracer *tr = ctx;
+	struct mt_target *t = mt_tracer_find(tr, pid);
+
+	if (!t || !t->py || t->pyconf.nmodcode == MT_MAX_MODCODE)
+		return;
+	t->pyconf.modcode[t->pyconf.nmodcode++] = code;
+	if (put_pyconf(tr, t))
+		fprintf(stderr, "memtrace-bpf: pid %d: update walker: %s\n",
+			t->pid, strerror(errno));
+}
+
+/* find the target's CPython and hand the walker its offsets */
+static void find_python(struct mt_tracer *tr, struct mt_target *t)
+{
+	char err[512];
+	int ret;
+
+	if (t->py || t->py_tries >= PY_TRIES || tr->opt->no_python)
+		return;
+	t->py_tries++;
+	ret = mt_py_open(t->pid, &t->py, err, sizeof(err));
+	if (ret == -ENOENT || ret == -EAGAIN)
+		return; /* no CPython (yet) */
+	if (ret) {
+		t->py_tries = PY_TRIES;
+		fprintf(stderr, "memtrace-bpf: pid %d: %s\n", t->pid, err);
+		return;
+	}
+	t->pyconf = *mt_py_conf(t->py);
+	t->pyconf.max_depth = tr->opt->max_depth;
+	t->pyconf.nmodcode = 0;
+	if (put_pyconf(tr, t)) {
+		fprintf(stderr, "memtrace-bpf: pid %d: start the walker: %s\n",
+			t->pid, strerror(errno));
+		return;
+	}
+	if (tr->att.log)
+		fprintf(tr->att.log, "# python pid=%d version=3.%u\n", t->pid,
+			t->pyconf.minor);
+	mt_sink_meta(mt_tracer_sink(tr, t), "python", "pid=%d version=3.%u",
+		     t->pid, t->pyconf.minor);
+}
+
+/* -o FILE{rank}: the process's own sink, named once its rank is known */
+static void open_proc_sink(struct mt_tracer *tr, struct mt_target *t,
+			   const struct mt_rank *r)
+{
+	char path[4096];
+
+	if (mt_path_expand(tr->opt->output, t->pid, r, path, sizeof(path))) {
+		fprintf(stderr, "memtrace-bpf: -o %s: name too long\n",
+			tr->opt->output);
+		return;
+	}
+	t->sink = calloc(1, sizeof(*t->sink));
+	if (!t->sink || mt_sink_open(t->sink, tr->opt, path)) {
+		if (t->sink)
+			mt_sink_close(t->sink, NULL);
+		free(t->sink);
+		t->sink = NULL; /* its events go to the shared sink */
+		return;
+	}
+	mt_sink_describe(t->sink, t, tr->opt->command);
+	if (!tr->opt->quiet && !t->sink->rec)
+		fprintf(t->sink->out, "# memtrace-bpf %s: pid=%d(%s)\n",
+			MT_VERSION, t->pid, t->comm);
+}
+
+/*
+ * The rank is in the environment once the process runs its own image:
+ * read at its first event.
+ */
+void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_target *t)
+{
+	struct mt_rank r;
+
+	t->ranked = true;
+	if (mt_rank_read(t->pid, &r))
+		r = (struct mt_rank){ .rank = -1,
+				      .local_rank = -1,
+				      .world_size = -1 };
+	/* a process without a rank has no file of its own under {rank} */
+	if (tr->per_proc && (r.known || strstr(tr->opt->output, "{pid}")))
+		open_proc_sink(tr, t, &r);
+	if (!r.known)
+		return;
+	mt_session_set_rank(mt_tracer_sink(tr, t)->ses, (__u32)t->pid, &r);
+	mt_sink_meta(mt_tracer_sink(tr, t), "rank", MT_RANK_META, t->pid,
+		     r.rank, r.local_rank, r.world_size);
+}
+
+void mt_tracer_rescan(struct mt_tracer *tr, struct mt_target *t)
+{
+	char err[512];
+
+	if (t->exited)
+		return;
+	if (mt_attach_scan(&tr->att, t, err, sizeof(err)) < 0 &&
+	    !mt_target_poll_exit(t))
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+	find_python(tr, t);
+}
+
+/*
+ * A process --children or --all found: set up as -p does, without
+ * failing the run when it is gone already or maps nothing of ours.
+ */
+struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how)
+{
+	const __u8 one = 1;
+	struct mt_target *t = mt_tracer_find(tr, (__u32)pid);
+	char err[512];
+
+	if (t)
+		return t;
+	if (tr->ntargets == MT_MAX_TARGETS) {
+		tr->targets_dropped++;
+		return NULL;
+	}
+	t = &tr->targets[tr->ntargets];
+	if (mt_target_open(t, pid, err, sizeof(err)))
+		return NULL;
+	tr->ntargets++;
+	if (tr->opt->children_of &&
+	    bpf_map__update_elem(tr->skel->maps.traced, &pid, sizeof(pid), &one,
+				 sizeof(one), BPF_ANY))
+		fprintf(stderr, "memtrace-bpf: follow pid %d: %s\n", pid,
+			strerror(errno));
+	if (tr->att.log)
+		fprintf(tr->att.log, "# follow pid=%d comm=%s (%s)\n", pid,
+			t->comm, how);
+	mt_tracer_rescan(tr, t);
+	return t;
+}
+
+/* a library came: attach before the (held) process goes on */
+void mt_tracer_on_loader(struct mt_tracer *tr, const struct mt_event *ev)
+{
+	struct mt_target *t = mt_tracer_find(tr, ev->pid);
+
+	if (!t)
+		return;
+	mt_tracer_rescan(tr, t);
+	if (t->spawned && kill(t->pid, SIGCONT))
+		fprintf(stderr, "memtrace-bpf: resume pid %d: %s\n", t->pid,
+			strerror(errno));
+}
+
+bool mt_tracer_all_exited(struct mt_tracer *tr)
+{
+	bool all = !tr->opt->all; /* --all waits for new ones */
+
+	for (int i = 0; i < tr->ntargets; i++)
+		if (!mt_target_poll_exit(&tr->targets[i]))
+			all = false;
+	return all;
+}
+
+/* the first attach of each target; errors here end the run (exit 2) */
+int mt_tracer_attach(struct mt_tracer *tr)
+{
+	/* with --trace-exceptions, a Python without PyTorch is enough */
+	const unsigned int ours =
+		(1u << MT_LIB_CUDART) | (1u << MT_LIB_CUDA) |
+		(1u << MT_LIB_C10) |
+		(tr->opt->exc_types ? 1u << MT_LIB_PYTHON : 0);
+	char err[512];
+
+	for (int i = 0; i < tr->ntargets; i++) {
+		struct mt_target *t = &tr->targets[i];
+
+		if (t->spawned)
+			continue; /* attached as its loader maps them */
+		if (mt_attach_scan(&tr->att, t, err, sizeof(err)) < 0) {
+			fprintf(stderr, "memtrace-bpf: %s\n", err);
+			return 2;
+		}
+		find_python(tr, t);
+		if (!(t->libs & ours) && !tr->opt->wait_libs &&
+		    !tr->att.global) {
+			fprintf(stderr,
+				"memtrace-bpf: pid %d (%s) maps none of %s; "
+				"use --wait to wait for them\n",
+				t->pid, t->comm, wanted_libs);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+/* -- mode: the loader probe goes on before the command's first exec */
+int mt_tracer_spawn(struct mt_tracer *tr, int gate[2])
+{
+	struct mt_target *t = &tr->targets[0];
+	char ldso[4096], err[512];
+	struct stat st;
+	int ret;
+
+	if (!realpath(LDSO_PATH, ldso) || stat(ldso, &st)) {
+		fprintf(stderr, "memtrace-bpf: %s: %s (glibc x86-64 needed)\n",
+			LDSO_PATH, strerror(errno));
+		return 2;
+	}
+	ret = mt_target_spawn(t, tr->opt->command, gate, err, sizeof(err));
+	tr->ntargets = 1;
+	if (ret) {
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		return 2;
+	}
+	ret = mt_attach_lib(&tr->att, t, MT_LIB_LDSO, ldso, err, sizeof(err));
+	if (ret <= 0) {
+		fprintf(stderr, "memtrace-bpf: %s\n",
+			ret ? err : "no _dl_debug_state in the loader");
+		return 2;
+	}
+	t->files[t->nfiles++] =
+		(struct mt_file_id){ .dev = st.st_dev, .inode = st.st_ino };
+	return 0;
+}
+
+/* --children: the launcher, what it started so far, and what it starts */
+static int follow_children(struct mt_tracer *tr)
+{
+	int pids[MT_MAX_TARGETS];
+	size_t n;
+
+	if (!mt_tracer_add(tr, tr->opt->children_of, "launcher")) {
+		fprintf(stderr,
+			"memtrace-bpf: no such process: %d (check the pid "
+			"with ps)\n",
+			tr->opt->children_of);
+		return 2;
+	}
+	tr->fork_link = bpf_program__attach(tr->skel->progs.mt_fork);
+	if (!tr->fork_link) {
+		fprintf(stderr, "memtrace-bpf: follow forks: %s\n",
+			strerror(errno));
+		return 2;
+	}
+	n = mt_descendants(tr->opt->children_of, pids, MT_MAX_TARGETS);
+	for (size_t i = 0; i < n; i++)
+		mt_tracer_add(tr, pids[i], "child");
+	return 0;
+}
+
+/* --all: every process that maps our libraries now */
+void mt_tracer_scan_all(struct mt_tracer *tr)
+{
+	const unsigned int ours = (1u << MT_LIB_CUDART) | (1u << MT_LIB_CUDA) |
+				  (1u << MT_LIB_C10);
+	int pids[MT_MAX_TARGETS];
+	size_t n = mt_procs_mapping(ours, getpid(), pids, MT_MAX_TARGETS);
+
+	for (size_t i = 0; i < n; i++)
+		mt_tracer_add(tr, pids[i], "maps our libraries");
+}
+
+int mt_tracer_open(struct mt_tracer *tr)
+{
+	char err[512];
+
+	if (tr->opt->children_of)
+		return follow_children(tr);
+	if (tr->opt->all) {
+		mt_tracer_scan_all(tr);
+		return 0;
+	}
+	for (int i = 0; i < tr->opt->npids; i++) {
+		if (mt_target_open(&tr->targets[i], tr->opt->pids[i], err,
+				   sizeof(err))) {
+			fprintf(stderr, "memtrace-bpf: %s\n", err);
+			return 2;
+		}
+		tr->ntargets++;
+	}
+	return 0;
+}
+
+int mt_tracer_open_module_logs(struct mt_tracer *tr)
+{
+	char err[512];
+
+	for (int i = 0; i < tr->ntargets; i++) {
+		struct mt_target *t = &tr->targets[i];
+
+		t->modlog = mt_modlog_open(tr->opt->module_log, t->pid,
+					   tr->opt->log_time, err, sizeof(err));
+		if (!t->modlog) {
+			fprintf(stderr, "memtrace-bpf: %s\n", err);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+void mt_tracer_describe(struct mt_tracer *tr)
+{
+	mt_sink_meta(&tr->sink, "tool", "memtrace-bpf %s", MT_VERSION);
+	for (int i = 0; i < tr->ntargets; i++)
+		mt_sink_describe(&tr->sink, &tr->targets[i], tr->opt->command);
+}
+
+/* a library attached: the record keeps it */
+void mt_tracer_on_lib(void *ctx, const struct mt_target *t, const char *path,
+		      int probes)
+{
+	struct mt_tracer *tr = ctx;
+
+	mt_sink_library(mt_tracer_sink(tr, t), t->pid, path, probes);
+}

@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * memtrace-bpf: trace the CUDA runtime, CUDA driver and PyTorch allocator
+ * calls of running processes with uprobes, one line per event.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <bpf/libbpf.h>
+#include "python/autograd.h"
+#include "estimate/estimate.h"
+#include "memtrace.skel.h"
+#include "export/metrics.h"
+#include "trace/modlog.h"
+#include "cli/options.h"
+#include "trace/preflight.h"
+#include "python/pyproc.h"
+#include "python/stack.h"
+#include "record/replay.h"
+#include "analysis/session.h"
+#include "lib/strpool.h"
+#include "trace/tracer.h"
+#include "analysis/watch.h"
+
+#define POLL_MS 10
+#define RESCAN_NS (250 * 1000000ULL)
+#define MAX_STACKS 65536
+/* --all looks for new processes this often */
+#define ALL_SCAN_NS (2000 * 1000000ULL)
+
+static volatile sig_atomic_t exiting;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	exiting = 1;
+}
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt,
+			va_list args)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+static int libbpf_print_verbose(enum libbpf_print_level level, const char *fmt,
+				va_list args)
+{
+	(void)level;
+	return vfprintf(stderr, fmt, args);
+}
+
+static __u64 lost_now(const struct mt_tracer *tr)
+{
+	return tr->skel->bss->lost_events + tr->skel->bss->lost_inflight;
+}
+
+static void report_lost(struct mt_tracer *tr)
+{
+	__u64 lost = lost_now(tr);
+
+	if (lost == tr->lost_reported)
+		return;
+	fprintf(tr->out, "# LOST %llu events\n",
+		(unsigned long long)(lost - tr->lost_reported));
+	tr->lost_reported = lost;
+}
+
+static void print_header(struct mt_tracer *tr)
+{
+	fprintf(tr->out, "# memtrace-bpf %s:", MT_VERSION);
+	for (int i = 0; i < tr->ntargets; i++)
+		fprintf(tr->out, " pid=%d(%s)", tr->targets[i].pid,
+			tr->targets[i].comm);
+	fprintf(tr->out, "\n");
+}
+
+/* the sessions of every sink: the shared one, then each process's */
+static size_t sessions(struct mt_tracer *tr, struct mt_session **v, size_t max)
+{
+	size_t n = 0;
+
+	v[n++] = tr->sink.ses;
+	for (int i = 0; i < tr->ntargets && n < max; i++)
+		if (tr->targets[i].sink)
+			v[n++] = tr->targets[i].sink->ses;
+	return n;
+}
+
+static void flush_sinks(struct mt_tracer *tr)
+{
+	mt_sink_flush(&tr->sink);
+	for (int i = 0; i < tr->ntargets; i++)
+		if (tr->targets[i].sink)
+			mt_sink_flush(tr->targets[i].sink);
+}
+
+static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
+{
+	__u64 start = now_ns(), last_scan = start, last_all = start;
+	__u64 end = tr->opt->duration > 0 ?
+			    start + (__u64)(tr->opt->duration * 1e9) :
+			    0;
+	int ret;
+
+	while (!exiting) {
+		ret = ring_buffer__poll(rb, POLL_MS);
+		/* events below the wakeup threshold are read on this timer */
+		if (ret >= 0)
+			ret = ring_buffer__consume(rb);
+		if (ret < 0 && ret != -EINTR) {
+			fprintf(stderr, "memtrace-bpf: ring buffer: %s\n",
+				strerror(-ret));
+			return 2;
+		}
+		report_lost(tr);
+		if (tr->watch)
+			mt_watch_tick(tr->watch, now_ns(), &tr->sink.ses->sum,
+				      tr->sink.ses->sites, tr->out);
+		if (tr->metrics) {
+			struct mt_session *v[MT_MAX_TARGETS + 1];
+			size_t n = sessions(tr, v, MT_MAX_TARGETS + 1);
+
+			mt_metrics_poll(tr->metrics, now_ns(), v, n,
+					lost_now(tr));
+		}
+		fflush(tr->out);
+		flush_sinks(tr);
+		if (end && now_ns() >= end)
+			break;
+		if (mt_tracer_all_exited(tr))
+			break;
+		if (now_ns() - last_scan >= RESCAN_NS) {
+			for (int i = 0; i < tr->ntargets; i++)
+				mt_tracer_rescan(tr, &tr->targets[i]);
+			last_scan = now_ns();
+		}
+		if (tr->opt->all && now_ns() - last_all >= ALL_SCAN_NS) {
+			mt_tracer_scan_all(tr);
+			last_all = now_ns();
+		}
+	}
+	/* what the targets did before they exited or we stopped */
+	ring_buffer__consume(rb);
+	report_lost(tr);
+	return 0;
+}
+
+static int run(struct mt_tracer *tr)
+{
+	const struct mt_options *o = tr->opt;
+	struct ring_buffer *rb = NULL;
+	int gate[2] = { -1, -1 };
+	char err[512];
+	__u64 start;
+	int ret;
+
+	tr->skel = memtrace_bpf__open();
+	if (!tr->skel) {
+		fprintf(stderr, "memtrace-bpf: open BPF object: %s\n",
+			strerror(errno));
+		return 2;
+	}
+	ret = bpf_map__set_max_entries(tr->skel->maps.events,
+				       o->ringbuf_mb << 20);
+	/* an eighth full: the reader still has room to catch up */
+	tr->skel->rodata->wakeup_bytes = ((__u64)o->ringbuf_mb << 20) / 8;
+	tr->skel->rodata->filter_pids = o->children_of > 0;
+	if (!ret)
+		ret = memtrace_bpf__load(tr->skel);
+	if (ret) {
+		fprintf(stderr, "memtrace-bpf: load BPF programs: %s\n",
+			strerror(-ret));
+		return 2;
+	}
+	tr->att.skel = tr->skel;
+	tr->att.no_cpu = o->no_cpu;
+	tr->att.no_cuda = o->no_cuda;
+	tr->att.no_python = o->no_python;
+	tr->att.trace_exceptions = o->exc_types != NULL;
+	tr->att.global = o->children_of || o->all;
+	/* with -q the attach notes still tell a script when tracing began */
+	tr->att.log = o->quiet || o->mode == MT_MODE_RECORD ? stderr : tr->out;
+	tr->att.on_lib = mt_tracer_on_lib;
+	tr->att.ctx = tr;
+
+	ret = o->command ? mt_tracer_spawn(tr, gate) : mt_tracer_open(tr);
+	if (!ret && o->module_log)
+		ret = mt_tracer_open_module_logs(tr);
+	if (ret)
+		return ret;
+	if (o->mode == MT_MODE_RECORD)
+		mt_tracer_describe(tr);
+	else if (!o->quiet)
+		print_header(tr);
+	ret = mt_tracer_attach(tr);
+	if (ret)
+		return ret;
+	tr->stacks = mt_pystacks_new(bpf_map__fd(tr->skel->maps.stacks),
+				     MAX_STACKS, tr->frames, &o->rules,
+				     mt_tracer_on_modcode, tr);
+	if (!tr->stacks) {
+		fprintf(stderr, "memtrace-bpf: out of memory\n");
+		return 2;
+	}
+	rb = ring_buffer__new(bpf_map__fd(tr->skel->maps.events),
+			      mt_tracer_on_event, tr, NULL);
+	if (!rb) {
+		fprintf(stderr, "memtrace-bpf: ring buffer: %s\n",
+			strerror(errno));
+		return 2;
+	}
+	if (o->command && mt_target_start(&tr->targets[0], gate, o->command,
+					  err, sizeof(err))) {
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		ring_buffer__free(rb);
+		return 2;
+	}
+	start = now_ns();
+	ret = trace_loop(tr, rb);
+	tr->end = (struct mt_summary_end){
+		.seconds = (double)(now_ns() - start) / 1e9,
+		.lost = lost_now(tr),
+		.stacks_lost = tr->stacks_lost,
+		.top_live = o->top_live,
+	};
+	tr->ran = true;
+	ring_buffer__free(rb);
+	return ret;
+}
+
+static int open_metrics(struct mt_tracer *tr)
+{
+	const struct mt_options *o = tr->opt;
+	const struct mt_metrics_conf c = { .addr = o->metrics_addr,
+					   .file = o->metrics_file,
+					   .file_interval = 1.0 };
+	char err[512];
+
+	if (!o->metrics_addr && !o->metrics_file)
+		return 0;
+	tr->metrics = mt_metrics_open(&c, err, sizeof(err));
+	if (!tr->metrics) {
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		return 2;
+	}
+	return 0;
+}
+
+static int close_metrics(struct mt_tracer *tr)
+{
+	char err[512];
+	int ret;
+
+	if (!tr->metrics)
+		return 0;
+	struct mt_session *v[MT_MAX_TARGETS + 1];
+	size_t n = sessions(tr, v, MT_MAX_TARGETS + 1);
+
+	ret = mt_metrics_close(tr->metrics, v, n, tr->skel ? lost_now(tr) : 0,
+			       err, sizeof(err));
+	tr->metrics = NULL;
+	if (ret)
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+	return ret ? 2 : 0;
+}
+
+static int open_watch(struct mt_tracer *tr)
+{
+	const struct mt_options *o = tr->opt;
+	const struct mt_watch_conf c = { .interval = o->watch,
+					 .window = o->watch_window,
+					 .device_mem = o->device_mem,
+					 .alert_pct = o->alert_pct };
+
+	if (!o->watch)
+		return 0;
+	tr->watch = mt_watch_new(&c);
+	return tr->watch ? 0 : -ENOMEM;
+}
+
+/* processes --children or --all could not follow: said, not lost */
+static void report_lost_procs(const struct mt_tracer *tr)
+{
+	__u64 forks = tr->skel ? tr->skel->bss->lost_forks : 0;
+
+	if (tr->targets_dropped || forks)
+		fprintf(tr->out,
+			"# lost processes=%llu (past %d followed) forks=%llu "
+			"(children not followed: the traced map was full)\n",
+			(unsigned long long)tr->targets_dropped, MT_MAX_TARGETS,
+			(unsigned long long)forks);
+}
+
+static int trace(const struct mt_options *opt)
+{
+	struct mt_tracer tr = { .opt = opt };
+	struct mt_export_conf ec;
+	char err[512];
+	int ret;
+
+	if (mt_preflight(err, sizeof(err))) {
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		return 2;
+	}
+	libbpf_set_print(opt->verbose ? libbpf_print_verbose : libbpf_print);
+	/* with --export, -o is the export's file */
+	tr.per_proc = opt->output && !opt->export_kind &&
+		      mt_path_per_process(opt->output);
+	ret = mt_sink_open(&tr.sink, opt,
+			   tr.per_proc || opt->export_kind ? NULL :
+							     opt->output);
+	tr.out = tr.sink.out;
+	tr.names = mt_strpool_new(4096);
+	tr.frames = mt_strpool_new(1 << 18);
+	tr.nodes = mt_nodes_new();
+	if (ret) {
+		ret = 2;
+	} else if (!tr.names || !tr.frames || !tr.nodes || open_watch(&tr)) {
+		fprintf(stderr, "memtrace-bpf: out of memory\n");
+		ret = 2;
+	} else if (mt_export_conf_from(&ec, opt) &&
+		   mt_export_start(tr.sink.ses, &ec, err, sizeof(err))) {
+		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		ret = 2;
+	} else if (open_metrics(&tr)) {
+		ret = 2;
+	} else {
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
+		ret = run(&tr);
+	}
+	if (close_metrics(&tr))
+		ret = 2;
+	if (tr.sink.ses && mt_export_finish(tr.sink.ses, err, sizeof(err))) {
+		fprintf(stderr, "memtrace-bpf: export: %s\n", err);
+		ret = 2;
+	}
+
+	bpf_link__destroy(tr.fork_link);
+	mt_attach_destroy(&tr.att);
+	for (int i = 0; i < tr.ntargets; i++) {
+		/* never leave a held command stopped behind us */
+		if (tr.targets[i].spawned && !tr.targets[i].exited)
+			kill(tr.targets[i].pid, SIGCONT);
+		mt_py_close(tr.targets[i].py);
+		if (mt_modlog_close(tr.targets[i].modlog)) {
+			fprintf(stderr,
+				"memtrace-bpf: write the module log: %s\n",
+				strerror(errno));
+			ret = 2;
+		}
+		if (tr.targets[i].sink &&
+		    mt_sink_close(tr.targets[i].sink, tr.ran ? &tr.end : NULL))
+			ret = 2;
+		free(tr.targets[i].sink);
+		mt_target_close(&tr.targets[i]);
+	}
+	report_lost_procs(&tr);
+	/* the shared summary only if it has something (-o FILE{rank}) */
+	if (mt_sink_close(&tr.sink,
+			  tr.ran && (!tr.per_proc || tr.sink.ses->seq) ?
+				  &tr.end :
+				  NULL))
+		ret = 2;
+	mt_watch_free(tr.watch);
+	mt_pystacks_free(tr.stacks);
+	mt_nodes_free(tr.nodes);
+	memtrace_bpf__destroy(tr.skel);
+	mt_strpool_free(tr.names);
+	mt_strpool_free(tr.frames);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct mt_options opt;
+	int ret;
+
+	ret = mt_parse_options(argc, argv, &opt);
+	if (ret)
+		return ret;
+	if (opt.mode == MT_MODE_REPORT || opt.mode == MT_MODE_SCRIPT)
+		return mt_replay(&opt);
+	if (opt.mode == MT_MODE_ESTIMATE)
+		return mt_estimate(&opt);
+	return trace(&opt);
+}

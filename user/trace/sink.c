@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "cli/options.h"
+#include "proc/maps.h"
+#include "python/pyproc.h"
+#include "record/record.h"
+#include "trace/sink.h"
+#include "proc/target.h"
+
+static void write_failed(struct mt_sink *k, int err)
+{
+	if (k->failed)
+		return;
+	fprintf(stderr, "memtrace-bpf: write %s: %s\n", k->path, strerror(err));
+	k->failed = true;
+}
+
+int mt_sink_open(struct mt_sink *k, const struct mt_options *o,
+		 const char *path)
+{
+	struct mt_session_conf sc;
+	char err[512];
+
+	*k = (struct mt_sink){ .opt = o, .out = stdout };
+	snprintf(k->path, sizeof(k->path), "%s", path ? path : "");
+	if (path && o->mode == MT_MODE_RECORD) {
+		k->rec = mt_recorder_open(path, err, sizeof(err));
+		if (!k->rec) {
+			fprintf(stderr, "memtrace-bpf: %s\n", err);
+			return 2;
+		}
+	} else if (path) {
+		k->out = fopen(path, "we");
+		if (!k->out) {
+			k->out = stdout;
+			fprintf(stderr, "memtrace-bpf: cannot write %s: %s\n",
+				path, strerror(errno));
+			return 2;
+		}
+	}
+	mt_session_conf_from(&sc, o);
+	/* a record is printed by report and script, not now */
+	sc.print_events = !o->quiet && o->mode != MT_MODE_RECORD;
+	k->ses = calloc(1, sizeof(*k->ses));
+	if (!k->ses || mt_session_init(k->ses, &sc, k->out)) {
+		fprintf(stderr, "memtrace-bpf: out of memory\n");
+		return 2;
+	}
+	return 0;
+}
+
+void mt_sink_meta(struct mt_sink *k, const char *key, const char *fmt, ...)
+{
+	char value[4096];
+	va_list ap;
+	int ret;
+
+	if (!k->rec)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(value, sizeof(value), fmt, ap);
+	va_end(ap);
+	ret = mt_recorder_meta(k->rec, key, value);
+	if (ret)
+		write_failed(k, -ret);
+}
+
+/* the command line of pid, arguments joined by spaces */
+static void read_cmdline(int pid, char *buf, size_t len)
+{
+	char path[64];
+	size_t n = 0;
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	for (size_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	while (n && buf[n - 1] == ' ')
+		n--;
+	buf[n] = '\0';
+}
+
+static void join_args(char **argv, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; argv[i] && n < len; i++) {
+		int w = snprintf(buf + n, len - n, "%s%s", i ? " " : "",
+				 argv[i]);
+
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+}
+
+void mt_sink_describe(struct mt_sink *k, const struct mt_target *t, char **argv)
+{
+	char cmdline[2048];
+
+	if (!k->rec)
+		return;
+	if (t->sink == k)
+		mt_sink_meta(k, "tool", "memtrace-bpf %s", MT_VERSION);
+	/* a spawned command has not reached its exec yet */
+	if (t->spawned && argv)
+		join_args(argv, cmdline, sizeof(cmdline));
+	else
+		read_cmdline(t->pid, cmdline, sizeof(cmdline));
+	mt_sink_meta(k, "target", "pid=%d comm=%s cmdline=%s", t->pid, t->comm,
+		     cmdline);
+	/* the shared sink had it from find_python already */
+	if (t->py && t->sink == k)
+		mt_sink_meta(k, "python", "pid=%d version=3.%u", t->pid,
+			     t->pyconf.minor);
+}
+
+/*
+ * PyTorch's version from libc10's file name (Debian: libc10.so.1.13.0)
+ * or torch/version.py beside torch/lib/ (wheels).
+ */
+void mt_sink_library(struct mt_sink *k, int pid, const char *path, int probes)
+{
+	const char *base = mt_basename(path), *v;
+	char vpath[4096], line[256];
+	FILE *f;
+
+	if (!k->rec)
+		return;
+	mt_sink_meta(k, "library", "pid=%d path=%s probes=%d", pid, path,
+		     probes);
+	if (strncmp(base, "libc10.so", 9))
+		return;
+	v = base + 9;
+	if (*v == '.' && v[1]) {
+		mt_sink_meta(k, "torch", "pid=%d version=%s", pid, v + 1);
+		return;
+	}
+	snprintf(vpath, sizeof(vpath), "/proc/%d/root%.*s/../version.py", pid,
+		 (int)(base - path), path);
+	f = fopen(vpath, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char ver[128];
+
+		if (sscanf(line, "__version__ = '%127[^']'", ver) == 1) {
+			mt_sink_meta(k, "torch", "pid=%d version=%s", pid, ver);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+bool mt_sink_event(struct mt_sink *k, const struct mt_event *ev, bool default0,
+		   struct mt_rec *r, struct mt_site *site)
+{
+	int ret;
+
+	if (!mt_session_event(k->ses, r, site))
+		return false;
+	if (k->rec && !k->failed) {
+		ret = mt_recorder_event(k->rec, ev, default0, site);
+		if (ret)
+			write_failed(k, -ret);
+	}
+	return true;
+}
+
+void mt_sink_flush(struct mt_sink *k)
+{
+	int ret;
+
+	fflush(k->out);
+	if (!k->rec || k->failed)
+		return;
+	ret = mt_recorder_flush(k->rec);
+	if (ret)
+		write_failed(k, -ret);
+}
+
+static int close_record(struct mt_sink *k, const struct mt_summary_end *end,
+			bool note)
+{
+	const struct mt_rec_end re = { .seconds = end->seconds,
+				       .lost = end->lost,
+				       .stacks_lost = end->stacks_lost };
+	__u64 events = mt_recorder_events(k->rec);
+	int ret = mt_recorder_close(k->rec, &re);
+	struct stat st;
+
+	k->rec = NULL;
+	if (ret) {
+		write_failed(k, -ret);
+		return 2;
+	}
+	if (!note)
+		return 0;
+	if (stat(k->path, &st))
+		st.st_size = 0;
+	fprintf(stderr,
+		"memtrace-bpf: recorded %llu events in %.3f s to %s: %lld "
+		"bytes, %.1f bytes per event, lost %llu\n",
+		(unsigned long long)events, end->seconds, k->path,
+		(long long)st.st_size,
+		events ? (double)st.st_size / (double)events : 0.0,
+		(unsigned long long)end->lost);
+	return 0;
+}
+
+int mt_sink_close(struct mt_sink *k, const struct mt_summary_end *end)
+{
+	static const struct mt_summary_end none;
+	int ret = 0;
+
+	/* without an end (a failed start) a record still gets closed */
+	if (k->rec)
+		ret = close_record(k, end ? end : &none, end);
+	else if (k->ses && end)
+		mt_session_end(k->ses, end);
+	if (k->ses)
+		mt_session_free(k->ses);
+	free(k->ses);
+	k->ses = NULL;
+	if (k->out != stdout && fclose(k->out) && !ret) {
+		write_failed(k, errno);
+		ret = 2;
+	}
+	k->out = stdout;
+	return ret || k->failed ? 2 : 0;
+}

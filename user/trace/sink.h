@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Where events go: a session that counts them and prints into a text file
+ * (stdout, -o), or into a binary record too (record). One sink serves all
+ * the traced processes, or, when -o names {pid} or {rank}, each process
+ * has its own, opened at its first event, when its rank is known.
+ */
+#ifndef __SINK_H
+#define __SINK_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "event/kinds.h"
+#include "analysis/session.h"
+
+struct mt_options;
+struct mt_recorder;
+
+struct mt_sink {
+	const struct mt_options *opt;
+	struct mt_session *ses;
+	FILE *out; /* lines, OOM blocks, the summary */
+	struct mt_recorder *rec; /* record mode */
+	char path[4096]; /* -o expanded, or "" for stdout */
+	bool failed; /* a write error was reported: once is enough */
+};
+
+/*
+ * Open the sink of path (NULL: stdout; record mode: the record) for a
+ * session as the options ask. 0, or 2 after a one-line error.
+ */
+int mt_sink_open(struct mt_sink *k, const struct mt_options *o,
+		 const char *path);
+
+/* a key=value of the record's header (nothing without a record) */
+void mt_sink_meta(struct mt_sink *k, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+struct mt_target;
+
+/*
+ * The record's header lines for target t: the tool, its pid, comm and
+ * command line (argv: a spawned command not yet exec'd; else /proc).
+ */
+void mt_sink_describe(struct mt_sink *k, const struct mt_target *t,
+		      char **argv);
+
+/* a library attached; PyTorch's version when it is libc10 */
+void mt_sink_library(struct mt_sink *k, int pid, const char *path, int probes);
+
+/* one decoded event; false if the session dropped it (a free of NULL) */
+bool mt_sink_event(struct mt_sink *k, const struct mt_event *ev, bool default0,
+		   struct mt_rec *r, struct mt_site *site);
+
+/* whole record blocks out (every poll) */
+void mt_sink_flush(struct mt_sink *k);
+
+/*
+ * The end: the summary and analyses into the text output, or the record's
+ * end block and a "recorded N events" note; closes what was opened (end
+ * NULL: a run that did not start, nothing printed). 0, or 2 after a
+ * one-line error.
+ */
+int mt_sink_close(struct mt_sink *k, const struct mt_summary_end *end);
+
+#endif /* __SINK_H */

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A live trace: its state, shared by memtrace.c (the run and its loop),
+ * procs.c (the processes it follows) and events.c (each event it reads).
+ */
+#ifndef __TRACER_H
+#define __TRACER_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <linux/types.h>
+#include "trace/attach.h"
+#include "memtrace.h"
+#include "trace/sink.h"
+#include "proc/target.h"
+
+/* processes --children and --all may follow */
+#define MT_MAX_TARGETS 256
+
+/* everything the event callback needs */
+struct mt_tracer {
+	const struct mt_options *opt;
+	struct memtrace_bpf *skel;
+	struct mt_attacher att;
+	struct mt_target targets[MT_MAX_TARGETS];
+	int ntargets;
+	__u64 targets_dropped; /* processes past MT_MAX_TARGETS, not traced */
+	struct bpf_link *fork_link; /* --children */
+	struct mt_sink sink; /* every process's, or those without their own */
+	bool per_proc; /* -o names {pid} or {rank}: a sink per process */
+	bool ran; /* the trace ran: end holds its figures */
+	struct mt_summary_end end;
+	struct mt_strpool *names;
+	struct mt_strpool *frames; /* stack lines, module and phase names */
+	struct mt_pystacks *stacks;
+	struct mt_nodes *nodes;
+	struct mt_watch *watch; /* --watch */
+	struct mt_metrics *metrics; /* --metrics-addr, --metrics-file */
+	__u64 stacks_lost;
+	FILE *out;
+	__u64 lost_reported;
+};
+
+/* procs.c: the processes followed */
+struct mt_target *mt_tracer_find(struct mt_tracer *tr, __u32 pid);
+/* a process --children or --all found, set up as -p does; NULL if not */
+struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how);
+/* where t's events go: its own sink, or the shared one */
+struct mt_sink *mt_tracer_sink(struct mt_tracer *tr, const struct mt_target *t);
+void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_target *t);
+/* attach to the libraries t mapped since, find its CPython */
+void mt_tracer_rescan(struct mt_tracer *tr, struct mt_target *t);
+void mt_tracer_on_loader(struct mt_tracer *tr, const struct mt_event *ev);
+bool mt_tracer_all_exited(struct mt_tracer *tr);
+/* the targets of -p, --children or --all; 2 on an error said */
+int mt_tracer_open(struct mt_tracer *tr);
+/* -- COMMAND: started held, the loader probed; 2 on an error said */
+int mt_tracer_spawn(struct mt_tracer *tr, int gate[2]);
+int mt_tracer_attach(struct mt_tracer *tr);
+void mt_tracer_scan_all(struct mt_tracer *tr);
+int mt_tracer_open_module_logs(struct mt_tracer *tr);
+void mt_tracer_describe(struct mt_tracer *tr);
+/* callbacks of the attacher and of the stack resolver */
+void mt_tracer_on_lib(void *ctx, const struct mt_target *t, const char *path,
+		      int probes);
+void mt_tracer_on_modcode(void *ctx, __u32 pid, __u64 code);
+
+/* events.c: the ring buffer's callback */
+int mt_tracer_on_event(void *ctx, void *data, size_t len);
+
+#endif /* __TRACER_H */
