@@ -108,7 +108,7 @@ static void feed(struct sim *m, bool alloc, __u64 ptr, __u64 size, int site)
 			       .tid = PID,
 			       .cpu = 1,
 			       .comm = "python3" };
-	struct mt_rec r = {
+	struct mt_call r = {
 		.ev = &ev,
 		.ki = mt_kind(alloc ? MT_K_CPU_NEW : MT_K_CPU_DELETE),
 		.event = alloc ? EV_ALLOC : EV_FREE,

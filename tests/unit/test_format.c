@@ -32,7 +32,7 @@ static struct mt_event event(unsigned int kind)
 static void expect_line(const struct mt_event *ev, const char *caller,
 			const char *want)
 {
-	struct mt_rec r;
+	struct mt_call r;
 	char buf[512];
 	int n;
 
@@ -190,7 +190,7 @@ static void test_host_and_cpu_devices(void **state)
 static void test_unknown_thread_device(void **state)
 {
 	struct mt_event ev = event(MT_K_CUDA_FREE);
-	struct mt_rec r;
+	struct mt_call r;
 	char buf[256];
 
 	ev.args[0] = 0x7f2a40000000;
@@ -207,7 +207,7 @@ static void test_unknown_thread_device(void **state)
 static void test_free_size_from_live_table(void **state)
 {
 	struct mt_event ev = event(MT_K_CUDA_FREE);
-	struct mt_rec r;
+	struct mt_call r;
 	char buf[256];
 
 	ev.args[0] = 0x7f2a40000000;
@@ -286,7 +286,7 @@ static void test_buffer_too_small(void **state)
 {
 	struct mt_event ev = event(MT_K_CUDA_MALLOC);
 	char full[512], buf[512];
-	struct mt_rec r;
+	struct mt_call r;
 	int n;
 
 	ev.args[1] = 1048576;

@@ -23,7 +23,7 @@ static void feed(struct mt_frag *f, __u32 pid, int dev, __u64 ts,
 {
 	const struct mt_kind_info *ki = mt_kind(MT_K_C10_REPORT);
 	struct mt_event ev = { .ts = ts, .pid = pid, .tid = pid };
-	struct mt_rec r = {
+	struct mt_call r = {
 		.ev = &ev,
 		.ki = ki,
 		.event = ki->event,
@@ -125,12 +125,12 @@ static void test_time_weighted(void **state)
 	{
 		const struct mt_kind_info *ki = mt_kind(MT_K_C10_REPORT);
 		struct mt_event ev = { .ts = T0 + 2 * U, .pid = 7 };
-		struct mt_rec r = { .ev = &ev,
-				    .ki = ki,
-				    .event = ki->event,
-				    .dev_type = MT_DT_CPU,
-				    .has_totals = true,
-				    .reserved = 1000 * MIB };
+		struct mt_call r = { .ev = &ev,
+				     .ki = ki,
+				     .event = ki->event,
+				     .dev_type = MT_DT_CPU,
+				     .has_totals = true,
+				     .reserved = 1000 * MIB };
 
 		mt_frag_event(f, &r, "forward");
 	}

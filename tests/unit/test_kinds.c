@@ -23,7 +23,8 @@ static struct mt_event event(unsigned int kind)
 	return ev;
 }
 
-static void decode(const struct mt_event *ev, int default_dev, struct mt_rec *r)
+static void decode(const struct mt_event *ev, int default_dev,
+		   struct mt_call *r)
 {
 	/* garbage in: every field that matters must be written */
 	memset(r, 0xa5, sizeof(*r));
@@ -35,7 +36,7 @@ static void decode(const struct mt_event *ev, int default_dev, struct mt_rec *r)
 static void test_cuda_malloc(void **state)
 {
 	struct mt_event ev = event(MT_K_CUDA_MALLOC);
-	struct mt_rec r;
+	struct mt_call r;
 
 	ev.args[0] = 0x7ffd00001000; /* &devPtr: never the result */
 	ev.args[1] = 1048576;
@@ -77,7 +78,7 @@ static void test_cuda_malloc(void **state)
 static void test_failed_alloc(void **state)
 {
 	struct mt_event ev = event(MT_K_CUDA_MALLOC);
-	struct mt_rec r;
+	struct mt_call r;
 
 	ev.args[1] = 1ULL << 40;
 	ev.out = 0x7f2a40000000; /* stale: the call did not write it */
@@ -112,7 +113,7 @@ static void test_failed_alloc(void **state)
 static void test_thread_device(void **state)
 {
 	struct mt_event ev = event(MT_K_CUDA_FREE);
-	struct mt_rec r;
+	struct mt_call r;
 
 	ev.args[0] = 0x1000;
 	ev.flags = MT_EV_RET;
@@ -136,7 +137,7 @@ static void test_thread_device(void **state)
 static void test_free_size_unknown(void **state)
 {
 	struct mt_event ev = event(MT_K_CUDA_FREE);
-	struct mt_rec r;
+	struct mt_call r;
 
 	ev.args[0] = 0x7f2a40000000;
 	ev.args[1] = 4096; /* not an argument of cudaFree */
@@ -152,7 +153,7 @@ static void test_free_size_unknown(void **state)
 static void test_streams_and_handles(void **state)
 {
 	struct mt_event ev = event(MT_K_CUDA_FREE_ASYNC);
-	struct mt_rec r;
+	struct mt_call r;
 
 	ev.args[0] = 0x7f2a40000000;
 	ev.args[1] = 0x55d0c0de1230;
@@ -208,7 +209,7 @@ static void test_streams_and_handles(void **state)
 static void test_c10_report(void **state)
 {
 	struct mt_event ev = event(MT_K_C10_REPORT);
-	struct mt_rec r;
+	struct mt_call r;
 
 	ev.args[0] = 0x7f0000200000;
 	ev.args[1] = 2097152;
@@ -266,7 +267,7 @@ static void test_c10_report(void **state)
 static void test_c10_oom(void **state)
 {
 	struct mt_event ev = event(MT_K_C10_OOM);
-	struct mt_rec r;
+	struct mt_call r;
 
 	ev.args[0] = 1ULL << 34;
 	ev.args[1] = 1000;
@@ -286,7 +287,7 @@ static void test_c10_oom(void **state)
 static void test_cpu_new_delete(void **state)
 {
 	struct mt_event ev = event(MT_K_CPU_NEW);
-	struct mt_rec r;
+	struct mt_call r;
 
 	/* ProfiledCPUMemoryReporter::New(this, ptr, nbytes) */
 	ev.args[0] = 0x55d000001000;
@@ -318,7 +319,7 @@ static void test_cpu_new_delete(void **state)
 static void test_alloc_cpu_fallback(void **state)
 {
 	struct mt_event ev = event(MT_K_ALLOC_CPU);
-	struct mt_rec r;
+	struct mt_call r;
 
 	/* void *alloc_cpu(size_t nbytes): the pointer is the result */
 	ev.args[0] = 800;
@@ -354,7 +355,7 @@ static void test_not_records(void **state)
 	static const unsigned int kinds[] = {
 		MT_K_NONE, MT_K_SET_DEVICE, MT_K_LOADER, MT_K_MAX, 0xffff,
 	};
-	struct mt_rec r;
+	struct mt_call r;
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		struct mt_event ev = event(kinds[i]);

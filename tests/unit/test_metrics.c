@@ -95,7 +95,7 @@ static void feed(struct fixture *f, __u32 pid, unsigned int kind,
 			       .ret = ret,
 			       .dev = 0 };
 	struct mt_site key = { .pid = pid, .phase = phase, .module = module };
-	struct mt_rec r;
+	struct mt_call r;
 	bool is_new;
 
 	memcpy(ev.args, args, sizeof(ev.args));

@@ -65,7 +65,7 @@ static void c10_totals(struct mt_summary *s, __u32 pid, int dev,
 {
 	const struct mt_kind_info *ki = mt_kind(MT_K_C10_REPORT);
 	struct mt_event ev = { .pid = pid, .tid = pid };
-	struct mt_rec r = {
+	struct mt_call r = {
 		.ev = &ev,
 		.ki = ki,
 		.event = ki->event,

@@ -138,7 +138,8 @@ static void note_series(struct frag_dev *d, __u64 ts, __u64 waste)
 	d->filled = b;
 }
 
-void mt_frag_event(struct mt_frag *f, const struct mt_rec *r, const char *phase)
+void mt_frag_event(struct mt_frag *f, const struct mt_call *r,
+		   const char *phase)
 {
 	__u64 ts = r->ev->ts, waste;
 	struct frag_dev *d;

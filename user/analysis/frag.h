@@ -17,7 +17,7 @@ struct mt_frag *mt_frag_new(void);
 void mt_frag_free(struct mt_frag *f);
 
 /* an event carrying the allocator's totals (r->has_totals), its phase */
-void mt_frag_event(struct mt_frag *f, const struct mt_rec *r,
+void mt_frag_event(struct mt_frag *f, const struct mt_call *r,
 		   const char *phase);
 
 /* per device, then the emptiest segments of the live table now */

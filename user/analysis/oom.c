@@ -34,14 +34,14 @@ void mt_oom_free(struct mt_oom *o)
 }
 
 /* device memory given back: a step of the allocator's retry */
-static bool is_segment_free(const struct mt_rec *r)
+static bool is_segment_free(const struct mt_call *r)
 {
 	return r->role == MT_ROLE_FREE && !r->failed &&
 	       (r->ki->space == MT_SP_CUDART || r->ki->space == MT_SP_DRIVER ||
 		r->ki->space == MT_SP_HANDLE || r->ki->space == MT_SP_VAMAP);
 }
 
-static void print_state(const struct mt_rec *r, struct mt_summary *sum,
+static void print_state(const struct mt_call *r, struct mt_summary *sum,
 			FILE *out)
 {
 	char dev[32], a[32], b[32], c[32], d[32];
@@ -111,7 +111,7 @@ static void print_site_line(const struct mt_site *s, FILE *out)
 	fprintf(out, "\n");
 }
 
-static void print_block(const struct mt_rec *r, const struct mt_site *site,
+static void print_block(const struct mt_call *r, const struct mt_site *site,
 			struct mt_summary *sum, struct mt_sites *sites,
 			__u64 t0, bool stacks, FILE *out)
 {
@@ -150,7 +150,7 @@ static void print_block(const struct mt_rec *r, const struct mt_site *site,
 		print_site_line(top.v[i], out);
 }
 
-static void follow_retry(struct mt_oom *o, const struct mt_rec *r,
+static void follow_retry(struct mt_oom *o, const struct mt_call *r,
 			 struct pending *p, FILE *out)
 {
 	char b[32];
@@ -180,7 +180,7 @@ static void follow_retry(struct mt_oom *o, const struct mt_rec *r,
 }
 
 /* --trace-exceptions: a Python exception of a type asked for, raised */
-static void print_raise(const struct mt_rec *r, const struct mt_site *site,
+static void print_raise(const struct mt_call *r, const struct mt_site *site,
 			__u64 t0, bool stacks, FILE *out)
 {
 	fprintf(out, "# EXCEPTION pid=%u tid=%u at %.6f s: %s raised",
@@ -194,7 +194,7 @@ static void print_raise(const struct mt_rec *r, const struct mt_site *site,
 		fprintf(out, "#\t%s\n", site->frames[i]);
 }
 
-void mt_oom_event(struct mt_oom *o, const struct mt_rec *r,
+void mt_oom_event(struct mt_oom *o, const struct mt_call *r,
 		  const struct mt_site *site, struct mt_summary *sum,
 		  struct mt_sites *sites, __u64 t0, bool stacks, FILE *out)
 {

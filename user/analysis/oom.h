@@ -19,7 +19,7 @@ struct mt_oom *mt_oom_new(void);
 void mt_oom_free(struct mt_oom *o);
 
 /* every event, after the summary and the sites counted it */
-void mt_oom_event(struct mt_oom *o, const struct mt_rec *r,
+void mt_oom_event(struct mt_oom *o, const struct mt_call *r,
 		  const struct mt_site *site, struct mt_summary *sum,
 		  struct mt_sites *sites, __u64 t0, bool stacks, FILE *out);
 

@@ -96,7 +96,7 @@ void mt_session_set_rank(struct mt_session *s, __u32 pid,
  * the forward is none); a process without steps gets a leak boundary each
  * age_seconds instead.
  */
-static void count_steps(struct mt_session *s, const struct mt_rec *r,
+static void count_steps(struct mt_session *s, const struct mt_call *r,
 			const char *phase)
 {
 	struct mt_proc *st = proc_of(s, r->ev->pid);
@@ -125,7 +125,7 @@ static void count_steps(struct mt_session *s, const struct mt_rec *r,
 	}
 }
 
-static void count_calls(struct mt_proc *p, const struct mt_rec *r)
+static void count_calls(struct mt_proc *p, const struct mt_call *r)
 {
 	if (r->role == MT_ROLE_ALLOC && r->failed)
 		p->failed++;
@@ -165,7 +165,7 @@ static void forget(struct mt_session *s, const struct mt_live *old)
 				old->space, -(__s64)old->size);
 }
 
-static void track_live(struct mt_session *s, struct mt_rec *r,
+static void track_live(struct mt_session *s, struct mt_call *r,
 		       struct mt_site *site)
 {
 	const struct mt_event *ev = r->ev;
@@ -215,7 +215,7 @@ static void track_live(struct mt_session *s, struct mt_rec *r,
 	}
 }
 
-static void print_event(struct mt_session *s, const struct mt_rec *r,
+static void print_event(struct mt_session *s, const struct mt_call *r,
 			const struct mt_site *site)
 {
 	const struct mt_proc *p = mt_session_proc(s, r->ev->pid);
@@ -244,7 +244,7 @@ static void print_event(struct mt_session *s, const struct mt_rec *r,
 		fprintf(s->out, "\t[truncated at %d frames]\n", site->depth);
 }
 
-bool mt_session_event(struct mt_session *s, struct mt_rec *r,
+bool mt_session_event(struct mt_session *s, struct mt_call *r,
 		      struct mt_site *site)
 {
 	/* a free of NULL frees nothing */

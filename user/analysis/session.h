@@ -81,7 +81,7 @@ void mt_session_free(struct mt_session *s);
  * One decoded event and its site. Returns false for an event that is no
  * record of its own (a free of NULL) and was dropped.
  */
-bool mt_session_event(struct mt_session *s, struct mt_rec *r,
+bool mt_session_event(struct mt_session *s, struct mt_call *r,
 		      struct mt_site *site);
 
 /* the steps process pid finished so far */

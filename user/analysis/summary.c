@@ -18,7 +18,7 @@ static struct mt_kind_stat *kind_stat(struct mt_summary *s, const char *event)
 }
 
 static struct mt_fail_stat *fail_stat(struct mt_summary *s,
-				      const struct mt_rec *r)
+				      const struct mt_call *r)
 {
 	struct mt_fail_stat *f;
 
@@ -62,7 +62,7 @@ static __u64 max_u64(__u64 a, __u64 b)
 	return a > b ? a : b;
 }
 
-void mt_summary_event(struct mt_summary *s, const struct mt_rec *r)
+void mt_summary_event(struct mt_summary *s, const struct mt_call *r)
 {
 	struct mt_kind_stat *k = kind_stat(s, r->event);
 	__u64 bytes = r->size_state == MT_SIZE_KNOWN ? r->size : 0;
@@ -117,7 +117,7 @@ void mt_summary_live(struct mt_summary *s, __u32 pid, enum mt_dev_type type,
 }
 
 /* allocated memory of the event's device when it happened */
-static __u64 current_allocated(struct mt_summary *s, const struct mt_rec *r)
+static __u64 current_allocated(struct mt_summary *s, const struct mt_call *r)
 {
 	struct mt_dev_stat *d;
 
@@ -169,7 +169,7 @@ static struct mt_phase_stat *phase_stat(struct mt_summary *s, __u32 pid,
 	return &s->phases[s->nphases++];
 }
 
-void mt_summary_attrib(struct mt_summary *s, const struct mt_rec *r,
+void mt_summary_attrib(struct mt_summary *s, const struct mt_call *r,
 		       const char *phase, const char *module, bool recompute)
 {
 	struct mt_thread_last *t = &s->threads[r->ev->tid % MT_SUM_THREADS];

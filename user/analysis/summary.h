@@ -79,7 +79,7 @@ struct mt_summary {
 };
 
 /* Count a decoded event (its size already completed from the live table). */
-void mt_summary_event(struct mt_summary *s, const struct mt_rec *r);
+void mt_summary_event(struct mt_summary *s, const struct mt_call *r);
 
 /* Live bytes of (pid, device, source) change by delta. */
 void mt_summary_live(struct mt_summary *s, __u32 pid, enum mt_dev_type type,
@@ -89,7 +89,7 @@ void mt_summary_live(struct mt_summary *s, __u32 pid, enum mt_dev_type type,
  * Account an event to the module and phase that made it (after
  * mt_summary_event and mt_summary_live saw it).
  */
-void mt_summary_attrib(struct mt_summary *s, const struct mt_rec *r,
+void mt_summary_attrib(struct mt_summary *s, const struct mt_call *r,
 		       const char *phase, const char *module, bool recompute);
 
 void mt_summary_free(struct mt_summary *s);

@@ -11,6 +11,7 @@
 #include "memtrace.h"
 #include "proc/rank.h"
 #include "cli/options.h"
+#include "lib/err.h"
 
 const char *argp_program_version = "memtrace-bpf " MT_VERSION;
 const char *argp_program_bug_address =
@@ -181,8 +182,7 @@ static const struct argp_option opts[] = {
 
 static int bad(struct argp_state *state, const char *what, const char *arg)
 {
-	fprintf(stderr, "memtrace-bpf: invalid %s: '%s' (see --help)\n", what,
-		arg);
+	mt_err("invalid %s: '%s' (see --help)", what, arg);
 	(void)state;
 	exit(2);
 }
@@ -271,9 +271,7 @@ static void parse_pids(struct argp_state *state, struct mt_options *o,
 	for (tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		if (o->npids == MT_MAX_PIDS) {
-			fprintf(stderr,
-				"memtrace-bpf: at most %d pids can be traced\n",
-				MT_MAX_PIDS);
+			mt_err("at most %d pids can be traced", MT_MAX_PIDS);
 			exit(2);
 		}
 		o->pids[o->npids++] =
@@ -294,8 +292,7 @@ static void parse_phase(struct argp_state *state, struct mt_options *o,
 	if (!eq || eq == arg || !eq[1])
 		bad(state, "phase (NAME=QUALNAME)", arg);
 	if (o->rules.nuser == MT_MAX_USER_PHASES) {
-		fprintf(stderr, "memtrace-bpf: at most %d --phase\n",
-			MT_MAX_USER_PHASES);
+		mt_err("at most %d --phase", MT_MAX_USER_PHASES);
 		exit(2);
 	}
 	*eq = '\0';
@@ -313,8 +310,7 @@ static void parse_scale(struct argp_state *state, struct mt_options *o,
 	if (!eq || eq == arg || !eq[1])
 		bad(state, "scale (PATTERN=FACTOR)", arg);
 	if (o->est.nscales == MT_MAX_SCALES) {
-		fprintf(stderr, "memtrace-bpf: at most %d --scale\n",
-			MT_MAX_SCALES);
+		mt_err("at most %d --scale", MT_MAX_SCALES);
 		exit(2);
 	}
 	sc = &o->est.scales[o->est.nscales++];
@@ -387,9 +383,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_EXPORT:
 		if (!mt_exporter_find(arg)) {
-			fprintf(stderr,
-				"memtrace-bpf: no export '%s' (there are: %s)\n",
-				arg, mt_export_names());
+			mt_err("no export '%s' (there are: %s)", arg,
+			       mt_export_names());
 			exit(2);
 		}
 		o->export_kind = arg;
@@ -538,19 +533,18 @@ static enum mt_mode parse_mode(int *argc, char ***argv)
 static int check_offline(const struct mt_options *o)
 {
 	if (!o->input) {
-		fprintf(stderr,
-			"memtrace-bpf: %s needs -i FILE (a record "
-			"made by memtrace-bpf record)\n",
-			o->mode == MT_MODE_REPORT ? "report" :
-			o->mode == MT_MODE_SCRIPT ? "script" :
-						    "estimate");
+		mt_err("%s needs -i FILE (a record "
+		       "made by memtrace-bpf record)",
+		       o->mode == MT_MODE_REPORT ? "report" :
+		       o->mode == MT_MODE_SCRIPT ? "script" :
+						   "estimate");
 		return 2;
 	}
 	if (o->npids || o->command || o->watch || o->exc_types ||
 	    o->metrics_addr || o->metrics_file || o->children_of || o->all) {
-		fprintf(stderr, "memtrace-bpf: -p, --watch, --trace-exceptions "
-				"and a command are for tracing, not for "
-				"reading a record\n");
+		mt_err("-p, --watch, --trace-exceptions "
+		       "and a command are for tracing, not for "
+		       "reading a record");
 		return 2;
 	}
 	return 0;
@@ -577,68 +571,68 @@ int mt_parse_options(int argc, char **argv, struct mt_options *o)
 	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, o))
 		return 2;
 	if (o->export_kind && !o->output) {
-		fprintf(stderr, "memtrace-bpf: --export needs -o FILE\n");
+		mt_err("--export needs -o FILE");
 		return 2;
 	}
 	if (o->export_kind && mode == MT_MODE_RECORD) {
-		fprintf(stderr, "memtrace-bpf: record writes a record: export "
-				"it with report -i FILE --export KIND\n");
+		mt_err("record writes a record: export "
+		       "it with report -i FILE --export KIND");
 		return 2;
 	}
 	if (mode != MT_MODE_ESTIMATE &&
 	    (o->est.expandable_segments || o->est.nscales ||
 	     o->est.max_split_size || o->est.roundup_power2_divisions ||
 	     o->est.gc_threshold > 0 || o->est.check)) {
-		fprintf(stderr, "memtrace-bpf: --scale, --check and the "
-				"allocator settings are for estimate\n");
+		mt_err("--scale, --check and the "
+		       "allocator settings are for estimate");
 		return 2;
 	}
 	if (mode == MT_MODE_ESTIMATE && o->est.gc_threshold > 0 &&
 	    !o->device_mem) {
-		fprintf(stderr, "memtrace-bpf: --gc-threshold is a fraction "
-				"of --device-mem: give both\n");
+		mt_err("--gc-threshold is a fraction "
+		       "of --device-mem: give both");
 		return 2;
 	}
 	if (mode == MT_MODE_REPORT || mode == MT_MODE_SCRIPT ||
 	    mode == MT_MODE_ESTIMATE)
 		return check_offline(o);
 	if (o->input || o->at >= 0 || (o->at_peak && !o->export_kind)) {
-		fprintf(stderr, "memtrace-bpf: -i and --at read a record: "
-				"use memtrace-bpf report\n");
+		mt_err("-i and --at read a record: "
+		       "use memtrace-bpf report");
 		return 2;
 	}
 	if (mode == MT_MODE_RECORD && !o->output) {
-		fprintf(stderr, "memtrace-bpf: record needs -o FILE\n");
+		mt_err("record needs -o FILE");
 		return 2;
 	}
 	if (o->watch && o->output && mt_path_per_process(o->output)) {
-		fprintf(stderr, "memtrace-bpf: --watch reads one summary: give "
-				"-o one file, not one per {pid} or {rank}\n");
+		mt_err("--watch reads one summary: give "
+		       "-o one file, not one per {pid} or {rank}");
 		return 2;
 	}
 	if ((o->alert_pct > 0 || o->device_mem) && !o->watch) {
-		fprintf(stderr, "memtrace-bpf: --alert-pct and --device-mem "
-				"go with --watch\n");
+		mt_err("--alert-pct and --device-mem "
+		       "go with --watch");
 		return 2;
 	}
 	if ((o->npids > 0) + !!o->command + !!o->children_of + o->all != 1) {
-		fprintf(stderr, "memtrace-bpf: give one of -p PID, --children "
-				"PID, --all or -- COMMAND (see --help)\n");
+		mt_err("give one of -p PID, --children "
+		       "PID, --all or -- COMMAND (see --help)");
 		return 2;
 	}
 	if (o->exc_types && o->no_python) {
-		fprintf(stderr, "memtrace-bpf: --trace-exceptions reads the "
-				"Python that --no-python leaves alone\n");
+		mt_err("--trace-exceptions reads the "
+		       "Python that --no-python leaves alone");
 		return 2;
 	}
 	if (o->module_log && o->no_python) {
-		fprintf(stderr, "memtrace-bpf: --module-log needs the Python "
-				"attribution that --no-python turns off\n");
+		mt_err("--module-log needs the Python "
+		       "attribution that --no-python turns off");
 		return 2;
 	}
 	if (o->no_cpu && o->no_cuda) {
-		fprintf(stderr, "memtrace-bpf: --no-cpu with --no-cuda leaves "
-				"nothing to trace\n");
+		mt_err("--no-cpu with --no-cuda leaves "
+		       "nothing to trace");
 		return 2;
 	}
 	return 0;

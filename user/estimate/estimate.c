@@ -16,6 +16,7 @@
 #include "lib/hashing.h"
 #include "event/kinds.h"
 #include "record/record.h"
+#include "lib/err.h"
 
 #define MAX_STRINGS (1 << 20)
 #define MAX_SITES 65536
@@ -253,7 +254,7 @@ static double secs(const struct est *e, __u64 ts)
 }
 
 /* 0, or -errno when the model cannot go on */
-static int do_alloc(struct est *e, struct dev *d, const struct mt_rec *r,
+static int do_alloc(struct est *e, struct dev *d, const struct mt_call *r,
 		    const struct mt_site *site)
 {
 	double f = scale_of(e, site);
@@ -298,7 +299,7 @@ static int do_alloc(struct est *e, struct dev *d, const struct mt_rec *r,
 	return pm_put(&d->live, r->ptr, id);
 }
 
-static void check(struct est *e, struct dev *d, const struct mt_rec *r)
+static void check(struct est *e, struct dev *d, const struct mt_call *r)
 {
 	struct mt_am_stats st;
 	struct mismatch *m = &d->first;
@@ -320,7 +321,7 @@ static void check(struct est *e, struct dev *d, const struct mt_rec *r)
 	}
 }
 
-static int on_event(struct est *e, const struct mt_rec *r,
+static int on_event(struct est *e, const struct mt_call *r,
 		    const struct mt_site *site)
 {
 	int slot, ret = 0;
@@ -525,7 +526,7 @@ static int run(struct est *e, struct mt_reader *rd)
 {
 	struct mt_rec_item it;
 	char err[512];
-	struct mt_rec r;
+	struct mt_call r;
 	int ret, bad = 0;
 
 	while ((ret = mt_reader_next(rd, &it, err, sizeof(err))) == 1) {
@@ -536,23 +537,21 @@ static int run(struct est *e, struct mt_reader *rd)
 			continue;
 		ret = on_event(e, &r, it.site);
 		if (ret) {
-			fprintf(stderr,
-				"memtrace-bpf: %s: event %llu: the model ran "
-				"out of its own memory: %s (see --max-live)\n",
-				e->o->input, (unsigned long long)e->events,
-				strerror(-ret));
+			mt_err("%s: event %llu: the model ran "
+			       "out of its own memory: %s (see --max-live)",
+			       e->o->input, (unsigned long long)e->events,
+			       strerror(-ret));
 			return 2;
 		}
 	}
 	if (ret < 0) {
-		fprintf(stderr, "memtrace-bpf: %s: %s\n", e->o->input, err);
+		mt_err("%s: %s", e->o->input, err);
 		return 2;
 	}
 	if (mt_reader_truncated(rd))
-		fprintf(stderr,
-			"memtrace-bpf: %s: cut short (was the recorder "
-			"killed?): read up to its last whole block\n",
-			e->o->input);
+		mt_err("%s: cut short (was the recorder "
+		       "killed?): read up to its last whole block",
+		       e->o->input);
 	print_header(e);
 	for (int i = 0; i <= MAX_DEVS; i++)
 		if (e->dev[i])
@@ -605,22 +604,21 @@ int mt_estimate(const struct mt_options *o)
 
 	in = fopen(o->input, "re");
 	if (!in) {
-		fprintf(stderr, "memtrace-bpf: cannot read %s: %s\n", o->input,
-			strerror(errno));
+		mt_err("cannot read %s: %s", o->input, strerror(errno));
 		goto out;
 	}
 	if (!pool || !sites) {
-		fprintf(stderr, "memtrace-bpf: out of memory\n");
+		mt_err("out of memory");
 		goto out;
 	}
 	rd = mt_reader_open(in, pool, sites, err, sizeof(err));
 	if (!rd) {
-		fprintf(stderr, "memtrace-bpf: %s: %s\n", o->input, err);
+		mt_err("%s: %s", o->input, err);
 		goto out;
 	}
 	ret = run(&e, rd);
 	if (fflush(e.out)) {
-		fprintf(stderr, "memtrace-bpf: write: %s\n", strerror(errno));
+		mt_err("write: %s", strerror(errno));
 		ret = 2;
 	}
 out:

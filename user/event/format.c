@@ -88,7 +88,7 @@ static void put_comm(struct out *o, const char *comm)
 	put(o, "%s", i ? c : "?");
 }
 
-int mt_format_event(char *buf, size_t len, const struct mt_rec *r,
+int mt_format_event(char *buf, size_t len, const struct mt_call *r,
 		    const char *caller, const struct mt_attrib *a)
 {
 	const struct mt_event *ev = r->ev;

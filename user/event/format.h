@@ -24,7 +24,7 @@ struct mt_attrib {
  * and module= (NULL: not known). Returns the length, or -1 if buf is too
  * small.
  */
-int mt_format_event(char *buf, size_t len, const struct mt_rec *r,
+int mt_format_event(char *buf, size_t len, const struct mt_call *r,
 		    const char *caller, const struct mt_attrib *a);
 
 /* "cuda:0", "cuda:?", "host", "cpu" or "-" */

@@ -250,7 +250,7 @@ static bool arg_known(const struct mt_event *ev, int i)
 }
 
 static void decode_dev(const struct mt_event *ev, const struct mt_kind_info *ki,
-		       int default_dev, struct mt_rec *r)
+		       int default_dev, struct mt_call *r)
 {
 	__u64 d;
 
@@ -285,7 +285,7 @@ static void decode_dev(const struct mt_event *ev, const struct mt_kind_info *ki,
 	}
 }
 
-bool mt_decode(const struct mt_event *ev, int default_dev, struct mt_rec *r)
+bool mt_decode(const struct mt_event *ev, int default_dev, struct mt_call *r)
 {
 	const struct mt_kind_info *ki = mt_kind(ev->kind);
 	__s64 size;
@@ -294,7 +294,7 @@ bool mt_decode(const struct mt_event *ev, int default_dev, struct mt_rec *r)
 		return false;
 	/* each field set once: zeroing the struct first costs more */
 	_Static_assert(sizeof(*r) == 128,
-		       "mt_decode() sets each field of struct mt_rec");
+		       "mt_decode() sets each field of struct mt_call");
 	r->ev = ev;
 	r->ki = ki;
 	r->event = ki->event;

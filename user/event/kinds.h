@@ -100,7 +100,7 @@ enum mt_dev_type {
 };
 
 /* an event with its arguments given their meaning */
-struct mt_rec {
+struct mt_call {
 	const struct mt_event *ev;
 	const struct mt_kind_info *ki;
 	const char *event;
@@ -127,6 +127,6 @@ struct mt_rec {
  * never called cudaSetDevice while traced (0 when traced from its start,
  * -1 otherwise). Returns false for events that are not records.
  */
-bool mt_decode(const struct mt_event *ev, int default_dev, struct mt_rec *r);
+bool mt_decode(const struct mt_event *ev, int default_dev, struct mt_call *r);
 
 #endif /* __KINDS_H */

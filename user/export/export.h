@@ -31,7 +31,7 @@ struct mt_exporter {
 		      size_t errlen);
 	/* each event, after the session counted it (r->size is complete) */
 	void (*event)(void *x, const struct mt_session *s,
-		      const struct mt_rec *r, const struct mt_site *site);
+		      const struct mt_call *r, const struct mt_site *site);
 	/* the end: write what remains, free x; 0, or -errno and err filled */
 	int (*close)(void *x, const struct mt_session *s, char *err,
 		     size_t errlen);

@@ -102,7 +102,7 @@ static bool grow(struct folded *x)
 }
 
 static struct fentry *entry(struct folded *x, const struct mt_session *s,
-			    const struct mt_site *site, const struct mt_rec *r)
+			    const struct mt_site *site, const struct mt_call *r)
 {
 	size_t i;
 
@@ -130,7 +130,7 @@ static struct fentry *entry(struct folded *x, const struct mt_session *s,
 }
 
 static void event_folded(void *p, const struct mt_session *s,
-			 const struct mt_rec *r, const struct mt_site *site)
+			 const struct mt_call *r, const struct mt_site *site)
 {
 	struct folded *x = p;
 	struct fentry *e;

@@ -53,7 +53,7 @@ static void *open_json(FILE *f, const struct mt_export_conf *c, char *err,
 }
 
 /* the line's keys, in its order (format.c) */
-static void put_keys(struct mt_jw *w, const struct mt_rec *r)
+static void put_keys(struct mt_jw *w, const struct mt_call *r)
 {
 	char dev[32];
 
@@ -156,7 +156,7 @@ static const struct tail *site_tail(struct jexp *j, const struct mt_site *site,
 }
 
 static void event_json(void *p, const struct mt_session *s,
-		       const struct mt_rec *r, const struct mt_site *site)
+		       const struct mt_call *r, const struct mt_site *site)
 {
 	struct jexp *j = p;
 	struct mt_jw *w = &j->w;

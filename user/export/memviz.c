@@ -242,14 +242,14 @@ static bool inside_seg(const struct memviz *m, int dev, __u64 addr, __u64 size)
 }
 
 /* the trace list of a CUDA event; -1: an index memviz cannot hold */
-static int cuda_dev(const struct mt_rec *r)
+static int cuda_dev(const struct mt_call *r)
 {
 	if (r->dev_index >= MV_MAX_DEVS)
 		return -1;
 	return r->dev_index < 0 ? 0 : r->dev_index;
 }
 
-static void rec(struct memviz *m, const struct mt_rec *r,
+static void rec(struct memviz *m, const struct mt_call *r,
 		const struct mt_site *site, enum mv_action a, int dev,
 		__u64 addr)
 {
@@ -267,7 +267,7 @@ static void rec(struct memviz *m, const struct mt_rec *r,
 	push(m, &e);
 }
 
-static void block_event(struct memviz *m, const struct mt_rec *r,
+static void block_event(struct memviz *m, const struct mt_call *r,
 			const struct mt_site *site)
 {
 	int dev = r->ki->space == MT_SP_CPU ? MV_CPU : cuda_dev(r);
@@ -293,7 +293,7 @@ static void block_event(struct memviz *m, const struct mt_rec *r,
 		d->cover = true;
 }
 
-static void segment_event(struct memviz *m, const struct mt_rec *r,
+static void segment_event(struct memviz *m, const struct mt_call *r,
 			  const struct mt_site *site)
 {
 	int dev = cuda_dev(r);
@@ -322,7 +322,7 @@ static void segment_event(struct memviz *m, const struct mt_rec *r,
 		m->dev[dev].cover = true; /* not in 'segments': not shown */
 }
 
-static void handle_event(struct memviz *m, const struct mt_rec *r,
+static void handle_event(struct memviz *m, const struct mt_call *r,
 			 const struct mt_site *site)
 {
 	int dev = cuda_dev(r);
@@ -345,7 +345,7 @@ static void handle_event(struct memviz *m, const struct mt_rec *r,
 	ranges_add(m, &m->handles, &h);
 }
 
-static void map_event(struct memviz *m, const struct mt_rec *r,
+static void map_event(struct memviz *m, const struct mt_call *r,
 		      const struct mt_site *site)
 {
 	const struct mv_range *h, *g;
@@ -377,7 +377,7 @@ static void map_event(struct memviz *m, const struct mt_rec *r,
 }
 
 static void event_memviz(void *x, const struct mt_session *s,
-			 const struct mt_rec *r, const struct mt_site *site)
+			 const struct mt_call *r, const struct mt_site *site)
 {
 	struct memviz *m = x;
 	enum mt_space sp = r->ki->space;

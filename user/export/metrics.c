@@ -13,6 +13,7 @@
 #include "event/format.h"
 #include "export/metrics.h"
 #include "analysis/session.h"
+#include "lib/err.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4"
 /* a scraper or two; more only hold memory */
@@ -529,9 +530,7 @@ void mt_metrics_poll(struct mt_metrics *m, __u64 now_ns,
 		m->ses = NULL;
 		m->n = 0;
 		if (!ok && !m->serve_failed)
-			fprintf(stderr,
-				"memtrace-bpf: metrics: serving on %s failed\n",
-				m->addr);
+			mt_err("metrics: serving on %s failed", m->addr);
 		m->serve_failed = !ok;
 	}
 	if (!m->path || now_ns < m->next_write_ns)
@@ -540,7 +539,7 @@ void mt_metrics_poll(struct mt_metrics *m, __u64 now_ns,
 	ok = !write_file(m, ses, n, lost, err, sizeof(err));
 	/* once per failure, not every second */
 	if (!ok && !m->write_failed)
-		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		mt_err("%s", err);
 	m->write_failed = !ok;
 }
 

@@ -257,7 +257,7 @@ static void counters(struct perfetto *x, const struct mt_summary *sum, __u64 ts)
 }
 
 /* an allocation that failed, c10's OOM report, a Python raise */
-static void instant(struct mt_jw *w, const struct mt_rec *r,
+static void instant(struct mt_jw *w, const struct mt_call *r,
 		    const struct mt_site *site)
 {
 	const struct mt_event *ev = r->ev;
@@ -296,7 +296,7 @@ static void instant(struct mt_jw *w, const struct mt_rec *r,
 }
 
 static void event_perfetto(void *p, const struct mt_session *s,
-			   const struct mt_rec *r, const struct mt_site *site)
+			   const struct mt_call *r, const struct mt_site *site)
 {
 	struct perfetto *x = p;
 	struct thread *t = thread_of(x, r->ev);

@@ -199,7 +199,8 @@ static void weigh(struct speedscope *x, struct account *a,
 }
 
 static void event_speedscope(void *p, const struct mt_session *s,
-			     const struct mt_rec *r, const struct mt_site *site)
+			     const struct mt_call *r,
+			     const struct mt_site *site)
 {
 	struct speedscope *x = p;
 	struct account *a;

@@ -249,7 +249,7 @@ static void phase_event(struct svgx *x, const struct mt_session *s, __u32 pid,
 	}
 }
 
-static struct series *series_of(struct svgx *x, const struct mt_rec *r)
+static struct series *series_of(struct svgx *x, const struct mt_call *r)
 {
 	struct series *sr;
 
@@ -277,7 +277,7 @@ static struct series *series_of(struct svgx *x, const struct mt_rec *r)
 }
 
 /* bytes live on the event's device, every layer but c10's own and maps */
-static __u64 live_bytes(const struct mt_session *s, const struct mt_rec *r)
+static __u64 live_bytes(const struct mt_session *s, const struct mt_call *r)
 {
 	__u64 sum = 0;
 
@@ -322,7 +322,7 @@ static void add_point(struct svgx *x, struct series *sr, __u64 t, __u64 a,
 }
 
 static void event_svg(void *p, const struct mt_session *s,
-		      const struct mt_rec *r, const struct mt_site *site)
+		      const struct mt_call *r, const struct mt_site *site)
 {
 	struct svgx *x = p;
 	__u64 t = r->ev->ts > s->t0 ? r->ev->ts - s->t0 : 0;

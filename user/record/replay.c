@@ -6,6 +6,7 @@
 #include "record/record.h"
 #include "record/replay.h"
 #include "analysis/session.h"
+#include "lib/err.h"
 
 #define MAX_STRINGS (1 << 20)
 
@@ -49,7 +50,7 @@ static int read_events(struct replay *rp, __u64 *first, __u64 *last)
 	__u64 at = rp->o->at >= 0 ? (__u64)(rp->o->at * 1e9) : 0;
 	struct mt_rec_item it;
 	char err[512];
-	struct mt_rec r;
+	struct mt_call r;
 	size_t meta = 0;
 	int ret;
 
@@ -64,14 +65,13 @@ static int read_events(struct replay *rp, __u64 *first, __u64 *last)
 			mt_session_event(rp->ses, &r, it.site);
 	}
 	if (ret < 0) {
-		fprintf(stderr, "memtrace-bpf: %s: %s\n", rp->o->input, err);
+		mt_err("%s: %s", rp->o->input, err);
 		return 2;
 	}
 	if (mt_reader_truncated(rp->rd))
-		fprintf(stderr,
-			"memtrace-bpf: %s: cut short (was the recorder "
-			"killed?): read up to its last whole block\n",
-			rp->o->input);
+		mt_err("%s: cut short (was the recorder "
+		       "killed?): read up to its last whole block",
+		       rp->o->input);
 	return 0;
 }
 
@@ -91,18 +91,18 @@ static int replay(struct replay *rp)
 	rp->ses = calloc(1, sizeof(*rp->ses));
 	rp->pool = mt_strpool_new(MAX_STRINGS);
 	if (!rp->ses || !rp->pool || mt_session_init(rp->ses, &sc, rp->out)) {
-		fprintf(stderr, "memtrace-bpf: out of memory\n");
+		mt_err("out of memory");
 		return 2;
 	}
 	if (mt_export_conf_from(&ec, o) &&
 	    mt_export_start(rp->ses, &ec, err, sizeof(err))) {
-		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		mt_err("%s", err);
 		return 2;
 	}
 	rp->rd = mt_reader_open(rp->in, rp->pool, rp->ses->sites, err,
 				sizeof(err));
 	if (!rp->rd) {
-		fprintf(stderr, "memtrace-bpf: %s: %s\n", o->input, err);
+		mt_err("%s: %s", o->input, err);
 		return 2;
 	}
 	ret = read_events(rp, &first, &last);
@@ -138,23 +138,22 @@ int mt_replay(const struct mt_options *o)
 
 	rp.in = fopen(o->input, "re");
 	if (!rp.in) {
-		fprintf(stderr, "memtrace-bpf: cannot read %s: %s\n", o->input,
-			strerror(errno));
+		mt_err("cannot read %s: %s", o->input, strerror(errno));
 		return 2;
 	}
 	/* with --export, -o is the export's file */
 	if (o->output && !o->export_kind) {
 		rp.out = fopen(o->output, "we");
 		if (!rp.out) {
-			fprintf(stderr, "memtrace-bpf: cannot write %s: %s\n",
-				o->output, strerror(errno));
+			mt_err("cannot write %s: %s", o->output,
+			       strerror(errno));
 			fclose(rp.in);
 			return 2;
 		}
 	}
 	ret = replay(&rp);
 	if (rp.ses && mt_export_finish(rp.ses, err, sizeof(err))) {
-		fprintf(stderr, "memtrace-bpf: export: %s\n", err);
+		mt_err("export: %s", err);
 		ret = 2;
 	}
 	mt_reader_close(rp.rd);
@@ -164,8 +163,7 @@ int mt_replay(const struct mt_options *o)
 	mt_strpool_free(rp.pool);
 	fclose(rp.in);
 	if (rp.out != stdout && fclose(rp.out)) {
-		fprintf(stderr, "memtrace-bpf: write %s: %s\n", o->output,
-			strerror(errno));
+		mt_err("write %s: %s", o->output, strerror(errno));
 		ret = 2;
 	}
 	return ret;

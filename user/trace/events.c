@@ -116,7 +116,7 @@ static const char *raised_type(struct mt_tracer *tr, struct mt_target *t,
 
 /* who made the event: its site, interned in the session's table */
 static struct mt_site *site_of(struct mt_tracer *tr, struct mt_sink *k,
-			       struct mt_target *t, const struct mt_rec *r,
+			       struct mt_target *t, const struct mt_call *r,
 			       const char *detail)
 {
 	const struct mt_event *ev = r->ev;
@@ -157,7 +157,7 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 	struct mt_target *t;
 	struct mt_sink *k;
 	struct mt_site *site;
-	struct mt_rec r;
+	struct mt_call r;
 	bool default0;
 
 	if (len < sizeof(*ev))

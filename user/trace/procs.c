@@ -19,6 +19,7 @@
 #include "python/pyproc.h"
 #include "proc/rank.h"
 #include "trace/tracer.h"
+#include "lib/err.h"
 
 #define LDSO_PATH "/lib64/ld-linux-x86-64.so.2"
 /* CPython may not be initialised yet: look again at each rescan, a while */
@@ -57,8 +58,7 @@ void mt_tracer_on_modcode(void *ctx, __u32 pid, __u64 code)
 		return;
 	t->pyconf.modcode[t->pyconf.nmodcode++] = code;
 	if (put_pyconf(tr, t))
-		fprintf(stderr, "memtrace-bpf: pid %d: update walker: %s\n",
-			t->pid, strerror(errno));
+		mt_err("pid %d: update walker: %s", t->pid, strerror(errno));
 }
 
 /* find the target's CPython and hand the walker its offsets */
@@ -75,15 +75,14 @@ static void find_python(struct mt_tracer *tr, struct mt_target *t)
 		return; /* no CPython (yet) */
 	if (ret) {
 		t->py_tries = PY_TRIES;
-		fprintf(stderr, "memtrace-bpf: pid %d: %s\n", t->pid, err);
+		mt_err("pid %d: %s", t->pid, err);
 		return;
 	}
 	t->pyconf = *mt_py_conf(t->py);
 	t->pyconf.max_depth = tr->opt->max_depth;
 	t->pyconf.nmodcode = 0;
 	if (put_pyconf(tr, t)) {
-		fprintf(stderr, "memtrace-bpf: pid %d: start the walker: %s\n",
-			t->pid, strerror(errno));
+		mt_err("pid %d: start the walker: %s", t->pid, strerror(errno));
 		return;
 	}
 	if (tr->att.log)
@@ -100,8 +99,7 @@ static void open_proc_sink(struct mt_tracer *tr, struct mt_target *t,
 	char path[4096];
 
 	if (mt_path_expand(tr->opt->output, t->pid, r, path, sizeof(path))) {
-		fprintf(stderr, "memtrace-bpf: -o %s: name too long\n",
-			tr->opt->output);
+		mt_err("-o %s: name too long", tr->opt->output);
 		return;
 	}
 	t->sink = calloc(1, sizeof(*t->sink));
@@ -149,7 +147,7 @@ void mt_tracer_rescan(struct mt_tracer *tr, struct mt_target *t)
 		return;
 	if (mt_attach_scan(&tr->att, t, err, sizeof(err)) < 0 &&
 	    !mt_target_poll_exit(t))
-		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		mt_err("%s", err);
 	find_python(tr, t);
 }
 
@@ -176,8 +174,7 @@ struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how)
 	if (tr->opt->children_of &&
 	    bpf_map__update_elem(tr->skel->maps.traced, &pid, sizeof(pid), &one,
 				 sizeof(one), BPF_ANY))
-		fprintf(stderr, "memtrace-bpf: follow pid %d: %s\n", pid,
-			strerror(errno));
+		mt_err("follow pid %d: %s", pid, strerror(errno));
 	if (tr->att.log)
 		fprintf(tr->att.log, "# follow pid=%d comm=%s (%s)\n", pid,
 			t->comm, how);
@@ -194,8 +191,7 @@ void mt_tracer_on_loader(struct mt_tracer *tr, const struct mt_event *ev)
 		return;
 	mt_tracer_rescan(tr, t);
 	if (t->spawned && kill(t->pid, SIGCONT))
-		fprintf(stderr, "memtrace-bpf: resume pid %d: %s\n", t->pid,
-			strerror(errno));
+		mt_err("resume pid %d: %s", t->pid, strerror(errno));
 }
 
 bool mt_tracer_all_exited(struct mt_tracer *tr)
@@ -224,16 +220,15 @@ int mt_tracer_attach(struct mt_tracer *tr)
 		if (t->spawned)
 			continue; /* attached as its loader maps them */
 		if (mt_attach_scan(&tr->att, t, err, sizeof(err)) < 0) {
-			fprintf(stderr, "memtrace-bpf: %s\n", err);
+			mt_err("%s", err);
 			return 2;
 		}
 		find_python(tr, t);
 		if (!(t->libs & ours) && !tr->opt->wait_libs &&
 		    !tr->att.global) {
-			fprintf(stderr,
-				"memtrace-bpf: pid %d (%s) maps none of %s; "
-				"use --wait to wait for them\n",
-				t->pid, t->comm, wanted_libs);
+			mt_err("pid %d (%s) maps none of %s; "
+			       "use --wait to wait for them",
+			       t->pid, t->comm, wanted_libs);
 			return 2;
 		}
 	}
@@ -249,20 +244,19 @@ int mt_tracer_spawn(struct mt_tracer *tr, int gate[2])
 	int ret;
 
 	if (!realpath(LDSO_PATH, ldso) || stat(ldso, &st)) {
-		fprintf(stderr, "memtrace-bpf: %s: %s (glibc x86-64 needed)\n",
-			LDSO_PATH, strerror(errno));
+		mt_err("%s: %s (glibc x86-64 needed)", LDSO_PATH,
+		       strerror(errno));
 		return 2;
 	}
 	ret = mt_target_spawn(t, tr->opt->command, gate, err, sizeof(err));
 	tr->ntargets = 1;
 	if (ret) {
-		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		mt_err("%s", err);
 		return 2;
 	}
 	ret = mt_attach_lib(&tr->att, t, MT_LIB_LDSO, ldso, err, sizeof(err));
 	if (ret <= 0) {
-		fprintf(stderr, "memtrace-bpf: %s\n",
-			ret ? err : "no _dl_debug_state in the loader");
+		mt_err("%s", ret ? err : "no _dl_debug_state in the loader");
 		return 2;
 	}
 	t->files[t->nfiles++] =
@@ -277,16 +271,14 @@ static int follow_children(struct mt_tracer *tr)
 	size_t n;
 
 	if (!mt_tracer_add(tr, tr->opt->children_of, "launcher")) {
-		fprintf(stderr,
-			"memtrace-bpf: no such process: %d (check the pid "
-			"with ps)\n",
-			tr->opt->children_of);
+		mt_err("no such process: %d (check the pid "
+		       "with ps)",
+		       tr->opt->children_of);
 		return 2;
 	}
 	tr->fork_link = bpf_program__attach(tr->skel->progs.mt_fork);
 	if (!tr->fork_link) {
-		fprintf(stderr, "memtrace-bpf: follow forks: %s\n",
-			strerror(errno));
+		mt_err("follow forks: %s", strerror(errno));
 		return 2;
 	}
 	n = mt_descendants(tr->opt->children_of, pids, MT_MAX_TARGETS);
@@ -320,7 +312,7 @@ int mt_tracer_open(struct mt_tracer *tr)
 	for (int i = 0; i < tr->opt->npids; i++) {
 		if (mt_target_open(&tr->targets[i], tr->opt->pids[i], err,
 				   sizeof(err))) {
-			fprintf(stderr, "memtrace-bpf: %s\n", err);
+			mt_err("%s", err);
 			return 2;
 		}
 		tr->ntargets++;
@@ -338,7 +330,7 @@ int mt_tracer_open_module_logs(struct mt_tracer *tr)
 		t->modlog = mt_modlog_open(tr->opt->module_log, t->pid,
 					   tr->opt->log_time, err, sizeof(err));
 		if (!t->modlog) {
-			fprintf(stderr, "memtrace-bpf: %s\n", err);
+			mt_err("%s", err);
 			return 2;
 		}
 	}

@@ -24,6 +24,7 @@
 #include "lib/strpool.h"
 #include "trace/tracer.h"
 #include "analysis/watch.h"
+#include "lib/err.h"
 
 #define POLL_MS 10
 #define RESCAN_NS (250 * 1000000ULL)
@@ -121,8 +122,7 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 		if (ret >= 0)
 			ret = ring_buffer__consume(rb);
 		if (ret < 0 && ret != -EINTR) {
-			fprintf(stderr, "memtrace-bpf: ring buffer: %s\n",
-				strerror(-ret));
+			mt_err("ring buffer: %s", strerror(-ret));
 			return 2;
 		}
 		report_lost(tr);
@@ -169,8 +169,7 @@ static int run(struct mt_tracer *tr)
 
 	tr->skel = memtrace_bpf__open();
 	if (!tr->skel) {
-		fprintf(stderr, "memtrace-bpf: open BPF object: %s\n",
-			strerror(errno));
+		mt_err("open BPF object: %s", strerror(errno));
 		return 2;
 	}
 	ret = bpf_map__set_max_entries(tr->skel->maps.events,
@@ -181,8 +180,7 @@ static int run(struct mt_tracer *tr)
 	if (!ret)
 		ret = memtrace_bpf__load(tr->skel);
 	if (ret) {
-		fprintf(stderr, "memtrace-bpf: load BPF programs: %s\n",
-			strerror(-ret));
+		mt_err("load BPF programs: %s", strerror(-ret));
 		return 2;
 	}
 	tr->att.skel = tr->skel;
@@ -212,19 +210,18 @@ static int run(struct mt_tracer *tr)
 				     MAX_STACKS, tr->frames, &o->rules,
 				     mt_tracer_on_modcode, tr);
 	if (!tr->stacks) {
-		fprintf(stderr, "memtrace-bpf: out of memory\n");
+		mt_err("out of memory");
 		return 2;
 	}
 	rb = ring_buffer__new(bpf_map__fd(tr->skel->maps.events),
 			      mt_tracer_on_event, tr, NULL);
 	if (!rb) {
-		fprintf(stderr, "memtrace-bpf: ring buffer: %s\n",
-			strerror(errno));
+		mt_err("ring buffer: %s", strerror(errno));
 		return 2;
 	}
 	if (o->command && mt_target_start(&tr->targets[0], gate, o->command,
 					  err, sizeof(err))) {
-		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		mt_err("%s", err);
 		ring_buffer__free(rb);
 		return 2;
 	}
@@ -253,7 +250,7 @@ static int open_metrics(struct mt_tracer *tr)
 		return 0;
 	tr->metrics = mt_metrics_open(&c, err, sizeof(err));
 	if (!tr->metrics) {
-		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		mt_err("%s", err);
 		return 2;
 	}
 	return 0;
@@ -273,7 +270,7 @@ static int close_metrics(struct mt_tracer *tr)
 			       err, sizeof(err));
 	tr->metrics = NULL;
 	if (ret)
-		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		mt_err("%s", err);
 	return ret ? 2 : 0;
 }
 
@@ -312,7 +309,7 @@ static int trace(const struct mt_options *opt)
 	int ret;
 
 	if (mt_preflight(err, sizeof(err))) {
-		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		mt_err("%s", err);
 		return 2;
 	}
 	libbpf_set_print(opt->verbose ? libbpf_print_verbose : libbpf_print);
@@ -329,11 +326,11 @@ static int trace(const struct mt_options *opt)
 	if (ret) {
 		ret = 2;
 	} else if (!tr.names || !tr.frames || !tr.nodes || open_watch(&tr)) {
-		fprintf(stderr, "memtrace-bpf: out of memory\n");
+		mt_err("out of memory");
 		ret = 2;
 	} else if (mt_export_conf_from(&ec, opt) &&
 		   mt_export_start(tr.sink.ses, &ec, err, sizeof(err))) {
-		fprintf(stderr, "memtrace-bpf: %s\n", err);
+		mt_err("%s", err);
 		ret = 2;
 	} else if (open_metrics(&tr)) {
 		ret = 2;
@@ -345,7 +342,7 @@ static int trace(const struct mt_options *opt)
 	if (close_metrics(&tr))
 		ret = 2;
 	if (tr.sink.ses && mt_export_finish(tr.sink.ses, err, sizeof(err))) {
-		fprintf(stderr, "memtrace-bpf: export: %s\n", err);
+		mt_err("export: %s", err);
 		ret = 2;
 	}
 
@@ -357,9 +354,7 @@ static int trace(const struct mt_options *opt)
 			kill(tr.targets[i].pid, SIGCONT);
 		mt_py_close(tr.targets[i].py);
 		if (mt_modlog_close(tr.targets[i].modlog)) {
-			fprintf(stderr,
-				"memtrace-bpf: write the module log: %s\n",
-				strerror(errno));
+			mt_err("write the module log: %s", strerror(errno));
 			ret = 2;
 		}
 		if (tr.targets[i].sink &&

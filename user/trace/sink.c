@@ -10,12 +10,13 @@
 #include "record/record.h"
 #include "trace/sink.h"
 #include "proc/target.h"
+#include "lib/err.h"
 
 static void write_failed(struct mt_sink *k, int err)
 {
 	if (k->failed)
 		return;
-	fprintf(stderr, "memtrace-bpf: write %s: %s\n", k->path, strerror(err));
+	mt_err("write %s: %s", k->path, strerror(err));
 	k->failed = true;
 }
 
@@ -30,15 +31,14 @@ int mt_sink_open(struct mt_sink *k, const struct mt_options *o,
 	if (path && o->mode == MT_MODE_RECORD) {
 		k->rec = mt_recorder_open(path, err, sizeof(err));
 		if (!k->rec) {
-			fprintf(stderr, "memtrace-bpf: %s\n", err);
+			mt_err("%s", err);
 			return 2;
 		}
 	} else if (path) {
 		k->out = fopen(path, "we");
 		if (!k->out) {
 			k->out = stdout;
-			fprintf(stderr, "memtrace-bpf: cannot write %s: %s\n",
-				path, strerror(errno));
+			mt_err("cannot write %s: %s", path, strerror(errno));
 			return 2;
 		}
 	}
@@ -47,7 +47,7 @@ int mt_sink_open(struct mt_sink *k, const struct mt_options *o,
 	sc.print_events = !o->quiet && o->mode != MT_MODE_RECORD;
 	k->ses = calloc(1, sizeof(*k->ses));
 	if (!k->ses || mt_session_init(k->ses, &sc, k->out)) {
-		fprintf(stderr, "memtrace-bpf: out of memory\n");
+		mt_err("out of memory");
 		return 2;
 	}
 	return 0;
@@ -165,7 +165,7 @@ void mt_sink_library(struct mt_sink *k, int pid, const char *path, int probes)
 }
 
 bool mt_sink_event(struct mt_sink *k, const struct mt_event *ev, bool default0,
-		   struct mt_rec *r, struct mt_site *site)
+		   struct mt_call *r, struct mt_site *site)
 {
 	int ret;
 
@@ -210,13 +210,12 @@ static int close_record(struct mt_sink *k, const struct mt_summary_end *end,
 		return 0;
 	if (stat(k->path, &st))
 		st.st_size = 0;
-	fprintf(stderr,
-		"memtrace-bpf: recorded %llu events in %.3f s to %s: %lld "
-		"bytes, %.1f bytes per event, lost %llu\n",
-		(unsigned long long)events, end->seconds, k->path,
-		(long long)st.st_size,
-		events ? (double)st.st_size / (double)events : 0.0,
-		(unsigned long long)end->lost);
+	mt_err("recorded %llu events in %.3f s to %s: %lld "
+	       "bytes, %.1f bytes per event, lost %llu",
+	       (unsigned long long)events, end->seconds, k->path,
+	       (long long)st.st_size,
+	       events ? (double)st.st_size / (double)events : 0.0,
+	       (unsigned long long)end->lost);
 	return 0;
 }
 

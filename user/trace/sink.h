@@ -50,7 +50,7 @@ void mt_sink_library(struct mt_sink *k, int pid, const char *path, int probes);
 
 /* one decoded event; false if the session dropped it (a free of NULL) */
 bool mt_sink_event(struct mt_sink *k, const struct mt_event *ev, bool default0,
-		   struct mt_rec *r, struct mt_site *site);
+		   struct mt_call *r, struct mt_site *site);
 
 /* whole record blocks out (every poll) */
 void mt_sink_flush(struct mt_sink *k);
