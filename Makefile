@@ -91,7 +91,8 @@ e2e: memtrace-bpf fixtures npm-tools
 # are records the writer makes; the corpus and any crash stay in FUZZ_DIR.
 FUZZ_DIR := $(OUTPUT)/fuzz
 FUZZ_SECS ?= 300
-FUZZ_LIB := user/record/reader.c user/analysis/sites.c user/lib/strpool.c
+FUZZ_LIB := user/record/coder.c user/record/reader.c user/record/writer.c \
+	user/analysis/sites.c user/lib/strpool.c
 FUZZ_DEPS := $(FUZZ_LIB) $(USER_HDRS) bpf/memtrace.h
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all $(USER_CFLAGS)
