@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Finding a target's CPython: the file that defines _PyRuntime, where it
+ * is mapped, its version, and whether the running interpreter has the
+ * layout of that version (mt_py_open).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "proc/elfsym.h"
+#include "proc/maps.h"
+#include "python/layout.h"
+#include "python/objects.h"
+#include "python/pyproc.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define PTHREAD_KEYS 1024 /* glibc PTHREAD_KEYS_MAX */
+
+enum {
+	S_RUNTIME,
+	S_CELL,
+	S_CODE,
+	S_UNICODE,
+	S_BYTES,
+	S_VERSION, /* 3.11+ */
+	S_INIT, /* a function: where the file is mapped */
+	S_N,
+};
+
+static const char *const sym_names[S_N] = {
+	"_PyRuntime",	"PyCell_Type", "PyCode_Type",	"PyUnicode_Type",
+	"PyBytes_Type", "Py_Version",  "Py_Initialize",
+};
+
+/* X.Y of "python3.11", "libpython3.11.so.1.0", "libpython3.13t.so" */
+static bool name_version(const char *path, unsigned int *major,
+			 unsigned int *minor)
+{
+	const char *base = mt_basename(path);
+
+	if (!strncmp(base, "lib", 3))
+		base += 3;
+	if (strncmp(base, "python", 6) || base[6] < '0' || base[6] > '9')
+		return false;
+	return sscanf(base + 6, "%u.%u", major, minor) == 2;
+}
+
+/* load bias of path: where its function fn is mapped, less its vaddr */
+static int load_bias(const struct mt_maps *maps, const char *path,
+		     const struct mt_sym *fn, __u64 *bias)
+{
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct mt_mapping *m = &maps->v[i];
+
+		if (!m->path || strcmp(m->path, path) ||
+		    fn->offset < m->offset ||
+		    fn->offset - m->offset >= m->end - m->start)
+			continue;
+		*bias = m->start + (fn->offset - m->offset) - fn->vaddr;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/*
+ * The file of pid that defines _PyRuntime: the executable or a libpython.
+ * Returns 0 with *path (pointing into maps) and its symbols, -ENOENT with
+ * *old set to a Python too old to have _PyRuntime (or NULL), or -errno
+ * with err when a candidate could not be read.
+ */
+static int find_python(int pid, const struct mt_maps *maps, const char **path,
+		       const char **old, struct mt_sym *syms, char *err,
+		       size_t errlen)
+{
+	char exe[PATH_MAX], file[PATH_MAX + 32], link[32];
+	const char *prev = NULL;
+	ssize_t n;
+	int ret = -ENOENT;
+
+	*path = NULL;
+	*old = NULL;
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	for (size_t i = 0; i < maps->n; i++) {
+		const char *p = maps->v[i].path;
+		unsigned int major, minor;
+		int r;
+
+		if (!p || (prev && !strcmp(p, prev)))
+			continue;
+		prev = p;
+		if (strcmp(p, exe) && strncmp(mt_basename(p), "libpython", 9))
+			continue;
+		if (strstr(p, " (deleted)"))
+			continue;
+		/* the file as the target sees it, also in a container */
+		snprintf(file, sizeof(file), "/proc/%d/root%s", pid, p);
+		r = mt_elf_resolve_any(file, sym_names, S_N, syms, err, errlen);
+		if (r) {
+			ret = r;
+			continue;
+		}
+		if (syms[S_RUNTIME].vaddr && syms[S_INIT].vaddr) {
+			*path = p;
+			return 0;
+		}
+		if (name_version(p, &major, &minor))
+			*old = p;
+	}
+	return *old ? -ENOENT : ret;
+}
+
+#define UNSUPPORTED \
+	"is not supported (3.10-3.13): events carry no Python stacks"
+
+/* the Python version hex (PY_VERSION_HEX) and whether free-threaded */
+static int find_version(struct mt_py *py, const char *path,
+			const struct mt_sym *syms, __u64 bias, __u64 *hex,
+			bool *ft, char *err, size_t errlen)
+{
+	unsigned int major, minor;
+	__u8 dbg[24];
+	int ret;
+
+	*ft = false;
+	ret = mt_py_read_mem(py, py->runtime, dbg, sizeof(dbg));
+	if (ret) {
+		snprintf(err, errlen, "process %d: reading _PyRuntime: %s",
+			 py->pid, strerror(-ret));
+		return ret;
+	}
+	/* 3.13+: _Py_DebugOffsets opens _PyRuntime */
+	if (!memcmp(dbg, "xdebugpy", 8)) {
+		*hex = get_u64(dbg, 8);
+		*ft = get_u64(dbg, 16) != 0;
+		return 0;
+	}
+	if (syms[S_VERSION].vaddr &&
+	    !mt_py_read(py, bias + syms[S_VERSION].vaddr, hex, sizeof(*hex)))
+		return 0;
+	if (name_version(path, &major, &minor)) {
+		*hex = (__u64)major << 24 | (__u64)minor << 16;
+		return 0;
+	}
+	snprintf(err, errlen, "%s: cannot tell which CPython version it is",
+		 path);
+	return -ENOTSUP;
+}
+
+/* 3.13 publishes its offsets: they must be the ones we walk with */
+static bool debug_offsets_match(const struct mt_py *py)
+{
+	const struct layout *lay = py->lay;
+	const struct {
+		unsigned int slot; /* u64 index after the 24-byte header */
+		__u64 want;
+	} v[] = {
+		{ 2, lay->rt_interp_head },
+		{ 6, lay->is_threads_head },
+		{ 20, lay->ts_frame },
+		{ 21, lay->ts_thread_id },
+		{ 26, lay->f_back },
+		{ 27, lay->f_code },
+		{ 28, lay->f_instr },
+		{ 29, lay->f_localsplus },
+		{ 30, lay->f_owner },
+		{ 32, lay->co_filename },
+		{ 33, lay->co_name },
+		{ 34, lay->co_qualname },
+		{ 35, lay->co_linetable },
+		{ 36, lay->co_firstlineno },
+		{ 37, lay->co_argcount },
+		{ 40, lay->co_adaptive },
+		{ 42, OB_TYPE },
+		{ 44, TP_NAME },
+		{ 46, TP_FLAGS },
+		{ 54, DICT_KEYS },
+		{ 55, DICT_VALUES },
+		{ 62, BYTES_SIZE },
+		{ 63, BYTES_DATA },
+		{ 65, STR_STATE },
+		{ 66, STR_LENGTH },
+		{ 67, lay->str_ascii_data },
+	};
+	__u8 dbg[24 + 68 * 8];
+
+	if (mt_py_read(py, py->runtime, dbg, sizeof(dbg)))
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
+		if (get_u64(dbg, 24 + 8 * v[i].slot) != v[i].want)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * What must hold in a running interpreter of this layout. Returns 0,
+ * -EAGAIN (not initialised yet) or -EPROTO, with err.
+ */
+static int check_layout(struct mt_py *py, char *err, size_t errlen)
+{
+	const struct layout *lay = py->lay;
+	__u64 interp = 0, ts = 0, back = 0, tp_name;
+	char name[16];
+	__u32 tss[2]; /* Py_tss_t: int _is_initialized; pthread_key_t _key */
+
+	if (lay->minor == 13 && !debug_offsets_match(py)) {
+		snprintf(
+			err, errlen,
+			"process %d: CPython 3.13 _Py_DebugOffsets differ from the known layout",
+			py->pid);
+		return -EPROTO;
+	}
+	if (mt_py_read(py, py->runtime + lay->rt_tss, tss, sizeof(tss)) ||
+	    rd_u64(py, py->runtime + lay->rt_interp_head, &interp) ||
+	    (interp && rd_u64(py, interp + lay->is_threads_head, &ts)) ||
+	    (ts && rd_u64(py, ts + TS_INTERP, &back)) ||
+	    rd_u64(py, py->code_type + TP_NAME, &tp_name) ||
+	    mt_py_read_cstr(py, tp_name, name, sizeof(name))) {
+		snprintf(err, errlen,
+			 "process %d: CPython 3.%u state is unreadable",
+			 py->pid, lay->minor);
+		return -EPROTO;
+	}
+	if (!tss[0] || !interp || !ts) {
+		snprintf(err, errlen,
+			 "process %d: CPython 3.%u is not initialised yet",
+			 py->pid, lay->minor);
+		return -EAGAIN;
+	}
+	if (tss[1] >= PTHREAD_KEYS || back != interp || strcmp(name, "code")) {
+		snprintf(
+			err, errlen,
+			"process %d: CPython 3.%u does not have the expected layout",
+			py->pid, lay->minor);
+		return -EPROTO;
+	}
+	py->conf.tss_key = tss[1];
+	return 0;
+}
+
+/* can the walker read a frame's fields in one go? */
+static bool frame_fits(const struct mt_pyconf *c)
+{
+	return !c->instr_is_index && c->f_code + 8 <= MT_FRAME_WIN &&
+	       c->f_back + 8 <= MT_FRAME_WIN &&
+	       c->f_instr + 8 <= MT_FRAME_WIN &&
+	       c->f_localsplus + 8 <= MT_FRAME_WIN &&
+	       (!c->owner_cstack_min || c->f_owner < MT_FRAME_WIN) &&
+	       !(c->f_code % 8) && !(c->f_back % 8) && !(c->f_instr % 8) &&
+	       !(c->f_localsplus % 8);
+}
+
+static void fill_conf(struct mt_py *py)
+{
+	const struct layout *lay = py->lay;
+	struct mt_pyconf *c = &py->conf;
+
+	c->minor = lay->minor;
+	c->ts_frame_off = lay->ts_frame;
+	c->cframe_cur_off = lay->cframe_cur;
+	c->f_code = lay->f_code;
+	c->f_back = lay->f_back;
+	c->f_instr = lay->f_instr;
+	c->f_localsplus = lay->f_localsplus;
+	c->f_owner = lay->f_owner;
+	c->instr_is_index = lay->minor == 10;
+	c->owner_cstack_min = lay->owner_cstack_min;
+	c->max_depth = MT_MAX_FRAMES;
+	c->frame_win = frame_fits(c) ? MT_FRAME_WIN : 0;
+}
+
+/* Everything of mt_py_open after the file is found. */
+static int open_runtime(struct mt_py *py, const struct mt_maps *maps,
+			const char *path, const struct mt_sym *syms, char *err,
+			size_t errlen)
+{
+	unsigned int major, minor;
+	__u64 bias, hex;
+	bool ft;
+	int ret;
+
+	if (load_bias(maps, path, &syms[S_INIT], &bias)) {
+		snprintf(err, errlen, "%s: not mapped where its symbols say",
+			 path);
+		return -ENOEXEC;
+	}
+	py->runtime = bias + syms[S_RUNTIME].vaddr;
+	py->cell_type = bias + syms[S_CELL].vaddr;
+	py->code_type = bias + syms[S_CODE].vaddr;
+	py->unicode_type = bias + syms[S_UNICODE].vaddr;
+	py->bytes_type = bias + syms[S_BYTES].vaddr;
+	ret = find_version(py, path, syms, bias, &hex, &ft, err, errlen);
+	if (ret)
+		return ret;
+	major = (hex >> 24) & 0xff;
+	minor = (hex >> 16) & 0xff;
+	if (major != 3 || minor < 10 || minor > 13) {
+		snprintf(err, errlen, "CPython %u.%u " UNSUPPORTED, major,
+			 minor);
+		return -ENOTSUP;
+	}
+	if (ft) {
+		snprintf(
+			err, errlen,
+			"CPython %u.%u free-threaded builds are not supported: events carry no Python stacks",
+			major, minor);
+		return -ENOTSUP;
+	}
+	py->lay = &mt_py_layouts[minor - 10];
+	ret = check_layout(py, err, errlen);
+	if (ret)
+		return ret;
+	fill_conf(py);
+	return 0;
+}
+
+int mt_py_open(int pid, struct mt_py **out, char *err, size_t errlen)
+{
+	struct mt_maps maps = { 0 };
+	struct mt_sym syms[S_N];
+	const char *path, *old;
+	unsigned int major, minor;
+	struct mt_py *py = NULL;
+	int ret;
+
+	*out = NULL;
+	ret = mt_maps_read(pid, &maps);
+	if (ret) {
+		/* no /proc/PID: the process, not Python, is missing */
+		if (ret == -ENOENT)
+			ret = -ESRCH;
+		snprintf(err, errlen, "process %d: reading its maps: %s", pid,
+			 strerror(-ret));
+		goto out;
+	}
+	ret = find_python(pid, &maps, &path, &old, syms, err, errlen);
+	if (ret == -ENOENT && old && name_version(old, &major, &minor) &&
+	    major == 3 && minor >= 10 && minor <= 13) {
+		/* a supported python3.X whose libpython is not mapped yet */
+		snprintf(err, errlen,
+			 "process %d: CPython %u.%u not loaded yet", pid, major,
+			 minor);
+		ret = -EAGAIN;
+	} else if (ret == -ENOENT && old && name_version(old, &major, &minor)) {
+		snprintf(err, errlen, "CPython %u.%u " UNSUPPORTED, major,
+			 minor);
+		ret = -ENOTSUP;
+	} else if (ret == -ENOENT) {
+		snprintf(err, errlen, "process %d runs no CPython", pid);
+	}
+	if (ret)
+		goto out;
+	py = calloc(1, sizeof(*py));
+	if (!py) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	py->pid = pid;
+	ret = open_runtime(py, &maps, path, syms, err, errlen);
+	if (ret) {
+		free(py);
+		goto out;
+	}
+	*out = py;
+out:
+	mt_maps_free(&maps);
+	return ret;
+}
+
+void mt_py_close(struct mt_py *py)
+{
+	free(py);
+}
+
+const struct mt_pyconf *mt_py_conf(const struct mt_py *py)
+{
+	return &py->conf;
+}

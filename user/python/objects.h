@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What python/ keeps of an open target (struct mt_py: where its
+ * interpreter is, filled by interp.c, and the caches of objects.c), and
+ * the readers of its memory both files use. Internal to python/.
+ */
+#ifndef __PYOBJECTS_H
+#define __PYOBJECTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+#include <linux/types.h>
+#include "python/pyproc.h"
+
+/* what must stay the same for a cached code object to still be it */
+struct code_fp {
+	__u64 type, filename, name, qualname, linetable;
+	__s32 argcount, flags, firstlineno, pad;
+};
+
+#define CODE_SETS 256
+#define CODE_WAYS 4
+#define CODE_LINES 8
+
+struct code_entry {
+	__u64 code; /* 0: free */
+	__u64 used; /* mt_py.tick at the last hit, for eviction */
+	struct code_fp fp;
+	bool module_call;
+	char qualname[MT_PY_NAME_MAX];
+	char file[MT_PY_NAME_MAX];
+	/* instruction offset -> line, the last few asked for */
+	struct {
+		__s64 addrq;
+		int line;
+	} lines[CODE_LINES];
+	unsigned int nlines, next_line;
+};
+
+#define CHILD_SLOTS 256
+
+struct child_entry {
+	__u64 parent, child; /* parent 0: free */
+	char name[MT_PY_NAME_MAX];
+};
+
+struct mt_py {
+	int pid;
+	const struct layout *lay;
+	struct mt_pyconf conf;
+	__u64 runtime; /* &_PyRuntime */
+	__u64 cell_type, code_type, unicode_type, bytes_type;
+	__u64 modules_key; /* the interned "_modules", once seen; 0 before */
+	__u64 tick;
+	struct code_entry codes[CODE_SETS * CODE_WAYS];
+	struct child_entry children[CHILD_SLOTS];
+};
+
+/* Returns 0, -EFAULT for a short read, or process_vm_readv's -errno. */
+int mt_py_read_mem(const struct mt_py *py, __u64 addr, void *buf, size_t len);
+
+/*
+ * The C string at addr into out (cap bytes, at most MT_PY_NAME_MAX), cut
+ * at a UTF-8 character boundary. Returns 0 or -EFAULT.
+ */
+int mt_py_read_cstr(const struct mt_py *py, __u64 addr, char *out, size_t cap);
+
+/* the small reads every walk makes: inline, as before the split */
+static inline int rd_u64(const struct mt_py *py, __u64 addr, __u64 *v)
+{
+	return mt_py_read(py, addr, v, sizeof(*v));
+}
+
+static inline __u64 get_u64(const __u8 *buf, size_t off)
+{
+	__u64 v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+static inline __s32 get_s32(const __u8 *buf, size_t off)
+{
+	__s32 v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+#endif /* __PYOBJECTS_H */
