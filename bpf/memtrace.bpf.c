@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * One entry and one return program serve every probe point: the BPF cookie
- * says which call it is and what to record, so that the kernel side stays
- * small and the meaning of each argument lives in user space (user/event/kinds.c).
+ * One entry and one return program serve every probe that makes an event:
+ * the BPF cookie says which call it is and what to record, so that the
+ * kernel side stays small and the meaning of each argument lives in user
+ * space (user/event/kinds.c). The probes that only keep per-thread state
+ * (device, autograd Node) and the exception filter have programs of their
+ * own, named for what they do, chosen by the same flags.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -388,58 +391,16 @@ static __always_inline void submit(const struct mt_event *src, bool urgent)
 		__sync_fetch_and_add(&lost_events, 1);
 }
 
-SEC("uprobe")
-int mt_enter(struct pt_regs *ctx)
+/*
+ * The event of a call at its entry: sent now, or kept in inflight for the
+ * return probe to finish (MT_F_STASH).
+ */
+static __always_inline void record_entry(struct pt_regs *ctx, __u64 cookie)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 kind = MT_COOKIE_KIND(cookie);
 	struct inflight_key key;
 	struct mt_event ev;
 	__s32 dev;
-
-	if (!wanted())
-		return 0;
-	if (cookie & MT_F_SETNODE) {
-		struct node_ref ref = { .node = PT_REGS_PARM3(ctx) };
-		__u32 tid = (__u32)bpf_get_current_pid_tgid();
-		__u64 *stack = bpf_map_lookup_elem(&node_stack, &ref.node);
-
-		read_u64(&ref.vt, ref.node);
-		ref.stack = stack ? *stack : 0;
-		bpf_map_update_elem(&thread_node, &tid, &ref, BPF_ANY);
-		return 0;
-	}
-	if (cookie & MT_F_EDGE) {
-		/*
-		 * No event: remember the stack the Node is made in, for
-		 * backward. Edge comes by reference; its first member is the
-		 * Node.
-		 */
-		__u64 node = 0;
-
-		ev.pid = bpf_get_current_pid_tgid() >> 32;
-		ev.flags = 0;
-		if (read_u64(&node, PT_REGS_PARM2(ctx)) || !node)
-			return 0;
-		walk_python(&ev);
-		if (ev.flags & MT_EV_PY)
-			bpf_map_update_elem(&node_stack, &node, &ev.stack_id,
-					    BPF_ANY);
-		return 0;
-	}
-	if (cookie & MT_F_EXC) {
-		__u64 type = PT_REGS_PARM2(ctx);
-
-		if (bpf_map_lookup_elem(&exc_skip, &type))
-			return 0;
-	}
-	if (cookie & MT_F_SETDEV) {
-		__u32 tid = (__u32)bpf_get_current_pid_tgid();
-
-		dev = (__s32)PT_REGS_PARM1(ctx);
-		bpf_map_update_elem(&thread_dev, &tid, &dev, BPF_ANY);
-		return 0;
-	}
 
 	fill(&ev, ctx, kind);
 	if (kind != MT_K_LOADER)
@@ -455,12 +416,92 @@ int mt_enter(struct pt_regs *ctx)
 	if (!(cookie & MT_F_STASH)) {
 		/* a held command waits for its loader event to be handled */
 		submit(&ev, kind == MT_K_LOADER);
-		return 0;
+		return;
 	}
 	key.tid = ev.tid;
 	key.kind = kind;
 	if (bpf_map_update_elem(&inflight, &key, &ev, BPF_ANY))
 		__sync_fetch_and_add(&lost_inflight, 1);
+}
+
+/*
+ * The entry of every call that makes an event. The calls that only keep
+ * state for later events have their own programs below, so that bpftool
+ * and the run statistics tell the two apart; user space picks the program
+ * from the probe's flags (user/trace/attach.c).
+ */
+SEC("uprobe")
+int mt_enter(struct pt_regs *ctx)
+{
+	if (wanted())
+		record_entry(ctx, bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+/* MT_F_EXC: an exception is set; no event for a type in exc_skip */
+SEC("uprobe")
+int mt_exc_filter(struct pt_regs *ctx)
+{
+	__u64 type = PT_REGS_PARM2(ctx);
+
+	if (wanted() && !bpf_map_lookup_elem(&exc_skip, &type))
+		record_entry(ctx, bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+/* MT_F_SETDEV: cudaSetDevice(dev), the device of the thread's next calls */
+SEC("uprobe")
+int mt_set_device(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__s32 dev = (__s32)PT_REGS_PARM1(ctx);
+
+	if (wanted())
+		bpf_map_update_elem(&thread_dev, &tid, &dev, BPF_ANY);
+	return 0;
+}
+
+/*
+ * MT_F_EDGE: set_gradient_edge(tensor, edge), forward. No event: remember
+ * the Python stack the Node is made in, for backward. Edge comes by
+ * reference; its first member is the Node.
+ */
+SEC("uprobe")
+int mt_node_origin(struct pt_regs *ctx)
+{
+	struct mt_event ev;
+	__u64 node = 0;
+
+	if (!wanted())
+		return 0;
+	ev.pid = bpf_get_current_pid_tgid() >> 32;
+	ev.flags = 0;
+	if (read_u64(&node, PT_REGS_PARM2(ctx)) || !node)
+		return 0;
+	walk_python(&ev);
+	if (ev.flags & MT_EV_PY)
+		bpf_map_update_elem(&node_stack, &node, &ev.stack_id, BPF_ANY);
+	return 0;
+}
+
+/*
+ * MT_F_SETNODE: Engine::evaluate_function(graph_task, node, ...), backward.
+ * The thread runs this Node now: its events carry it, and the stack it was
+ * made in.
+ */
+SEC("uprobe")
+int mt_set_node(struct pt_regs *ctx)
+{
+	struct node_ref ref = { .node = PT_REGS_PARM3(ctx) };
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 *stack;
+
+	if (!wanted())
+		return 0;
+	stack = bpf_map_lookup_elem(&node_stack, &ref.node);
+	read_u64(&ref.vt, ref.node);
+	ref.stack = stack ? *stack : 0;
+	bpf_map_update_elem(&thread_node, &tid, &ref, BPF_ANY);
 	return 0;
 }
 
