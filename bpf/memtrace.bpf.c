@@ -13,7 +13,14 @@
 #include <bpf/bpf_core_read.h>
 #include "memtrace.h"
 
+/*
+ * vmlinux.h holds the kernel's types, not its uapi macros: the errno and
+ * signal numbers used here, as include/uapi/asm-generic/errno-base.h and
+ * arch/x86/include/uapi/asm/signal.h define them.
+ */
+#define EEXIST 17
 #define SIGSTOP 19
+
 #define MAX_INFLIGHT 16384
 #define MAX_THREADS 65536
 
@@ -181,9 +188,16 @@ static __always_inline void fill(struct mt_event *e, struct pt_regs *ctx,
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 }
 
-/* glibc x86-64: struct pthread's specific_1stblock, 16 bytes a key */
+/*
+ * glibc x86-64: struct pthread's specific_1stblock, an array of struct
+ * pthread_key_data { uintptr_t seq; void *data; }, for the first 32 keys
+ */
 #define PTHREAD_SPECIFIC_OFF 0x310
 #define PTHREAD_KEY_2NDLEVEL 32
+#define PTHREAD_KEY_DATA_SIZE 16
+#define PTHREAD_KEY_DATA_OFF 8
+/* 64-bit FNV-1a: a stack's id is the hash of its frames */
+#define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
 
 static __always_inline int read_u64(__u64 *dst, __u64 addr)
@@ -208,8 +222,9 @@ static __always_inline __u64 top_frame(const struct mt_pyconf *c)
 
 	if (c->tss_key >= PTHREAD_KEY_2NDLEVEL)
 		return 0;
-	if (read_u64(&tstate,
-		     fs + PTHREAD_SPECIFIC_OFF + c->tss_key * 16 + 8) ||
+	if (read_u64(&tstate, fs + PTHREAD_SPECIFIC_OFF +
+				      c->tss_key * PTHREAD_KEY_DATA_SIZE +
+				      PTHREAD_KEY_DATA_OFF) ||
 	    !tstate)
 		return 0;
 	if (read_u64(&p, tstate + c->ts_frame_off) || !p)
@@ -339,7 +354,7 @@ next:
  */
 static __always_inline void walk_python(struct mt_event *ev)
 {
-	struct walk_ctx w = { .hash = 0xcbf29ce484222325ULL };
+	struct walk_ctx w = { .hash = FNV_OFFSET };
 	__u32 zero = 0;
 	long err;
 
@@ -369,7 +384,8 @@ static __always_inline void walk_python(struct mt_event *ev)
 	if (bpf_map_lookup_elem(&stacks, &w.hash))
 		return;
 	err = bpf_map_update_elem(&stacks, &w.hash, w.st, BPF_NOEXIST);
-	if (err && err != -17 /* EEXIST: another CPU stored it */)
+	/* EEXIST: another CPU stored the same stack meanwhile */
+	if (err && err != -EEXIST)
 		ev->flags |= MT_EV_PY_LOST;
 }
 
@@ -392,6 +408,12 @@ static __always_inline void submit(const struct mt_event *src, bool urgent)
 }
 
 /*
+ * CUmemAllocationProp.location.id: after the type, the requested handle
+ * types and location.type, four bytes each
+ */
+#define CU_PROP_LOCATION_ID_OFF 12
+
+/*
  * The event of a call at its entry: sent now, or kept in inflight for the
  * return probe to finish (MT_F_STASH).
  */
@@ -406,9 +428,9 @@ static __always_inline void record_entry(struct pt_regs *ctx, __u64 cookie)
 	if (kind != MT_K_LOADER)
 		walk_python(&ev);
 	if (cookie & MT_F_PROPDEV) {
-		/* CUmemAllocationProp.location.id */
 		if (bpf_probe_read_user(&dev, sizeof(dev),
-					(void *)(ev.args[2] + 12)) == 0)
+					(void *)(ev.args[2] +
+						 CU_PROP_LOCATION_ID_OFF)) == 0)
 			ev.dev = dev;
 	}
 	if (cookie & MT_F_STOP)
