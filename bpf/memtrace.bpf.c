@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * One entry and one return program serve every probe point: the BPF cookie
- * says which call it is and what to record, so that the kernel side stays
- * small and the meaning of each argument lives in user space (user/event/kinds.c).
+ * One entry and one return program serve every probe that makes an event:
+ * the BPF cookie says which call it is and what to record, so that the
+ * kernel side stays small and the meaning of each argument lives in user
+ * space (user/event/kinds.c). The probes that only keep per-thread state
+ * (device, autograd Node) and the exception filter have programs of their
+ * own, named for what they do, chosen by the same flags.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -10,7 +13,14 @@
 #include <bpf/bpf_core_read.h>
 #include "memtrace.h"
 
+/*
+ * vmlinux.h holds the kernel's types, not its uapi macros: the errno and
+ * signal numbers used here, as include/uapi/asm-generic/errno-base.h and
+ * arch/x86/include/uapi/asm/signal.h define them.
+ */
+#define EEXIST 17
 #define SIGSTOP 19
+
 #define MAX_INFLIGHT 16384
 #define MAX_THREADS 65536
 
@@ -178,9 +188,16 @@ static __always_inline void fill(struct mt_event *e, struct pt_regs *ctx,
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 }
 
-/* glibc x86-64: struct pthread's specific_1stblock, 16 bytes a key */
+/*
+ * glibc x86-64: struct pthread's specific_1stblock, an array of struct
+ * pthread_key_data { uintptr_t seq; void *data; }, for the first 32 keys
+ */
 #define PTHREAD_SPECIFIC_OFF 0x310
 #define PTHREAD_KEY_2NDLEVEL 32
+#define PTHREAD_KEY_DATA_SIZE 16
+#define PTHREAD_KEY_DATA_OFF 8
+/* 64-bit FNV-1a: a stack's id is the hash of its frames */
+#define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
 
 static __always_inline int read_u64(__u64 *dst, __u64 addr)
@@ -205,8 +222,9 @@ static __always_inline __u64 top_frame(const struct mt_pyconf *c)
 
 	if (c->tss_key >= PTHREAD_KEY_2NDLEVEL)
 		return 0;
-	if (read_u64(&tstate,
-		     fs + PTHREAD_SPECIFIC_OFF + c->tss_key * 16 + 8) ||
+	if (read_u64(&tstate, fs + PTHREAD_SPECIFIC_OFF +
+				      c->tss_key * PTHREAD_KEY_DATA_SIZE +
+				      PTHREAD_KEY_DATA_OFF) ||
 	    !tstate)
 		return 0;
 	if (read_u64(&p, tstate + c->ts_frame_off) || !p)
@@ -336,7 +354,7 @@ next:
  */
 static __always_inline void walk_python(struct mt_event *ev)
 {
-	struct walk_ctx w = { .hash = 0xcbf29ce484222325ULL };
+	struct walk_ctx w = { .hash = FNV_OFFSET };
 	__u32 zero = 0;
 	long err;
 
@@ -366,7 +384,8 @@ static __always_inline void walk_python(struct mt_event *ev)
 	if (bpf_map_lookup_elem(&stacks, &w.hash))
 		return;
 	err = bpf_map_update_elem(&stacks, &w.hash, w.st, BPF_NOEXIST);
-	if (err && err != -17 /* EEXIST: another CPU stored it */)
+	/* EEXIST: another CPU stored the same stack meanwhile */
+	if (err && err != -EEXIST)
 		ev->flags |= MT_EV_PY_LOST;
 }
 
@@ -388,66 +407,30 @@ static __always_inline void submit(const struct mt_event *src, bool urgent)
 		__sync_fetch_and_add(&lost_events, 1);
 }
 
-SEC("uprobe")
-int mt_enter(struct pt_regs *ctx)
+/*
+ * CUmemAllocationProp.location.id: after the type, the requested handle
+ * types and location.type, four bytes each
+ */
+#define CU_PROP_LOCATION_ID_OFF 12
+
+/*
+ * The event of a call at its entry: sent now, or kept in inflight for the
+ * return probe to finish (MT_F_STASH).
+ */
+static __always_inline void record_entry(struct pt_regs *ctx, __u64 cookie)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 kind = MT_COOKIE_KIND(cookie);
 	struct inflight_key key;
 	struct mt_event ev;
 	__s32 dev;
 
-	if (!wanted())
-		return 0;
-	if (cookie & MT_F_SETNODE) {
-		struct node_ref ref = { .node = PT_REGS_PARM3(ctx) };
-		__u32 tid = (__u32)bpf_get_current_pid_tgid();
-		__u64 *stack = bpf_map_lookup_elem(&node_stack, &ref.node);
-
-		read_u64(&ref.vt, ref.node);
-		ref.stack = stack ? *stack : 0;
-		bpf_map_update_elem(&thread_node, &tid, &ref, BPF_ANY);
-		return 0;
-	}
-	if (cookie & MT_F_EDGE) {
-		/*
-		 * No event: remember the stack the Node is made in, for
-		 * backward. Edge comes by reference; its first member is the
-		 * Node.
-		 */
-		__u64 node = 0;
-
-		ev.pid = bpf_get_current_pid_tgid() >> 32;
-		ev.flags = 0;
-		if (read_u64(&node, PT_REGS_PARM2(ctx)) || !node)
-			return 0;
-		walk_python(&ev);
-		if (ev.flags & MT_EV_PY)
-			bpf_map_update_elem(&node_stack, &node, &ev.stack_id,
-					    BPF_ANY);
-		return 0;
-	}
-	if (cookie & MT_F_EXC) {
-		__u64 type = PT_REGS_PARM2(ctx);
-
-		if (bpf_map_lookup_elem(&exc_skip, &type))
-			return 0;
-	}
-	if (cookie & MT_F_SETDEV) {
-		__u32 tid = (__u32)bpf_get_current_pid_tgid();
-
-		dev = (__s32)PT_REGS_PARM1(ctx);
-		bpf_map_update_elem(&thread_dev, &tid, &dev, BPF_ANY);
-		return 0;
-	}
-
 	fill(&ev, ctx, kind);
 	if (kind != MT_K_LOADER)
 		walk_python(&ev);
 	if (cookie & MT_F_PROPDEV) {
-		/* CUmemAllocationProp.location.id */
 		if (bpf_probe_read_user(&dev, sizeof(dev),
-					(void *)(ev.args[2] + 12)) == 0)
+					(void *)(ev.args[2] +
+						 CU_PROP_LOCATION_ID_OFF)) == 0)
 			ev.dev = dev;
 	}
 	if (cookie & MT_F_STOP)
@@ -455,12 +438,92 @@ int mt_enter(struct pt_regs *ctx)
 	if (!(cookie & MT_F_STASH)) {
 		/* a held command waits for its loader event to be handled */
 		submit(&ev, kind == MT_K_LOADER);
-		return 0;
+		return;
 	}
 	key.tid = ev.tid;
 	key.kind = kind;
 	if (bpf_map_update_elem(&inflight, &key, &ev, BPF_ANY))
 		__sync_fetch_and_add(&lost_inflight, 1);
+}
+
+/*
+ * The entry of every call that makes an event. The calls that only keep
+ * state for later events have their own programs below, so that bpftool
+ * and the run statistics tell the two apart; user space picks the program
+ * from the probe's flags (user/trace/attach.c).
+ */
+SEC("uprobe")
+int mt_enter(struct pt_regs *ctx)
+{
+	if (wanted())
+		record_entry(ctx, bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+/* MT_F_EXC: an exception is set; no event for a type in exc_skip */
+SEC("uprobe")
+int mt_exc_filter(struct pt_regs *ctx)
+{
+	__u64 type = PT_REGS_PARM2(ctx);
+
+	if (wanted() && !bpf_map_lookup_elem(&exc_skip, &type))
+		record_entry(ctx, bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+/* MT_F_SETDEV: cudaSetDevice(dev), the device of the thread's next calls */
+SEC("uprobe")
+int mt_set_device(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__s32 dev = (__s32)PT_REGS_PARM1(ctx);
+
+	if (wanted())
+		bpf_map_update_elem(&thread_dev, &tid, &dev, BPF_ANY);
+	return 0;
+}
+
+/*
+ * MT_F_EDGE: set_gradient_edge(tensor, edge), forward. No event: remember
+ * the Python stack the Node is made in, for backward. Edge comes by
+ * reference; its first member is the Node.
+ */
+SEC("uprobe")
+int mt_node_origin(struct pt_regs *ctx)
+{
+	struct mt_event ev;
+	__u64 node = 0;
+
+	if (!wanted())
+		return 0;
+	ev.pid = bpf_get_current_pid_tgid() >> 32;
+	ev.flags = 0;
+	if (read_u64(&node, PT_REGS_PARM2(ctx)) || !node)
+		return 0;
+	walk_python(&ev);
+	if (ev.flags & MT_EV_PY)
+		bpf_map_update_elem(&node_stack, &node, &ev.stack_id, BPF_ANY);
+	return 0;
+}
+
+/*
+ * MT_F_SETNODE: Engine::evaluate_function(graph_task, node, ...), backward.
+ * The thread runs this Node now: its events carry it, and the stack it was
+ * made in.
+ */
+SEC("uprobe")
+int mt_set_node(struct pt_regs *ctx)
+{
+	struct node_ref ref = { .node = PT_REGS_PARM3(ctx) };
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 *stack;
+
+	if (!wanted())
+		return 0;
+	stack = bpf_map_lookup_elem(&node_stack, &ref.node);
+	read_u64(&ref.vt, ref.node);
+	ref.stack = stack ? *stack : 0;
+	bpf_map_update_elem(&thread_node, &tid, &ref, BPF_ANY);
 	return 0;
 }
 

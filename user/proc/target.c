@@ -11,6 +11,9 @@
 #include <unistd.h>
 #include "proc/target.h"
 
+/* a spawned command that could not run exits as the shell's would */
+#define EXIT_CANNOT_RUN 127
+
 static int pidfd_open_(int pid)
 {
 	return (int)syscall(SYS_pidfd_open, pid, 0);
@@ -81,13 +84,13 @@ int mt_target_spawn(struct mt_target *t, char **argv, int gate[2], char *err,
 		close(go[1]);
 		close(fail[0]);
 		if (read(go[0], &c, 1) != 1)
-			_exit(127);
+			_exit(EXIT_CANNOT_RUN);
 		execvp(argv[0], argv);
 		/* fail[1] closes on a successful exec: a byte means failure */
 		c = (char)errno;
 		if (write(fail[1], &c, 1) != 1)
-			_exit(127);
-		_exit(127);
+			_exit(EXIT_CANNOT_RUN);
+		_exit(EXIT_CANNOT_RUN);
 	}
 	close(go[0]);
 	close(fail[1]);

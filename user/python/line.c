@@ -25,14 +25,23 @@ int mt_pyline_310(const __u8 *tab, size_t len, int firstlineno, __s64 addrq)
 	return -1;
 }
 
-/* 3.11+ entry codes: first byte is 1 cccc lll (code, length - 1) */
+/*
+ * 3.11+ location table: an entry's first byte is 1 cccc lll (code, length
+ * in code units - 1); the bytes after it have bit 7 clear.
+ */
+#define LOC_START 0x80
+#define LOC_CODE(b) (((b) >> 3) & 0xf)
+#define LOC_UNITS(b) (((b)&0x7) + 1)
+#define CODE_UNIT_BYTES 2 /* sizeof(_Py_CODEUNIT) */
 #define LOC_ONE_LINE0 10
 #define LOC_ONE_LINE2 12
 #define LOC_NO_COLUMNS 13
 #define LOC_LONG 14
 #define LOC_NONE 15
 
-/* unsigned varint: 6-bit chunks, least significant first, 0x40 = more */
+/* unsigned varint: 6-bit chunks, least significant first */
+#define VARINT_MORE 0x40 /* another chunk follows */
+#define VARINT_BITS 0x3f
 static unsigned int varint(const __u8 *tab, size_t len, size_t i)
 {
 	unsigned int val = 0, shift = 0;
@@ -40,9 +49,9 @@ static unsigned int varint(const __u8 *tab, size_t len, size_t i)
 	while (i < len && shift < 32) {
 		__u8 b = tab[i++];
 
-		val |= (unsigned int)(b & 63) << shift;
+		val |= (unsigned int)(b & VARINT_BITS) << shift;
 		shift += 6;
-		if (!(b & 64))
+		if (!(b & VARINT_MORE))
 			break;
 	}
 	return val;
@@ -50,7 +59,7 @@ static unsigned int varint(const __u8 *tab, size_t len, size_t i)
 
 static int line_delta(const __u8 *tab, size_t len, size_t i)
 {
-	int code = (tab[i] >> 3) & 15;
+	int code = LOC_CODE(tab[i]);
 	unsigned int v;
 
 	if (code == LOC_NO_COLUMNS || code == LOC_LONG) {
@@ -74,19 +83,19 @@ int mt_pyline_311(const __u8 *tab, size_t len, int firstlineno, __s64 addrq)
 		return firstlineno;
 	while (i < len) {
 		__s64 start = end;
-		int code = (tab[i] >> 3) & 15;
+		int code = LOC_CODE(tab[i]);
 
 		/* a table that lost sync: no answer rather than a wrong one */
-		if (!(tab[i] & 0x80))
+		if (!(tab[i] & LOC_START))
 			return -1;
 		line += line_delta(tab, len, i);
-		end += ((tab[i] & 7) + 1) * 2;
+		end += LOC_UNITS(tab[i]) * CODE_UNIT_BYTES;
 		if (addrq >= start && addrq < end)
 			return code == LOC_NONE ? -1 : line;
-		/* the bytes after the first of an entry have bit 7 clear */
+		/* on to the next entry's first byte */
 		do
 			i++;
-		while (i < len && !(tab[i] & 0x80));
+		while (i < len && !(tab[i] & LOC_START));
 	}
 	return -1;
 }

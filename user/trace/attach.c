@@ -46,6 +46,25 @@ static int push_link(struct mt_attacher *a, struct bpf_link *l)
 	return 0;
 }
 
+/*
+ * The entry program a probe's flags ask for: the probes that make no event
+ * of their own, and the exception filter, have theirs; every other probe
+ * has mt_enter, which follows the rest of the flags.
+ */
+static struct bpf_program *entry_prog(const struct memtrace_bpf *skel,
+				      __u64 flags)
+{
+	if (flags & MT_F_SETNODE)
+		return skel->progs.mt_set_node;
+	if (flags & MT_F_EDGE)
+		return skel->progs.mt_node_origin;
+	if (flags & MT_F_EXC)
+		return skel->progs.mt_exc_filter;
+	if (flags & MT_F_SETDEV)
+		return skel->progs.mt_set_device;
+	return skel->progs.mt_enter;
+}
+
 static int attach_one(struct mt_attacher *a, struct bpf_program *prog, int pid,
 		      const char *file, __u64 offset, __u64 cookie,
 		      bool retprobe)
@@ -117,7 +136,7 @@ int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
 				goto fail;
 			probes++;
 		}
-		ret = attach_one(a, a->skel->progs.mt_enter, t->pid, file,
+		ret = attach_one(a, entry_prog(a->skel, cookie), t->pid, file,
 				 syms[i].offset, cookie, false);
 		if (ret)
 			goto fail;
