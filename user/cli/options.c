@@ -12,6 +12,7 @@
 #include "proc/rank.h"
 #include "cli/options.h"
 #include "lib/err.h"
+#include "lib/version.h"
 
 const char *argp_program_version = "memtrace-bpf " MT_VERSION;
 const char *argp_program_bug_address =
@@ -327,7 +328,7 @@ static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case OPT_EXPANDABLE:
-		o->est.expandable_segments = true;
+		o->est.model.expandable_segments = true;
 		break;
 	case OPT_SCALE:
 		parse_scale(state, o, arg);
@@ -337,16 +338,16 @@ static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
 		v = parse_ull(state, "max split size (MB, > 20)", arg, 1 << 30);
 		if (v <= 20)
 			bad(state, "max split size (MB, > 20)", arg);
-		o->est.max_split_size = v << 20;
+		o->est.model.max_split_size = v << 20;
 		break;
 	case OPT_ROUNDUP_DIV:
 		v = parse_ull(state, "divisions (a power of two)", arg, 64);
 		if (v & (v - 1))
 			bad(state, "divisions (a power of two)", arg);
-		o->est.roundup_power2_divisions = (unsigned int)v;
+		o->est.model.roundup_power2_divisions = (unsigned int)v;
 		break;
 	case OPT_GC_THRESHOLD:
-		o->est.gc_threshold =
+		o->est.model.gc_threshold =
 			parse_double(state, "threshold", arg, 1e-9, 0.999999);
 		break;
 	case OPT_CHECK:
@@ -580,14 +581,15 @@ int mt_parse_options(int argc, char **argv, struct mt_options *o)
 		return 2;
 	}
 	if (mode != MT_MODE_ESTIMATE &&
-	    (o->est.expandable_segments || o->est.nscales ||
-	     o->est.max_split_size || o->est.roundup_power2_divisions ||
-	     o->est.gc_threshold > 0 || o->est.check)) {
+	    (o->est.model.expandable_segments || o->est.nscales ||
+	     o->est.model.max_split_size ||
+	     o->est.model.roundup_power2_divisions ||
+	     o->est.model.gc_threshold > 0 || o->est.check)) {
 		mt_err("--scale, --check and the "
 		       "allocator settings are for estimate");
 		return 2;
 	}
-	if (mode == MT_MODE_ESTIMATE && o->est.gc_threshold > 0 &&
+	if (mode == MT_MODE_ESTIMATE && o->est.model.gc_threshold > 0 &&
 	    !o->device_mem) {
 		mt_err("--gc-threshold is a fraction "
 		       "of --device-mem: give both");

@@ -5,9 +5,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "estimate/estimate.h"
 #include "python/stack.h"
 
-#define MT_VERSION "0.1.0"
 #define MT_MAX_PIDS 64
 
 enum mt_mode {
@@ -16,25 +16,6 @@ enum mt_mode {
 	MT_MODE_REPORT, /* memtrace-bpf report -i: summary and analyses */
 	MT_MODE_SCRIPT, /* memtrace-bpf script -i: the event lines */
 	MT_MODE_ESTIMATE, /* memtrace-bpf estimate -i: a GPU's memory */
-};
-
-#define MT_MAX_SCALES 16
-
-/* estimate --scale PATTERN=FACTOR */
-struct mt_scale {
-	const char *pattern; /* a substring of a frame, module or phase */
-	double factor;
-};
-
-/* estimate: the caching allocator's settings to model */
-struct mt_estimate_opts {
-	bool expandable_segments;
-	unsigned long long max_split_size; /* bytes; 0: no limit */
-	unsigned int roundup_power2_divisions;
-	double gc_threshold; /* 0: off */
-	bool check; /* compare reserved with the record's c10 totals */
-	struct mt_scale scales[MT_MAX_SCALES];
-	int nscales;
 };
 
 struct mt_options {
@@ -76,7 +57,8 @@ struct mt_options {
 	const char *module_log; /* --module-log pattern */
 	bool log_time;
 	bool no_python; /* no stacks, modules or phases */
-	struct mt_estimate_opts est;
+	/* estimate: --scale, --check and the allocator settings */
+	struct mt_estimate_conf est;
 };
 
 /*

@@ -11,7 +11,7 @@
 #define MAX_STRINGS (1 << 20)
 
 struct replay {
-	const struct mt_options *o;
+	const struct mt_replay_conf *c;
 	FILE *in, *out;
 	struct mt_strpool *pool;
 	struct mt_session *ses;
@@ -47,7 +47,7 @@ static void apply_meta(struct replay *rp, size_t *next)
 /* every event up to the end, or up to --at; 0 or 2 */
 static int read_events(struct replay *rp, __u64 *first, __u64 *last)
 {
-	__u64 at = rp->o->at >= 0 ? (__u64)(rp->o->at * 1e9) : 0;
+	__u64 at = rp->c->at >= 0 ? (__u64)(rp->c->at * 1e9) : 0;
 	struct mt_rec_item it;
 	char err[512];
 	struct mt_call r;
@@ -58,62 +58,58 @@ static int read_events(struct replay *rp, __u64 *first, __u64 *last)
 		apply_meta(rp, &meta);
 		if (!*first)
 			*first = it.ev.ts;
-		if (rp->o->at >= 0 && it.ev.ts - *first > at)
+		if (rp->c->at >= 0 && it.ev.ts - *first > at)
 			return 0;
 		*last = it.ev.ts;
 		if (mt_decode(&it.ev, it.default_dev0 ? 0 : -1, &r))
 			mt_session_event(rp->ses, &r, it.site);
 	}
 	if (ret < 0) {
-		mt_err("%s: %s", rp->o->input, err);
+		mt_err("%s: %s", rp->c->input, err);
 		return 2;
 	}
 	if (mt_reader_truncated(rp->rd))
 		mt_err("%s: cut short (was the recorder "
 		       "killed?): read up to its last whole block",
-		       rp->o->input);
+		       rp->c->input);
 	return 0;
 }
 
 static int replay(struct replay *rp)
 {
-	const struct mt_options *o = rp->o;
-	struct mt_session_conf sc;
-	struct mt_export_conf ec;
-	struct mt_summary_end end = { .top_live = o->top_live };
+	const struct mt_replay_conf *c = rp->c;
+	struct mt_summary_end end = { .top_live = c->ses.top_live };
 	struct mt_rec_end re;
 	__u64 first = 0, last = 0;
 	char err[512];
 	int ret;
 
-	mt_session_conf_from(&sc, o);
-	sc.print_events = o->mode == MT_MODE_SCRIPT;
 	rp->ses = calloc(1, sizeof(*rp->ses));
 	rp->pool = mt_strpool_new(MAX_STRINGS);
-	if (!rp->ses || !rp->pool || mt_session_init(rp->ses, &sc, rp->out)) {
+	if (!rp->ses || !rp->pool ||
+	    mt_session_init(rp->ses, &c->ses, rp->out)) {
 		mt_err("out of memory");
 		return 2;
 	}
-	if (mt_export_conf_from(&ec, o) &&
-	    mt_export_start(rp->ses, &ec, err, sizeof(err))) {
+	if (c->exp.kind &&
+	    mt_export_start(rp->ses, &c->exp, err, sizeof(err))) {
 		mt_err("%s", err);
 		return 2;
 	}
 	rp->rd = mt_reader_open(rp->in, rp->pool, rp->ses->sites, err,
 				sizeof(err));
 	if (!rp->rd) {
-		mt_err("%s: %s", o->input, err);
+		mt_err("%s: %s", c->input, err);
 		return 2;
 	}
 	ret = read_events(rp, &first, &last);
 	if (ret)
 		return ret;
 	/* after the events: a process that came later has its lines mid-file */
-	if (o->mode == MT_MODE_REPORT)
-		print_meta(rp);
-	if (o->mode == MT_MODE_SCRIPT)
+	if (c->script)
 		return 0;
-	if (o->at >= 0) {
+	print_meta(rp);
+	if (c->at >= 0) {
 		fprintf(rp->out, "# at %.6f s into the record:\n",
 			(double)(last - first) / 1e9);
 		mt_session_view_now(rp->ses);
@@ -130,22 +126,21 @@ static int replay(struct replay *rp)
 	return 0;
 }
 
-int mt_replay(const struct mt_options *o)
+int mt_replay(const struct mt_replay_conf *c)
 {
-	struct replay rp = { .o = o, .out = stdout };
+	struct replay rp = { .c = c, .out = stdout };
 	char err[512];
 	int ret;
 
-	rp.in = fopen(o->input, "re");
+	rp.in = fopen(c->input, "re");
 	if (!rp.in) {
-		mt_err("cannot read %s: %s", o->input, strerror(errno));
+		mt_err("cannot read %s: %s", c->input, strerror(errno));
 		return 2;
 	}
-	/* with --export, -o is the export's file */
-	if (o->output && !o->export_kind) {
-		rp.out = fopen(o->output, "we");
+	if (c->output) {
+		rp.out = fopen(c->output, "we");
 		if (!rp.out) {
-			mt_err("cannot write %s: %s", o->output,
+			mt_err("cannot write %s: %s", c->output,
 			       strerror(errno));
 			fclose(rp.in);
 			return 2;
@@ -163,7 +158,7 @@ int mt_replay(const struct mt_options *o)
 	mt_strpool_free(rp.pool);
 	fclose(rp.in);
 	if (rp.out != stdout && fclose(rp.out)) {
-		mt_err("write %s: %s", o->output, strerror(errno));
+		mt_err("write %s: %s", c->output, strerror(errno));
 		ret = 2;
 	}
 	return ret;

@@ -6,9 +6,20 @@
 #ifndef __REPLAY_H
 #define __REPLAY_H
 
-#include "cli/options.h"
+#include <stdbool.h>
+#include "analysis/session.h"
+#include "export/export.h"
+
+struct mt_replay_conf {
+	const char *input; /* the record */
+	const char *output; /* lines and summary; NULL: stdout */
+	bool script; /* the event lines only; else summary and analyses */
+	double at; /* stop this many seconds in, show what lives; < 0: none */
+	struct mt_session_conf ses;
+	struct mt_export_conf exp; /* exp.kind NULL: no export */
+};
 
 /* the exit status: 0, or 2 after a one-line error */
-int mt_replay(const struct mt_options *o);
+int mt_replay(const struct mt_replay_conf *c);
 
 #endif /* __REPLAY_H */

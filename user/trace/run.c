@@ -15,6 +15,7 @@
 #include "memtrace.skel.h"
 #include "export/metrics.h"
 #include "trace/modlog.h"
+#include "cli/conf.h"
 #include "cli/options.h"
 #include "trace/preflight.h"
 #include "python/pyproc.h"
@@ -25,6 +26,7 @@
 #include "trace/tracer.h"
 #include "analysis/watch.h"
 #include "lib/err.h"
+#include "lib/version.h"
 
 #define POLL_MS 10
 #define RESCAN_NS (250 * 1000000ULL)
@@ -301,10 +303,10 @@ static void report_lost_procs(const struct mt_tracer *tr)
 			(unsigned long long)forks);
 }
 
-static int trace(const struct mt_options *opt)
+int mt_trace(const struct mt_options *opt, const struct mt_session_conf *sc,
+	     const struct mt_export_conf *ec)
 {
-	struct mt_tracer tr = { .opt = opt };
-	struct mt_export_conf ec;
+	struct mt_tracer tr = { .opt = opt, .ses_conf = sc, .exp_conf = ec };
 	char err[512];
 	int ret;
 
@@ -316,7 +318,7 @@ static int trace(const struct mt_options *opt)
 	/* with --export, -o is the export's file */
 	tr.per_proc = opt->output && !opt->export_kind &&
 		      mt_path_per_process(opt->output);
-	ret = mt_sink_open(&tr.sink, opt,
+	ret = mt_sink_open(&tr.sink, sc, ec, opt->mode == MT_MODE_RECORD,
 			   tr.per_proc || opt->export_kind ? NULL :
 							     opt->output);
 	tr.out = tr.sink.out;
@@ -328,10 +330,6 @@ static int trace(const struct mt_options *opt)
 	} else if (!tr.names || !tr.frames || !tr.nodes || open_watch(&tr)) {
 		mt_err("out of memory");
 		ret = 2;
-	} else if (mt_export_conf_from(&ec, opt) &&
-		   mt_export_start(tr.sink.ses, &ec, err, sizeof(err))) {
-		mt_err("%s", err);
-		ret = 2;
 	} else if (open_metrics(&tr)) {
 		ret = 2;
 	} else {
@@ -341,10 +339,6 @@ static int trace(const struct mt_options *opt)
 	}
 	if (close_metrics(&tr))
 		ret = 2;
-	if (tr.sink.ses && mt_export_finish(tr.sink.ses, err, sizeof(err))) {
-		mt_err("export: %s", err);
-		ret = 2;
-	}
 
 	bpf_link__destroy(tr.fork_link);
 	mt_attach_destroy(&tr.att);
@@ -381,15 +375,25 @@ static int trace(const struct mt_options *opt)
 
 int main(int argc, char **argv)
 {
+	struct mt_estimate_conf estc;
+	struct mt_replay_conf rc;
+	struct mt_session_conf sc;
+	struct mt_export_conf ec;
 	struct mt_options opt;
 	int ret;
 
 	ret = mt_parse_options(argc, argv, &opt);
 	if (ret)
 		return ret;
-	if (opt.mode == MT_MODE_REPORT || opt.mode == MT_MODE_SCRIPT)
-		return mt_replay(&opt);
-	if (opt.mode == MT_MODE_ESTIMATE)
-		return mt_estimate(&opt);
-	return trace(&opt);
+	if (opt.mode == MT_MODE_REPORT || opt.mode == MT_MODE_SCRIPT) {
+		mt_replay_conf_from(&rc, &opt);
+		return mt_replay(&rc);
+	}
+	if (opt.mode == MT_MODE_ESTIMATE) {
+		mt_estimate_conf_from(&estc, &opt);
+		return mt_estimate(&estc);
+	}
+	mt_session_conf_from(&sc, &opt);
+	mt_export_conf_from(&ec, &opt);
+	return mt_trace(&opt, &sc, &ec);
 }

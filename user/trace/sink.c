@@ -4,13 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "cli/options.h"
 #include "proc/maps.h"
 #include "python/pyproc.h"
 #include "record/record.h"
 #include "trace/sink.h"
 #include "proc/target.h"
 #include "lib/err.h"
+#include "lib/version.h"
 
 static void write_failed(struct mt_sink *k, int err)
 {
@@ -20,15 +20,14 @@ static void write_failed(struct mt_sink *k, int err)
 	k->failed = true;
 }
 
-int mt_sink_open(struct mt_sink *k, const struct mt_options *o,
-		 const char *path)
+int mt_sink_open(struct mt_sink *k, const struct mt_session_conf *c,
+		 const struct mt_export_conf *ec, bool record, const char *path)
 {
-	struct mt_session_conf sc;
 	char err[512];
 
-	*k = (struct mt_sink){ .opt = o, .out = stdout };
+	*k = (struct mt_sink){ .out = stdout };
 	snprintf(k->path, sizeof(k->path), "%s", path ? path : "");
-	if (path && o->mode == MT_MODE_RECORD) {
+	if (path && record) {
 		k->rec = mt_recorder_open(path, err, sizeof(err));
 		if (!k->rec) {
 			mt_err("%s", err);
@@ -42,12 +41,13 @@ int mt_sink_open(struct mt_sink *k, const struct mt_options *o,
 			return 2;
 		}
 	}
-	mt_session_conf_from(&sc, o);
-	/* a record is printed by report and script, not now */
-	sc.print_events = !o->quiet && o->mode != MT_MODE_RECORD;
 	k->ses = calloc(1, sizeof(*k->ses));
-	if (!k->ses || mt_session_init(k->ses, &sc, k->out)) {
+	if (!k->ses || mt_session_init(k->ses, c, k->out)) {
 		mt_err("out of memory");
+		return 2;
+	}
+	if (ec->kind && mt_export_start(k->ses, ec, err, sizeof(err))) {
+		mt_err("%s", err);
 		return 2;
 	}
 	return 0;
@@ -222,6 +222,7 @@ static int close_record(struct mt_sink *k, const struct mt_summary_end *end,
 int mt_sink_close(struct mt_sink *k, const struct mt_summary_end *end)
 {
 	static const struct mt_summary_end none;
+	char err[512];
 	int ret = 0;
 
 	/* without an end (a failed start) a record still gets closed */
@@ -229,6 +230,10 @@ int mt_sink_close(struct mt_sink *k, const struct mt_summary_end *end)
 		ret = close_record(k, end ? end : &none, end);
 	else if (k->ses && end)
 		mt_session_end(k->ses, end);
+	if (k->ses && mt_export_finish(k->ses, err, sizeof(err))) {
+		mt_err("export: %s", err);
+		ret = 2;
+	}
 	if (k->ses)
 		mt_session_free(k->ses);
 	free(k->ses);
