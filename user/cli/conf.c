@@ -4,9 +4,9 @@
 /* call sites a session keeps */
 #define MAX_SITES 65536
 
-void mt_session_conf_from(struct mt_session_conf *c, const struct mt_options *o)
+void mt_output_conf_from(struct mt_output_conf *c, const struct mt_options *o)
 {
-	*c = (struct mt_session_conf){
+	c->ses = (struct mt_session_conf){
 		/* a record is printed by report and script, not when made */
 		.print_events = o->mode == MT_MODE_SCRIPT ||
 				(o->mode == MT_MODE_TRACE && !o->quiet),
@@ -19,14 +19,10 @@ void mt_session_conf_from(struct mt_session_conf *c, const struct mt_options *o)
 		.leak = { .age_steps = o->leak_age_steps,
 			  .age_seconds = o->leak_age_seconds },
 	};
-}
-
-void mt_export_conf_from(struct mt_export_conf *c, const struct mt_options *o)
-{
-	*c = (struct mt_export_conf){ .kind = o->export_kind,
-				      .path = o->output,
-				      .at_peak = o->at_peak,
-				      .folded_prefix = o->folded_prefix };
+	c->exp = (struct mt_export_conf){ .kind = o->export_kind,
+					  .path = o->output,
+					  .at_peak = o->at_peak,
+					  .folded_prefix = o->folded_prefix };
 }
 
 void mt_replay_conf_from(struct mt_replay_conf *c, const struct mt_options *o)
@@ -38,8 +34,7 @@ void mt_replay_conf_from(struct mt_replay_conf *c, const struct mt_options *o)
 		.script = o->mode == MT_MODE_SCRIPT,
 		.at = o->at,
 	};
-	mt_session_conf_from(&c->ses, o);
-	mt_export_conf_from(&c->exp, o);
+	mt_output_conf_from(&c->out, o);
 }
 
 void mt_estimate_conf_from(struct mt_estimate_conf *c,

@@ -10,15 +10,11 @@
 #include "analysis/session.h"
 #include "cli/options.h"
 #include "estimate/estimate.h"
-#include "export/export.h"
+#include "export/output.h"
 #include "record/replay.h"
 
-/* each session's: the event lines as o's mode prints them */
-void mt_session_conf_from(struct mt_session_conf *c,
-			  const struct mt_options *o);
-
-/* the export o asks for (c->kind NULL: none) */
-void mt_export_conf_from(struct mt_export_conf *c, const struct mt_options *o);
+/* each session's, the event lines as o's mode prints them; the export */
+void mt_output_conf_from(struct mt_output_conf *c, const struct mt_options *o);
 
 /* report and script */
 void mt_replay_conf_from(struct mt_replay_conf *c, const struct mt_options *o);

@@ -5,7 +5,6 @@
 #include <string.h>
 #include "record/record.h"
 #include "record/replay.h"
-#include "analysis/session.h"
 #include "lib/err.h"
 
 #define MAX_STRINGS (1 << 20)
@@ -78,21 +77,19 @@ static int read_events(struct replay *rp, __u64 *first, __u64 *last)
 static int replay(struct replay *rp)
 {
 	const struct mt_replay_conf *c = rp->c;
-	struct mt_summary_end end = { .top_live = c->ses.top_live };
+	struct mt_summary_end end = { .top_live = c->out.ses.top_live };
 	struct mt_rec_end re;
 	__u64 first = 0, last = 0;
 	char err[512];
 	int ret;
 
-	rp->ses = calloc(1, sizeof(*rp->ses));
 	rp->pool = mt_strpool_new(MAX_STRINGS);
-	if (!rp->ses || !rp->pool ||
-	    mt_session_init(rp->ses, &c->ses, rp->out)) {
+	if (!rp->pool) {
 		mt_err("out of memory");
 		return 2;
 	}
-	if (c->exp.kind &&
-	    mt_export_start(rp->ses, &c->exp, err, sizeof(err))) {
+	rp->ses = mt_output_open(&c->out, rp->out, err, sizeof(err));
+	if (!rp->ses) {
 		mt_err("%s", err);
 		return 2;
 	}
@@ -147,14 +144,11 @@ int mt_replay(const struct mt_replay_conf *c)
 		}
 	}
 	ret = replay(&rp);
-	if (rp.ses && mt_export_finish(rp.ses, err, sizeof(err))) {
+	mt_reader_close(rp.rd);
+	if (mt_output_close(rp.ses, err, sizeof(err))) {
 		mt_err("export: %s", err);
 		ret = 2;
 	}
-	mt_reader_close(rp.rd);
-	if (rp.ses)
-		mt_session_free(rp.ses);
-	free(rp.ses);
 	mt_strpool_free(rp.pool);
 	fclose(rp.in);
 	if (rp.out != stdout && fclose(rp.out)) {

@@ -7,16 +7,14 @@
 #define __REPLAY_H
 
 #include <stdbool.h>
-#include "analysis/session.h"
-#include "export/export.h"
+#include "export/output.h"
 
 struct mt_replay_conf {
 	const char *input; /* the record */
 	const char *output; /* lines and summary; NULL: stdout */
 	bool script; /* the event lines only; else summary and analyses */
 	double at; /* stop this many seconds in, show what lives; < 0: none */
-	struct mt_session_conf ses;
-	struct mt_export_conf exp; /* exp.kind NULL: no export */
+	struct mt_output_conf out; /* the session and its export */
 };
 
 /* the exit status: 0, or 2 after a one-line error */

@@ -104,7 +104,7 @@ static void open_proc_sink(struct mt_tracer *tr, struct mt_target *t,
 		return;
 	}
 	t->sink = calloc(1, sizeof(*t->sink));
-	if (!t->sink || mt_sink_open(t->sink, tr->ses_conf, tr->exp_conf,
+	if (!t->sink || mt_sink_open(t->sink, tr->out_conf,
 				     tr->opt->mode == MT_MODE_RECORD, path)) {
 		if (t->sink)
 			mt_sink_close(t->sink, NULL);

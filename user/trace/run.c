@@ -303,10 +303,9 @@ static void report_lost_procs(const struct mt_tracer *tr)
 			(unsigned long long)forks);
 }
 
-int mt_trace(const struct mt_options *opt, const struct mt_session_conf *sc,
-	     const struct mt_export_conf *ec)
+int mt_trace(const struct mt_options *opt, const struct mt_output_conf *oc)
 {
-	struct mt_tracer tr = { .opt = opt, .ses_conf = sc, .exp_conf = ec };
+	struct mt_tracer tr = { .opt = opt, .out_conf = oc };
 	char err[512];
 	int ret;
 
@@ -318,7 +317,7 @@ int mt_trace(const struct mt_options *opt, const struct mt_session_conf *sc,
 	/* with --export, -o is the export's file */
 	tr.per_proc = opt->output && !opt->export_kind &&
 		      mt_path_per_process(opt->output);
-	ret = mt_sink_open(&tr.sink, sc, ec, opt->mode == MT_MODE_RECORD,
+	ret = mt_sink_open(&tr.sink, oc, opt->mode == MT_MODE_RECORD,
 			   tr.per_proc || opt->export_kind ? NULL :
 							     opt->output);
 	tr.out = tr.sink.out;
@@ -377,8 +376,7 @@ int main(int argc, char **argv)
 {
 	struct mt_estimate_conf estc;
 	struct mt_replay_conf rc;
-	struct mt_session_conf sc;
-	struct mt_export_conf ec;
+	struct mt_output_conf oc;
 	struct mt_options opt;
 	int ret;
 
@@ -393,7 +391,6 @@ int main(int argc, char **argv)
 		mt_estimate_conf_from(&estc, &opt);
 		return mt_estimate(&estc);
 	}
-	mt_session_conf_from(&sc, &opt);
-	mt_export_conf_from(&ec, &opt);
-	return mt_trace(&opt, &sc, &ec);
+	mt_output_conf_from(&oc, &opt);
+	return mt_trace(&opt, &oc);
 }

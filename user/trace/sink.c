@@ -20,8 +20,8 @@ static void write_failed(struct mt_sink *k, int err)
 	k->failed = true;
 }
 
-int mt_sink_open(struct mt_sink *k, const struct mt_session_conf *c,
-		 const struct mt_export_conf *ec, bool record, const char *path)
+int mt_sink_open(struct mt_sink *k, const struct mt_output_conf *c, bool record,
+		 const char *path)
 {
 	char err[512];
 
@@ -41,12 +41,8 @@ int mt_sink_open(struct mt_sink *k, const struct mt_session_conf *c,
 			return 2;
 		}
 	}
-	k->ses = calloc(1, sizeof(*k->ses));
-	if (!k->ses || mt_session_init(k->ses, c, k->out)) {
-		mt_err("out of memory");
-		return 2;
-	}
-	if (ec->kind && mt_export_start(k->ses, ec, err, sizeof(err))) {
+	k->ses = mt_output_open(c, k->out, err, sizeof(err));
+	if (!k->ses) {
 		mt_err("%s", err);
 		return 2;
 	}
@@ -230,13 +226,10 @@ int mt_sink_close(struct mt_sink *k, const struct mt_summary_end *end)
 		ret = close_record(k, end ? end : &none, end);
 	else if (k->ses && end)
 		mt_session_end(k->ses, end);
-	if (k->ses && mt_export_finish(k->ses, err, sizeof(err))) {
+	if (mt_output_close(k->ses, err, sizeof(err))) {
 		mt_err("export: %s", err);
 		ret = 2;
 	}
-	if (k->ses)
-		mt_session_free(k->ses);
-	free(k->ses);
 	k->ses = NULL;
 	if (k->out != stdout && fclose(k->out) && !ret) {
 		write_failed(k, errno);

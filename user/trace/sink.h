@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include "event/kinds.h"
 #include "analysis/session.h"
-#include "export/export.h"
+#include "export/output.h"
 
 struct mt_recorder;
 
@@ -26,11 +26,9 @@ struct mt_sink {
 
 /*
  * Open the sink of path (NULL: stdout; record: the record) for a session
- * of conf c, with the export ec asks for (ec->kind NULL: none). 0, or 2
- * after a one-line error.
+ * and export as c asks. 0, or 2 after a one-line error.
  */
-int mt_sink_open(struct mt_sink *k, const struct mt_session_conf *c,
-		 const struct mt_export_conf *ec, bool record,
+int mt_sink_open(struct mt_sink *k, const struct mt_output_conf *c, bool record,
 		 const char *path);
 
 /* a key=value of the record's header (nothing without a record) */
