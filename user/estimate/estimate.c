@@ -15,10 +15,9 @@
 #include "event/format.h"
 #include "lib/hashing.h"
 #include "event/kinds.h"
-#include "record/record.h"
+#include "record/iter.h"
 #include "lib/err.h"
 
-#define MAX_STRINGS (1 << 20)
 #define MAX_SITES 65536
 #define MAX_DEVS 16
 #define CPU_DEV MAX_DEVS /* the slot of the CPU run */
@@ -521,36 +520,33 @@ static void print_header(const struct est *e)
 			e->c->scales[i].pattern, e->c->scales[i].factor);
 }
 
-static int run(struct est *e, struct mt_reader *rd)
+static int on_item(void *ctx, const struct mt_rec_item *it, struct mt_call *r)
 {
-	struct mt_rec_item it;
-	char err[512];
-	struct mt_call r;
-	int ret, bad = 0;
+	struct est *e = ctx;
+	int ret;
 
-	while ((ret = mt_reader_next(rd, &it, err, sizeof(err))) == 1) {
-		if (!e->first_ts)
-			e->first_ts = it.ev.ts;
-		e->events++;
-		if (!mt_decode(&it.ev, it.default_dev0 ? 0 : -1, &r))
-			continue;
-		ret = on_event(e, &r, it.site);
-		if (ret) {
-			mt_err("%s: event %llu: the model ran "
-			       "out of its own memory: %s (see --max-live)",
-			       e->c->input, (unsigned long long)e->events,
-			       strerror(-ret));
-			return 2;
-		}
-	}
-	if (ret < 0) {
-		mt_err("%s: %s", e->c->input, err);
+	if (!e->first_ts)
+		e->first_ts = it->ev.ts;
+	e->events++;
+	if (!r)
+		return 0;
+	ret = on_event(e, r, it->site);
+	if (ret) {
+		mt_err("%s: event %llu: the model ran "
+		       "out of its own memory: %s (see --max-live)",
+		       e->c->input, (unsigned long long)e->events,
+		       strerror(-ret));
 		return 2;
 	}
-	if (mt_reader_truncated(rd))
-		mt_err("%s: cut short (was the recorder "
-		       "killed?): read up to its last whole block",
-		       e->c->input);
+	return 0;
+}
+
+static int run(struct est *e, struct mt_rec_iter *it, struct mt_sites *sites)
+{
+	int bad = 0;
+
+	if (mt_rec_iter_run(it, sites, on_item, e))
+		return 2;
 	print_header(e);
 	for (int i = 0; i <= MAX_DEVS; i++)
 		if (e->dev[i])
@@ -584,28 +580,17 @@ static int run(struct est *e, struct mt_reader *rd)
 int mt_estimate(const struct mt_estimate_conf *c)
 {
 	struct est e = { .c = c, .out = stdout, .conf = c->model };
-	struct mt_strpool *pool = mt_strpool_new(MAX_STRINGS);
 	struct mt_sites *sites = mt_sites_new(MAX_SITES);
-	struct mt_reader *rd = NULL;
-	char err[512];
+	struct mt_rec_iter it;
 	int ret = 2;
-	FILE *in;
 
-	in = fopen(c->input, "re");
-	if (!in) {
-		mt_err("cannot read %s: %s", c->input, strerror(errno));
+	if (mt_rec_iter_open(&it, c->input))
 		goto out;
-	}
-	if (!pool || !sites) {
+	if (!sites) {
 		mt_err("out of memory");
 		goto out;
 	}
-	rd = mt_reader_open(in, pool, sites, err, sizeof(err));
-	if (!rd) {
-		mt_err("%s: %s", c->input, err);
-		goto out;
-	}
-	ret = run(&e, rd);
+	ret = run(&e, &it, sites);
 	if (fflush(e.out)) {
 		mt_err("write: %s", strerror(errno));
 		ret = 2;
@@ -613,10 +598,7 @@ int mt_estimate(const struct mt_estimate_conf *c)
 out:
 	for (int i = 0; i <= MAX_DEVS; i++)
 		dev_free(e.dev[i]);
-	mt_reader_close(rd);
+	mt_rec_iter_close(&it);
 	mt_sites_free(sites);
-	mt_strpool_free(pool);
-	if (in)
-		fclose(in);
 	return ret;
 }
