@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "proc/maps.h"
+#include "proc/procinfo.h"
 #include "python/pyproc.h"
 #include "record/record.h"
 #include "trace/sink.h"
@@ -65,43 +65,6 @@ void mt_sink_meta(struct mt_sink *k, const char *key, const char *fmt, ...)
 		write_failed(k, -ret);
 }
 
-/* the command line of pid, arguments joined by spaces */
-static void read_cmdline(int pid, char *buf, size_t len)
-{
-	char path[64];
-	size_t n = 0;
-	FILE *f;
-
-	buf[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	n = fread(buf, 1, len - 1, f);
-	fclose(f);
-	for (size_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = ' ';
-	while (n && buf[n - 1] == ' ')
-		n--;
-	buf[n] = '\0';
-}
-
-static void join_args(char **argv, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	buf[0] = '\0';
-	for (int i = 0; argv[i] && n < len; i++) {
-		int w = snprintf(buf + n, len - n, "%s%s", i ? " " : "",
-				 argv[i]);
-
-		if (w < 0)
-			break;
-		n += (size_t)w;
-	}
-}
-
 void mt_sink_describe(struct mt_sink *k, const struct mt_target *t, char **argv)
 {
 	char cmdline[2048];
@@ -112,9 +75,9 @@ void mt_sink_describe(struct mt_sink *k, const struct mt_target *t, char **argv)
 		mt_sink_meta(k, "tool", "memtrace-bpf %s", MT_VERSION);
 	/* a spawned command has not reached its exec yet */
 	if (t->spawned && argv)
-		join_args(argv, cmdline, sizeof(cmdline));
+		mt_join_args(argv, cmdline, sizeof(cmdline));
 	else
-		read_cmdline(t->pid, cmdline, sizeof(cmdline));
+		mt_proc_cmdline(t->pid, cmdline, sizeof(cmdline));
 	mt_sink_meta(k, "target", "pid=%d comm=%s cmdline=%s", t->pid, t->comm,
 		     cmdline);
 	/* the shared sink had it from find_python already */
@@ -123,41 +86,16 @@ void mt_sink_describe(struct mt_sink *k, const struct mt_target *t, char **argv)
 			     t->pyconf.minor);
 }
 
-/*
- * PyTorch's version from libc10's file name (Debian: libc10.so.1.13.0)
- * or torch/version.py beside torch/lib/ (wheels).
- */
 void mt_sink_library(struct mt_sink *k, int pid, const char *path, int probes)
 {
-	const char *base = mt_basename(path), *v;
-	char vpath[4096], line[256];
-	FILE *f;
+	char ver[256];
 
 	if (!k->rec)
 		return;
 	mt_sink_meta(k, "library", "pid=%d path=%s probes=%d", pid, path,
 		     probes);
-	if (strncmp(base, "libc10.so", 9))
-		return;
-	v = base + 9;
-	if (*v == '.' && v[1]) {
-		mt_sink_meta(k, "torch", "pid=%d version=%s", pid, v + 1);
-		return;
-	}
-	snprintf(vpath, sizeof(vpath), "/proc/%d/root%.*s/../version.py", pid,
-		 (int)(base - path), path);
-	f = fopen(vpath, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char ver[128];
-
-		if (sscanf(line, "__version__ = '%127[^']'", ver) == 1) {
-			mt_sink_meta(k, "torch", "pid=%d version=%s", pid, ver);
-			break;
-		}
-	}
-	fclose(f);
+	if (mt_torch_version(pid, path, ver, sizeof(ver)))
+		mt_sink_meta(k, "torch", "pid=%d version=%s", pid, ver);
 }
 
 bool mt_sink_event(struct mt_sink *k, const struct mt_event *ev, bool default0,
