@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * memtrace-bpf: trace the CUDA runtime, CUDA driver and PyTorch allocator
- * calls of running processes with uprobes, one line per event.
+ * The live trace (trace and record modes): the BPF programs loaded, the
+ * targets attached, the ring buffer read until they exit or time is up.
  */
 #include <errno.h>
 #include <signal.h>
@@ -11,16 +11,13 @@
 #include <time.h>
 #include <bpf/libbpf.h>
 #include "python/autograd.h"
-#include "estimate/estimate.h"
 #include "memtrace.skel.h"
 #include "export/metrics.h"
 #include "trace/modlog.h"
-#include "cli/conf.h"
 #include "cli/options.h"
 #include "trace/preflight.h"
 #include "python/pyproc.h"
 #include "python/stack.h"
-#include "record/replay.h"
 #include "analysis/session.h"
 #include "lib/strpool.h"
 #include "trace/tracer.h"
@@ -370,27 +367,4 @@ int mt_trace(const struct mt_options *opt, const struct mt_output_conf *oc)
 	mt_strpool_free(tr.names);
 	mt_strpool_free(tr.frames);
 	return ret;
-}
-
-int main(int argc, char **argv)
-{
-	struct mt_estimate_conf estc;
-	struct mt_replay_conf rc;
-	struct mt_output_conf oc;
-	struct mt_options opt;
-	int ret;
-
-	ret = mt_parse_options(argc, argv, &opt);
-	if (ret)
-		return ret;
-	if (opt.mode == MT_MODE_REPORT || opt.mode == MT_MODE_SCRIPT) {
-		mt_replay_conf_from(&rc, &opt);
-		return mt_replay(&rc);
-	}
-	if (opt.mode == MT_MODE_ESTIMATE) {
-		mt_estimate_conf_from(&estc, &opt);
-		return mt_estimate(&estc);
-	}
-	mt_output_conf_from(&oc, &opt);
-	return mt_trace(&opt, &oc);
 }
