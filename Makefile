@@ -16,9 +16,9 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf \
 	      -Wall -Werror
 
 USER_HDRS := $(wildcard user/*/*.h) user/event/cuda_errors.def
-USER_SRCS := $(filter-out user/trace/run.c,$(wildcard user/*/*.c))
+USER_SRCS := $(filter-out user/cli/main.c,$(wildcard user/*/*.c))
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
-MAIN_OBJ := $(OUTPUT)/trace/run.o
+MAIN_OBJ := $(OUTPUT)/cli/main.o
 LIBS := -lbpf -lelf -lz -lyajl
 STATIC_LIBS := -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a -l:libyajl_s.a
 

@@ -68,3 +68,22 @@ bats_require_minimum_version 1.5.0
 	[ "$status" -eq 2 ]
 	[ "$output" = "memtrace-bpf: cannot write /nonexistent/dir/out.txt: No such file or directory" ]
 }
+
+@test "each mode's --help lists its own options; another mode's is refused by name" {
+	run "$MT" report --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"--input=FILE"* ]]
+	[[ "$output" == *"--export=KIND"* ]]
+	[[ "$output" != *"--pid"* ]]
+	[[ "$output" != *"--expandable-segments"* ]]
+	run "$MT" estimate --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"--scale=PATTERN=FACTOR"* ]]
+	[[ "$output" != *"--export"* ]]
+	run "$MT" report -i x.mtb -p 1
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: -p/--pid is for trace and record, not for report (see --help)" ]
+	run "$MT" record -o x.mtb --export json -p 1
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: --export is for trace, report and script, not for record (see --help)" ]
+}

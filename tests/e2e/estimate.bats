@@ -211,5 +211,5 @@ dev_field() {
 	grep -q 'give both' <<<"$output"
 	run "$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --expandable-segments
 	[ "$status" -eq 2 ]
-	grep -q 'are for estimate' <<<"$output"
+	grep -q 'is for estimate, not for report' <<<"$output"
 }

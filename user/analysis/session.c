@@ -6,25 +6,7 @@
 #include <string.h>
 #include "event/format.h"
 #include "analysis/ops.h"
-#include "cli/options.h"
 #include "analysis/session.h"
-
-#define MAX_SITES 65536
-
-void mt_session_conf_from(struct mt_session_conf *c, const struct mt_options *o)
-{
-	*c = (struct mt_session_conf){
-		.print_events = !o->quiet,
-		.no_stack = o->no_stack,
-		.min_size = o->min_size,
-		.max_live = o->max_live,
-		.max_sites = MAX_SITES,
-		.top_live = o->top_live,
-		.top_ops = o->top_ops,
-		.leak = { .age_steps = o->leak_age_steps,
-			  .age_seconds = o->leak_age_seconds },
-	};
-}
 
 int mt_session_init(struct mt_session *s, const struct mt_session_conf *c,
 		    FILE *out)
@@ -273,8 +255,8 @@ bool mt_session_event(struct mt_session *s, struct mt_call *r,
 		     !s->conf.no_stack, s->out);
 	if (s->conf.print_events)
 		print_event(s, r, site);
-	if (s->exp)
-		s->exp->event(s->exp_state, s, r, site);
+	if (s->obs.event)
+		s->obs.event(s->obs.ctx, s, r, site);
 	return true;
 }
 

@@ -2,15 +2,15 @@
 /*
  * What happens to each decoded event, live or read back from a record:
  * the live table, the summary, the incident analyses (peak, leaks, OOM,
- * fragmentation, operators) and the event line. memtrace.c feeds it from
- * the ring buffer, replay.c from a record, so both print the same.
+ * fragmentation, operators) and the event line. The trace feeds it from
+ * the ring buffer, replay.c from a record, so both print the same. An
+ * observer (an export) sees each event after the session counted it.
  */
 #ifndef __SESSION_H
 #define __SESSION_H
 
 #include <stdbool.h>
 #include <stdio.h>
-#include "export/export.h"
 #include "analysis/frag.h"
 #include "event/kinds.h"
 #include "analysis/leaks.h"
@@ -44,6 +44,18 @@ struct mt_proc {
 	__u64 allocs, frees, failed, live; /* allocation calls */
 };
 
+struct mt_session;
+
+/*
+ * What sees each event after the session counted it (the export layer
+ * plugs in here: the session knows no exporter). event NULL: none.
+ */
+struct mt_session_observer {
+	void (*event)(void *ctx, const struct mt_session *s,
+		      const struct mt_call *r, const struct mt_site *site);
+	void *ctx;
+};
+
 struct mt_session {
 	struct mt_session_conf conf;
 	FILE *out;
@@ -55,22 +67,12 @@ struct mt_session {
 	struct mt_frag *frag;
 	struct mt_oom *oom;
 	struct mt_proc procs[MT_PROCS]; /* by pid % size; 0 pid: free */
-	/* --export: the exporter, its state and file (export.c) */
-	const struct mt_exporter *exp;
-	void *exp_state;
-	FILE *exp_file;
-	const char *exp_path;
+	struct mt_session_observer obs;
 	__u64 procs_evicted; /* processes whose slot went to another */
 	__u64 seq; /* events seen */
 	__u64 t0; /* ts of the first event */
 	__u64 last_ts;
 };
-
-struct mt_options;
-
-/* the conf the command line asks for (print_events: unless -q) */
-void mt_session_conf_from(struct mt_session_conf *c,
-			  const struct mt_options *o);
 
 /* 0, or -ENOMEM (what was made is freed by mt_session_free) */
 int mt_session_init(struct mt_session *s, const struct mt_session_conf *c,

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * The command line: the options in groups, each mode taking the groups its
+ * command (main.c) names, so that `memtrace-bpf MODE --help` shows what
+ * that mode takes and an option of another mode is refused by name.
+ */
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
@@ -12,39 +17,11 @@
 #include "proc/rank.h"
 #include "cli/options.h"
 #include "lib/err.h"
+#include "lib/version.h"
 
 const char *argp_program_version = "memtrace-bpf " MT_VERSION;
 const char *argp_program_bug_address =
 	"<https://github.com/memtrace-bpf/memtrace-bpf/issues>";
-
-static const char doc[] =
-	"Trace every CUDA and PyTorch allocator call of a running process.\n"
-	"\n"
-	"USAGE: memtrace-bpf [OPTION...] -p PID[,PID...]\n"
-	"       memtrace-bpf [OPTION...] -- COMMAND [ARG...]\n"
-	"       memtrace-bpf record -o FILE [OPTION...] -p PID | -- COMMAND\n"
-	"       memtrace-bpf report -i FILE [--at SECS] [OPTION...]\n"
-	"       memtrace-bpf script -i FILE [OPTION...]\n"
-	"       memtrace-bpf estimate -i FILE [--device-mem SIZE] "
-	"[--scale PATTERN=FACTOR]...\n"
-	"\n"
-	"EXAMPLES:\n"
-	"    memtrace-bpf -p 4121              # until Ctrl-C or its exit\n"
-	"    memtrace-bpf -p 4121,4122 -d 30   # two processes, 30 seconds\n"
-	"    memtrace-bpf -- python3 train.py  # start and trace a command\n"
-	"    memtrace-bpf -p 4121 -q           # summary only\n"
-	"    memtrace-bpf -p 4121 --min-size 1048576 -o trace.txt\n"
-	"    memtrace-bpf -p 4121 --watch 5 --alert-pct 85\n"
-	"    memtrace-bpf record -o trace.mtb -p 4121\n"
-	"    memtrace-bpf report -i trace.mtb --at 12.5\n"
-	"    memtrace-bpf report -i trace.mtb --export perfetto -o t.json\n"
-	"    memtrace-bpf --children 812 -q -o 'trace_rank{rank}.log'\n"
-	"    memtrace-bpf --all -q --metrics-addr 0.0.0.0:9400\n"
-	"    memtrace-bpf estimate -i trace.mtb --device-mem 80GiB\n"
-	"\n"
-	"One line per event on stdout, perf-script style; lines starting with\n"
-	"'#' are the tool's own (libraries attached, lost events, summary).\n"
-	"Exit status: 0 when traced to the end, 2 on a usage or setup error.";
 
 enum {
 	OPT_MIN_SIZE = 0x100,
@@ -83,7 +60,7 @@ enum {
 	OPT_CHECK,
 };
 
-static const struct argp_option opts[] = {
+static const struct argp_option target_opts[] = {
 	{ "pid", 'p', "PID[,PID...]", 0, "Processes to trace", 0 },
 	{ "children", OPT_CHILDREN, "PID", 0,
 	  "PID (a launcher such as torchrun) and all its descendants, also "
@@ -93,13 +70,7 @@ static const struct argp_option opts[] = {
 	  "Every process that maps libcudart, libcuda or libc10, also the "
 	  "ones that start later",
 	  0 },
-	{ "output", 'o', "FILE", 0,
-	  "Write events and summary to FILE (record: the record)", 0 },
-	{ "input", 'i', "FILE", 0, "The record to read (report, script)", 0 },
 	{ "duration", 'd', "SECS", 0, "Stop after SECS seconds", 0 },
-	{ "min-size", OPT_MIN_SIZE, "BYTES", 0,
-	  "Print only events of at least BYTES (all are counted)", 0 },
-	{ "quiet", 'q', NULL, 0, "Print the summary only", 0 },
 	{ "no-cpu", OPT_NO_CPU, NULL, 0, "Do not trace CPU tensor memory", 0 },
 	{ "no-cuda", OPT_NO_CUDA, NULL, 0,
 	  "Do not trace CUDA (runtime, driver, caching allocator)", 0 },
@@ -107,12 +78,13 @@ static const struct argp_option opts[] = {
 	  "Wait for the libraries if a process maps none yet", 0 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0,
 	  "Ring buffer size in MiB, a power of two (default 16)", 0 },
-	{ "max-live", OPT_MAX_LIVE, "N", 0,
-	  "Track at most N live allocations (default 4194304)", 0 },
-	{ "top-live", OPT_TOP_LIVE, "N", 0,
-	  "Live-at-exit groups in the summary (default 20)", 0 },
-	{ "no-stack", OPT_NO_STACK, NULL, 0,
-	  "No Python stack lines (phase= and module= stay)", 0 },
+	{ "verbose", 'v', NULL, 0, "Print libbpf debug output", 0 },
+	{ 0 },
+};
+
+static const struct argp_option python_opts[] = {
+	{ "no-python", OPT_NO_PYTHON, NULL, 0,
+	  "No Python stacks, modules or phases (cheapest)", 0 },
 	{ "max-depth", OPT_MAX_DEPTH, "N", 0,
 	  "Python frames kept per stack, 1-64 (default 64)", 0 },
 	{ "root-name", OPT_ROOT_NAME, "NAME", 0,
@@ -123,24 +95,14 @@ static const struct argp_option opts[] = {
 	  "Per module and stage records per step; {pid}, {rank} expand", 0 },
 	{ "log-time", OPT_LOG_TIME, NULL, 0,
 	  "Timestamps in the --module-log records", 0 },
-	{ "no-python", OPT_NO_PYTHON, NULL, 0,
-	  "No Python stacks, modules or phases (cheapest)", 0 },
-	{ "at", OPT_AT, "SECS|peak", 0,
-	  "report: what was alive SECS after the first event; --export "
-	  "speedscope: peak weighs by the bytes live at the peak",
+	{ "trace-exceptions", OPT_TRACE_EXC, "TYPE[,TYPE...]", 0,
+	  "Print Python exceptions of these types (e.g. OutOfMemoryError; "
+	  "all: every one) with their stack when raised",
 	  0 },
-	{ "export", OPT_EXPORT, "KIND", 0,
-	  "Write the events as KIND into -o FILE: memviz, perfetto, "
-	  "speedscope, folded, json or svg",
-	  0 },
-	{ "folded-prefix", OPT_FOLDED_PREFIX, NULL, 0,
-	  "--export folded: module and phase as the outermost frames", 0 },
-	{ "leak-age", OPT_LEAK_AGE, "N|Ns", 0,
-	  "Leaks live across N optimizer steps (default 2), or N seconds "
-	  "where a process has no steps (default 10s)",
-	  0 },
-	{ "top-ops", OPT_TOP_OPS, "N", 0,
-	  "Call sites in the operators table (default 20)", 0 },
+	{ 0 },
+};
+
+static const struct argp_option watch_opts[] = {
 	{ "watch", OPT_WATCH, "SECS", 0,
 	  "A line every SECS with usage, growth and time to OOM", 0 },
 	{ "watch-window", OPT_WATCH_WINDOW, "SECS", 0,
@@ -149,35 +111,112 @@ static const struct argp_option opts[] = {
 	  "Device memory for --watch, e.g. 80GiB (default: from NVML)", 0 },
 	{ "alert-pct", OPT_ALERT_PCT, "PCT", 0,
 	  "--watch: alert when usage crosses PCT % of the device", 0 },
-	{ "trace-exceptions", OPT_TRACE_EXC, "TYPE[,TYPE...]", 0,
-	  "Print Python exceptions of these types (e.g. OutOfMemoryError; "
-	  "all: every one) with their stack when raised",
-	  0 },
 	{ "metrics-addr", OPT_METRICS_ADDR, "HOST:PORT", 0,
 	  "Serve Prometheus metrics on http://HOST:PORT/metrics", 0 },
 	{ "metrics-file", OPT_METRICS_FILE, "PATH", 0,
 	  "Write Prometheus metrics to PATH every second (node_exporter's "
 	  "textfile collector)",
 	  0 },
+	{ 0 },
+};
+
+static const struct argp_option output_opts[] = {
+	{ "output", 'o', "FILE", 0,
+	  "Write events and summary to FILE (record: the record)", 0 },
+	{ "quiet", 'q', NULL, 0, "Print the summary only", 0 },
+	{ "min-size", OPT_MIN_SIZE, "BYTES", 0,
+	  "Print only events of at least BYTES (all are counted)", 0 },
+	{ "no-stack", OPT_NO_STACK, NULL, 0,
+	  "No Python stack lines (phase= and module= stay)", 0 },
+	{ "max-live", OPT_MAX_LIVE, "N", 0,
+	  "Track at most N live allocations (default 4194304)", 0 },
+	{ "top-live", OPT_TOP_LIVE, "N", 0,
+	  "Live-at-exit groups in the summary (default 20)", 0 },
+	{ "top-ops", OPT_TOP_OPS, "N", 0,
+	  "Call sites in the operators table (default 20)", 0 },
+	{ "leak-age", OPT_LEAK_AGE, "N|Ns", 0,
+	  "Leaks live across N optimizer steps (default 2), or N seconds "
+	  "where a process has no steps (default 10s)",
+	  0 },
+	{ 0 },
+};
+
+static const struct argp_option export_opts[] = {
+	{ "export", OPT_EXPORT, "KIND", 0,
+	  "Write the events as KIND into -o FILE: memviz, perfetto, "
+	  "speedscope, folded, json or svg",
+	  0 },
+	{ "folded-prefix", OPT_FOLDED_PREFIX, NULL, 0,
+	  "--export folded: module and phase as the outermost frames", 0 },
+	{ "at", OPT_AT, "SECS|peak", 0,
+	  "report: what was alive SECS after the first event; --export "
+	  "speedscope: peak weighs by the bytes live at the peak",
+	  0 },
+	{ 0 },
+};
+
+static const struct argp_option input_opts[] = {
+	{ "input", 'i', "FILE", 0, "The record to read", 0 },
+	{ 0 },
+};
+
+static const struct argp_option estimate_opts[] = {
+	{ "device-mem", OPT_DEVICE_MEM, "SIZE", 0,
+	  "The GPU's memory the allocator may reserve, e.g. 80GiB "
+	  "(default: no limit)",
+	  0 },
+	{ "max-live", OPT_MAX_LIVE, "N", 0,
+	  "Track at most N live allocations per device (default 4194304)", 0 },
 	{ "expandable-segments", OPT_EXPANDABLE, NULL, 0,
-	  "estimate: model expandable_segments:True", 0 },
+	  "Model expandable_segments:True", 0 },
 	{ "scale", OPT_SCALE, "PATTERN=FACTOR", 0,
-	  "estimate: sizes of allocations whose stack, module or phase "
-	  "contains PATTERN times FACTOR (repeatable, first match wins)",
+	  "Sizes of allocations whose stack, module or phase contains "
+	  "PATTERN times FACTOR (repeatable, first match wins)",
 	  0 },
 	{ "max-split-size-mb", OPT_MAX_SPLIT, "MB", 0,
-	  "estimate: model max_split_size_mb (default: no limit)", 0 },
+	  "Model max_split_size_mb (default: no limit)", 0 },
 	{ "roundup-power2-divisions", OPT_ROUNDUP_DIV, "N", 0,
-	  "estimate: model roundup_power2_divisions (a power of two)", 0 },
+	  "Model roundup_power2_divisions (a power of two)", 0 },
 	{ "gc-threshold", OPT_GC_THRESHOLD, "FRACTION", 0,
-	  "estimate: model garbage_collection_threshold (of --device-mem)", 0 },
+	  "Model garbage_collection_threshold (of --device-mem)", 0 },
 	{ "check", OPT_CHECK, NULL, 0,
-	  "estimate: compare the model's reserved with the recorded c10 "
-	  "totals at every event; exit 1 at a mismatch",
+	  "Compare the model's reserved with the recorded c10 totals at "
+	  "every event; exit 1 at a mismatch",
 	  0 },
-	{ "verbose", 'v', NULL, 0, "Print libbpf debug output", 0 },
+	{ 0 },
+};
+
+/* every mode's: -h as --help */
+static const struct argp_option root_opts[] = {
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show the help", 0 },
 	{ 0 },
+};
+
+/* the groups, in the order --help lists them */
+static const struct group {
+	unsigned int bit;
+	const char *header;
+	const struct argp_option *opts;
+} groups[] = {
+	{ MT_OPTS_INPUT, "Reading a record:", input_opts },
+	{ MT_OPTS_TARGET, "What to trace:", target_opts },
+	{ MT_OPTS_PYTHON, "Python attribution:", python_opts },
+	{ MT_OPTS_OUTPUT, "What is printed:", output_opts },
+	{ MT_OPTS_EXPORT, "Exports:", export_opts },
+	{ MT_OPTS_WATCH, "Watching:", watch_opts },
+	{ MT_OPTS_ESTIMATE, "The allocator model:", estimate_opts },
+};
+
+#define NGROUPS (sizeof(groups) / sizeof(groups[0]))
+/* the options of all groups together, at most */
+#define MAX_OPTS 64
+
+/* what the parsers of one mode's argp share (their state->input) */
+struct parse_ctx {
+	struct mt_options *o;
+	const struct mt_cmd *cmd, *cmds;
+	size_t ncmds;
+	size_t nchildren; /* of the mode's argp: its groups, the others */
 };
 
 static int bad(struct argp_state *state, const char *what, const char *arg)
@@ -322,12 +361,12 @@ static void parse_scale(struct argp_state *state, struct mt_options *o,
 /* the estimate mode's own options */
 static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
 {
-	struct mt_options *o = state->input;
+	struct mt_options *o = ((struct parse_ctx *)state->input)->o;
 	unsigned long long v;
 
 	switch (key) {
 	case OPT_EXPANDABLE:
-		o->est.expandable_segments = true;
+		o->est.model.expandable_segments = true;
 		break;
 	case OPT_SCALE:
 		parse_scale(state, o, arg);
@@ -337,16 +376,16 @@ static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
 		v = parse_ull(state, "max split size (MB, > 20)", arg, 1 << 30);
 		if (v <= 20)
 			bad(state, "max split size (MB, > 20)", arg);
-		o->est.max_split_size = v << 20;
+		o->est.model.max_split_size = v << 20;
 		break;
 	case OPT_ROUNDUP_DIV:
 		v = parse_ull(state, "divisions (a power of two)", arg, 64);
 		if (v & (v - 1))
 			bad(state, "divisions (a power of two)", arg);
-		o->est.roundup_power2_divisions = (unsigned int)v;
+		o->est.model.roundup_power2_divisions = (unsigned int)v;
 		break;
 	case OPT_GC_THRESHOLD:
-		o->est.gc_threshold =
+		o->est.model.gc_threshold =
 			parse_double(state, "threshold", arg, 1e-9, 0.999999);
 		break;
 	case OPT_CHECK:
@@ -358,9 +397,10 @@ static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
 	return true;
 }
 
+/* the options of every group (one parser: a key means one thing) */
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
-	struct mt_options *o = state->input;
+	struct mt_options *o = ((struct parse_ctx *)state->input)->o;
 	char *end;
 
 	if (parse_estimate_arg(key, arg, state))
@@ -493,115 +533,194 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case 'v':
 		o->verbose++;
 		break;
-	case 'h':
-		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
-		break;
-	case ARGP_KEY_ARG:
-		/* the first non-option starts the command (after "--") */
-		o->command = &state->argv[state->next - 1];
-		state->next = state->argc;
-		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
 }
 
-static enum mt_mode parse_mode(int *argc, char ***argv)
+static const char *mode_name(const struct mt_cmd *c)
 {
-	static const char *const names[] = { "record", "report", "script",
-					     "estimate" };
-	static const enum mt_mode modes[] = { MT_MODE_RECORD, MT_MODE_REPORT,
-					      MT_MODE_SCRIPT,
-					      MT_MODE_ESTIMATE };
-
-	if (*argc < 2)
-		return MT_MODE_TRACE;
-	for (int i = 0; i < 4; i++) {
-		if (strcmp((*argv)[1], names[i]))
-			continue;
-		/* argp sees "memtrace-bpf OPTION...": the mode word goes */
-		(*argv)[1] = (*argv)[0];
-		(*argc)--;
-		(*argv)++;
-		return modes[i];
-	}
-	return MT_MODE_TRACE;
+	return c->name ? c->name : "trace";
 }
 
-/* what -i modes take, and what they do not */
-static int check_offline(const struct mt_options *o)
+/* "record", "trace and record", "report, script and estimate" */
+static void modes_taking(const struct parse_ctx *x, unsigned int bits,
+			 char *buf, size_t len)
 {
-	if (!o->input) {
-		mt_err("%s needs -i FILE (a record "
-		       "made by memtrace-bpf record)",
-		       o->mode == MT_MODE_REPORT ? "report" :
-		       o->mode == MT_MODE_SCRIPT ? "script" :
-						   "estimate");
-		return 2;
+	size_t n = 0, k = 0, total = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < x->ncmds; i++)
+		total += (x->cmds[i].opts & bits) != 0;
+	for (size_t i = 0; i < x->ncmds && n < len; i++) {
+		int w;
+
+		if (!(x->cmds[i].opts & bits))
+			continue;
+		k++;
+		w = snprintf(buf + n, len - n, "%s%s",
+			     k == 1	? "" :
+			     k == total ? " and " :
+					  ", ",
+			     mode_name(&x->cmds[i]));
+		if (w < 0)
+			break;
+		n += (size_t)w;
 	}
-	if (o->npids || o->command || o->watch || o->exc_types ||
-	    o->metrics_addr || o->metrics_file || o->children_of || o->all) {
-		mt_err("-p, --watch, --trace-exceptions "
-		       "and a command are for tracing, not for "
-		       "reading a record");
-		return 2;
+}
+
+/* the groups that have an option of key */
+static unsigned int groups_of(int key)
+{
+	unsigned int bits = 0;
+
+	for (size_t g = 0; g < NGROUPS; g++)
+		for (const struct argp_option *p = groups[g].opts; p->key; p++)
+			if (p->key == key)
+				bits |= groups[g].bit;
+	return bits;
+}
+
+/* what (an option, "a command") only the modes of bits take: exit 2 */
+static void refuse(const struct parse_ctx *x, const char *what,
+		   unsigned int bits)
+{
+	char modes[128];
+
+	modes_taking(x, bits, modes, sizeof(modes));
+	mt_err("%s is for %s, not for %s (see --help)", what, modes,
+	       mode_name(x->cmd));
+	exit(2);
+}
+
+/* an option of another mode's groups: hidden here, refused by name */
+static error_t parse_foreign(int key, char *arg, struct argp_state *state)
+{
+	const struct parse_ctx *x = state->input;
+	char what[64];
+
+	(void)arg;
+	for (size_t g = 0; g < NGROUPS; g++) {
+		for (const struct argp_option *p = groups[g].opts; p->key;
+		     p++) {
+			if (p->key != key)
+				continue;
+			/* as the user may have typed it: -p or --pid */
+			if (key < 0x100)
+				snprintf(what, sizeof(what), "-%c/--%s", key,
+					 p->name);
+			else
+				snprintf(what, sizeof(what), "--%s", p->name);
+			refuse(x, what, groups_of(key));
+		}
 	}
+	return ARGP_ERR_UNKNOWN;
+}
+
+static error_t parse_root(int key, char *arg, struct argp_state *state)
+{
+	struct parse_ctx *x = state->input;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		/* state->root_argp is argp's own wrapper: count ours */
+		for (size_t i = 0; i < x->nchildren; i++)
+			state->child_inputs[i] = x;
+		break;
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+		break;
+	case ARGP_KEY_ARG:
+		if (!(x->cmd->opts & MT_OPTS_TARGET))
+			refuse(x, "a command", MT_OPTS_TARGET);
+		/* the first non-option starts the command (after "--") */
+		x->o->command = &state->argv[state->next - 1];
+		state->next = state->argc;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	(void)arg;
 	return 0;
 }
 
-int mt_parse_options(int argc, char **argv, struct mt_options *o)
+/* the mode argv[1] names, taken out of argv; else the unnamed one */
+static const struct mt_cmd *find_cmd(int *argc, char ***argv,
+				     const struct mt_cmd *cmds, size_t ncmds,
+				     char *name, size_t len)
 {
-	static const struct argp argp = { .options = opts,
-					  .parser = parse_arg,
-					  .doc = doc };
-	enum mt_mode mode = parse_mode(&argc, &argv);
+	const struct mt_cmd *dflt = NULL;
+	const char *base = strrchr((*argv)[0], '/');
 
-	argp_err_exit_status = 2;
-	*o = (struct mt_options){ .mode = mode,
-				  .at = -1,
-				  .leak_age_steps = 2,
-				  .leak_age_seconds = 10,
-				  .top_ops = 20,
-				  .watch_window = 30,
-				  .ringbuf_mb = 16,
-				  .max_live = 4194304,
-				  .top_live = 20,
-				  .max_depth = MT_MAX_FRAMES };
-	if (argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, o))
-		return 2;
-	if (o->export_kind && !o->output) {
-		mt_err("--export needs -o FILE");
-		return 2;
+	base = base ? base + 1 : (*argv)[0];
+	for (size_t i = 0; i < ncmds; i++) {
+		if (!cmds[i].name) {
+			dflt = &cmds[i];
+			continue;
+		}
+		if (*argc < 2 || strcmp((*argv)[1], cmds[i].name))
+			continue;
+		/* argp sees "memtrace-bpf MODE" as the program's name */
+		snprintf(name, len, "%s %s", base, cmds[i].name);
+		(*argv)[1] = name;
+		(*argc)--;
+		(*argv)++;
+		return &cmds[i];
 	}
-	if (o->export_kind && mode == MT_MODE_RECORD) {
-		mt_err("record writes a record: export "
-		       "it with report -i FILE --export KIND");
-		return 2;
+	return dflt;
+}
+
+/*
+ * The argp of cmd: its own groups, and the other groups' options hidden.
+ * Returns the number of children.
+ */
+static size_t build_argp(const struct mt_cmd *cmd, struct argp *root,
+			 struct argp_child *children, struct argp *group_argps,
+			 struct argp *foreign, struct argp_option *others)
+{
+	size_t nc = 0, no = 0;
+
+	for (size_t g = 0; g < NGROUPS; g++) {
+		if (!(cmd->opts & groups[g].bit))
+			continue;
+		group_argps[g] = (struct argp){ .options = groups[g].opts,
+						.parser = parse_arg };
+		children[nc++] =
+			(struct argp_child){ .argp = &group_argps[g],
+					     .header = groups[g].header,
+					     .group = (int)g + 1 };
 	}
-	if (mode != MT_MODE_ESTIMATE &&
-	    (o->est.expandable_segments || o->est.nscales ||
-	     o->est.max_split_size || o->est.roundup_power2_divisions ||
-	     o->est.gc_threshold > 0 || o->est.check)) {
-		mt_err("--scale, --check and the "
-		       "allocator settings are for estimate");
-		return 2;
+	for (size_t g = 0; g < NGROUPS; g++) {
+		if (cmd->opts & groups[g].bit)
+			continue;
+		for (const struct argp_option *p = groups[g].opts; p->key;
+		     p++) {
+			bool dup = (groups_of(p->key) & cmd->opts) != 0;
+
+			for (size_t i = 0; i < no && !dup; i++)
+				dup = others[i].key == p->key;
+			if (dup || no == MAX_OPTS)
+				continue;
+			others[no] = *p;
+			others[no++].flags |= OPTION_HIDDEN;
+		}
 	}
-	if (mode == MT_MODE_ESTIMATE && o->est.gc_threshold > 0 &&
-	    !o->device_mem) {
-		mt_err("--gc-threshold is a fraction "
-		       "of --device-mem: give both");
-		return 2;
-	}
-	if (mode == MT_MODE_REPORT || mode == MT_MODE_SCRIPT ||
-	    mode == MT_MODE_ESTIMATE)
-		return check_offline(o);
-	if (o->input || o->at >= 0 || (o->at_peak && !o->export_kind)) {
-		mt_err("-i and --at read a record: "
-		       "use memtrace-bpf report");
-		return 2;
-	}
-	if (mode == MT_MODE_RECORD && !o->output) {
+	others[no] = (struct argp_option){ 0 };
+	*foreign = (struct argp){ .options = others, .parser = parse_foreign };
+	children[nc++] = (struct argp_child){ .argp = foreign };
+	children[nc] = (struct argp_child){ 0 };
+	*root = (struct argp){ .options = root_opts,
+			       .parser = parse_root,
+			       .doc = cmd->doc,
+			       .children = children };
+	return nc;
+}
+
+/* what the tracing modes need beyond their options' own checks */
+static int check_trace(const struct mt_options *o)
+{
+	if (o->mode == MT_MODE_RECORD && !o->output) {
 		mt_err("record needs -o FILE");
 		return 2;
 	}
@@ -636,4 +755,65 @@ int mt_parse_options(int argc, char **argv, struct mt_options *o)
 		return 2;
 	}
 	return 0;
+}
+
+/* what the options need of each other, past what a mode takes at all */
+static int check(const struct mt_options *o, const struct mt_cmd *cmd)
+{
+	if (o->export_kind && !o->output) {
+		mt_err("--export needs -o FILE");
+		return 2;
+	}
+	if (o->est.model.gc_threshold > 0 && !o->device_mem) {
+		mt_err("--gc-threshold is a fraction "
+		       "of --device-mem: give both");
+		return 2;
+	}
+	if ((cmd->opts & MT_OPTS_INPUT) && !o->input) {
+		mt_err("%s needs -i FILE (a record "
+		       "made by memtrace-bpf record)",
+		       mode_name(cmd));
+		return 2;
+	}
+	/* live, --at peak goes with --export speedscope only */
+	if (o->mode == MT_MODE_TRACE &&
+	    (o->at >= 0 || (o->at_peak && !o->export_kind))) {
+		mt_err("-i and --at read a record: "
+		       "use memtrace-bpf report");
+		return 2;
+	}
+	return cmd->opts & MT_OPTS_TARGET ? check_trace(o) : 0;
+}
+
+int mt_parse_options(int argc, char **argv, const struct mt_cmd *cmds,
+		     size_t ncmds, struct mt_options *o,
+		     const struct mt_cmd **cmd)
+{
+	struct argp_child children[NGROUPS + 2];
+	struct argp_option others[MAX_OPTS + 1];
+	struct argp group_argps[NGROUPS];
+	struct argp root, foreign;
+	struct parse_ctx x;
+	char name[256];
+
+	*cmd = find_cmd(&argc, &argv, cmds, ncmds, name, sizeof(name));
+	x = (struct parse_ctx){
+		.o = o, .cmd = *cmd, .cmds = cmds, .ncmds = ncmds
+	};
+	x.nchildren = build_argp(*cmd, &root, children, group_argps, &foreign,
+				 others);
+	argp_err_exit_status = 2;
+	*o = (struct mt_options){ .mode = (*cmd)->mode,
+				  .at = -1,
+				  .leak_age_steps = 2,
+				  .leak_age_seconds = 10,
+				  .top_ops = 20,
+				  .watch_window = 30,
+				  .ringbuf_mb = 16,
+				  .max_live = 4194304,
+				  .top_live = 20,
+				  .max_depth = MT_MAX_FRAMES };
+	if (argp_parse(&root, argc, argv, ARGP_IN_ORDER, NULL, &x))
+		return 2;
+	return check(o, *cmd);
 }

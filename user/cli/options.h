@@ -5,9 +5,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "estimate/estimate.h"
 #include "python/stack.h"
 
-#define MT_VERSION "0.1.0"
 #define MT_MAX_PIDS 64
 
 enum mt_mode {
@@ -18,28 +18,9 @@ enum mt_mode {
 	MT_MODE_ESTIMATE, /* memtrace-bpf estimate -i: a GPU's memory */
 };
 
-#define MT_MAX_SCALES 16
-
-/* estimate --scale PATTERN=FACTOR */
-struct mt_scale {
-	const char *pattern; /* a substring of a frame, module or phase */
-	double factor;
-};
-
-/* estimate: the caching allocator's settings to model */
-struct mt_estimate_opts {
-	bool expandable_segments;
-	unsigned long long max_split_size; /* bytes; 0: no limit */
-	unsigned int roundup_power2_divisions;
-	double gc_threshold; /* 0: off */
-	bool check; /* compare reserved with the record's c10 totals */
-	struct mt_scale scales[MT_MAX_SCALES];
-	int nscales;
-};
-
 struct mt_options {
 	enum mt_mode mode;
-	const char *input; /* -i, report and script */
+	const char *input; /* -i: report, script and estimate */
 	double at; /* --at seconds into the record; < 0: none */
 	unsigned int leak_age_steps;
 	double leak_age_seconds;
@@ -76,13 +57,40 @@ struct mt_options {
 	const char *module_log; /* --module-log pattern */
 	bool log_time;
 	bool no_python; /* no stacks, modules or phases */
-	struct mt_estimate_opts est;
+	/* estimate: --scale, --check and the allocator settings */
+	struct mt_estimate_conf est;
+};
+
+/* the option groups a mode takes, a bit each (their options: options.c) */
+enum {
+	MT_OPTS_TARGET = 1 << 0, /* -p, --children, --all, -d, what to probe */
+	MT_OPTS_PYTHON = 1 << 1, /* stacks, modules, phases, exceptions */
+	MT_OPTS_WATCH = 1 << 2, /* --watch, --metrics-addr, --metrics-file */
+	MT_OPTS_OUTPUT = 1 << 3, /* -o, -q and what the session prints */
+	MT_OPTS_EXPORT = 1 << 4, /* --export */
+	MT_OPTS_INPUT = 1 << 5, /* -i */
+	MT_OPTS_ESTIMATE = 1 << 6, /* the allocator model's settings */
+};
+
+/* one mode of the command line, as bpftool's { "prog", do_prog } */
+struct mt_cmd {
+	const char *name; /* the word after memtrace-bpf; NULL: none (trace) */
+	enum mt_mode mode;
+	unsigned int opts; /* the MT_OPTS_ groups it takes */
+	const char *doc; /* the text of its --help */
+	/* the exit status: 0, or 2 after a one-line error */
+	int (*run)(const struct mt_options *o);
 };
 
 /*
- * Parse argv into *o. Returns 0, or 2 after printing a one-line error (the
- * exit code for bad usage). argp itself exits after --help and --version.
+ * Parse argv into *o for the mode of cmds[0..ncmds) that argv[1] names
+ * (none named: the one whose name is NULL), set in *cmd. An option of
+ * another mode is refused, naming the modes that take it. Returns 0, or 2
+ * after printing a one-line error (the exit code for bad usage). argp
+ * itself exits after --help and --version.
  */
-int mt_parse_options(int argc, char **argv, struct mt_options *o);
+int mt_parse_options(int argc, char **argv, const struct mt_cmd *cmds,
+		     size_t ncmds, struct mt_options *o,
+		     const struct mt_cmd **cmd);
 
 #endif /* __OPTIONS_H */

@@ -15,10 +15,9 @@
 #include "event/format.h"
 #include "lib/hashing.h"
 #include "event/kinds.h"
-#include "record/record.h"
+#include "record/iter.h"
 #include "lib/err.h"
 
-#define MAX_STRINGS (1 << 20)
 #define MAX_SITES 65536
 #define MAX_DEVS 16
 #define CPU_DEV MAX_DEVS /* the slot of the CPU run */
@@ -69,7 +68,7 @@ struct dev {
 };
 
 struct est {
-	const struct mt_options *o;
+	const struct mt_estimate_conf *c;
 	FILE *out;
 	struct mt_am_conf conf;
 	struct dev *dev[MAX_DEVS + 1];
@@ -202,7 +201,7 @@ static bool site_matches(const struct mt_site *s, const char *pat)
 /* the factor of the first --scale whose pattern the site matches */
 static double scale_of(struct est *e, const struct mt_site *s)
 {
-	const struct mt_estimate_opts *eo = &e->o->est;
+	const struct mt_estimate_conf *eo = e->c;
 
 	if (!eo->nscales || !s)
 		return 1;
@@ -229,7 +228,7 @@ static struct dev *dev_get(struct est *e, int slot)
 	if (!d)
 		return NULL;
 	d->am = mt_am_new(&e->conf);
-	d->live.max = e->o->max_live;
+	d->live.max = e->c->max_live;
 	if (!d->am) {
 		free(d);
 		return NULL;
@@ -351,7 +350,7 @@ static int on_event(struct est *e, const struct mt_call *r,
 	} else {
 		d->unknown_frees++;
 	}
-	if (e->o->est.check && slot != CPU_DEV && r->has_totals)
+	if (e->c->check && slot != CPU_DEV && r->has_totals)
 		check(e, d, r);
 	return ret;
 }
@@ -500,7 +499,7 @@ static int print_dev(struct est *e, int slot)
 			bytes(b1, sizeof(b1), e->conf.device_mem));
 	print_groups(e->out, dev, "phase", &d->phases);
 	print_groups(e->out, dev, "module", &d->modules);
-	return e->o->est.check ? print_check(e->out, dev, d) : 0;
+	return e->c->check ? print_check(e->out, dev, d) : 0;
 }
 
 static void print_header(const struct est *e)
@@ -516,42 +515,38 @@ static void print_header(const struct est *e)
 		c->expandable_segments ? "true" : "false",
 		(unsigned long long)c->max_split_size,
 		c->roundup_power2_divisions, c->gc_threshold);
-	for (int i = 0; i < e->o->est.nscales; i++)
+	for (int i = 0; i < e->c->nscales; i++)
 		fprintf(e->out, "# estimate scale: %s x%g\n",
-			e->o->est.scales[i].pattern,
-			e->o->est.scales[i].factor);
+			e->c->scales[i].pattern, e->c->scales[i].factor);
 }
 
-static int run(struct est *e, struct mt_reader *rd)
+static int on_item(void *ctx, const struct mt_rec_item *it, struct mt_call *r)
 {
-	struct mt_rec_item it;
-	char err[512];
-	struct mt_call r;
-	int ret, bad = 0;
+	struct est *e = ctx;
+	int ret;
 
-	while ((ret = mt_reader_next(rd, &it, err, sizeof(err))) == 1) {
-		if (!e->first_ts)
-			e->first_ts = it.ev.ts;
-		e->events++;
-		if (!mt_decode(&it.ev, it.default_dev0 ? 0 : -1, &r))
-			continue;
-		ret = on_event(e, &r, it.site);
-		if (ret) {
-			mt_err("%s: event %llu: the model ran "
-			       "out of its own memory: %s (see --max-live)",
-			       e->o->input, (unsigned long long)e->events,
-			       strerror(-ret));
-			return 2;
-		}
-	}
-	if (ret < 0) {
-		mt_err("%s: %s", e->o->input, err);
+	if (!e->first_ts)
+		e->first_ts = it->ev.ts;
+	e->events++;
+	if (!r)
+		return 0;
+	ret = on_event(e, r, it->site);
+	if (ret) {
+		mt_err("%s: event %llu: the model ran "
+		       "out of its own memory: %s (see --max-live)",
+		       e->c->input, (unsigned long long)e->events,
+		       strerror(-ret));
 		return 2;
 	}
-	if (mt_reader_truncated(rd))
-		mt_err("%s: cut short (was the recorder "
-		       "killed?): read up to its last whole block",
-		       e->o->input);
+	return 0;
+}
+
+static int run(struct est *e, struct mt_rec_iter *it, struct mt_sites *sites)
+{
+	int bad = 0;
+
+	if (mt_rec_iter_run(it, sites, on_item, e))
+		return 2;
 	print_header(e);
 	for (int i = 0; i <= MAX_DEVS; i++)
 		if (e->dev[i])
@@ -567,7 +562,7 @@ static int run(struct est *e, struct mt_reader *rd)
 				"c10:cpu_alloc or c10:cpu_free events in "
 				"the record\n");
 	}
-	if (e->o->est.check) {
+	if (e->c->check) {
 		__u64 checked = 0;
 
 		for (int i = 0; i < MAX_DEVS; i++)
@@ -582,41 +577,20 @@ static int run(struct est *e, struct mt_reader *rd)
 	return bad;
 }
 
-int mt_estimate(const struct mt_options *o)
+int mt_estimate(const struct mt_estimate_conf *c)
 {
-	const struct mt_estimate_opts *eo = &o->est;
-	struct est e = {
-		.o = o,
-		.out = stdout,
-		.conf = { .device_mem = o->device_mem,
-			  .expandable_segments = eo->expandable_segments,
-			  .max_split_size = eo->max_split_size,
-			  .roundup_power2_divisions =
-				  eo->roundup_power2_divisions,
-			  .gc_threshold = eo->gc_threshold },
-	};
-	struct mt_strpool *pool = mt_strpool_new(MAX_STRINGS);
+	struct est e = { .c = c, .out = stdout, .conf = c->model };
 	struct mt_sites *sites = mt_sites_new(MAX_SITES);
-	struct mt_reader *rd = NULL;
-	char err[512];
+	struct mt_rec_iter it;
 	int ret = 2;
-	FILE *in;
 
-	in = fopen(o->input, "re");
-	if (!in) {
-		mt_err("cannot read %s: %s", o->input, strerror(errno));
+	if (mt_rec_iter_open(&it, c->input))
 		goto out;
-	}
-	if (!pool || !sites) {
+	if (!sites) {
 		mt_err("out of memory");
 		goto out;
 	}
-	rd = mt_reader_open(in, pool, sites, err, sizeof(err));
-	if (!rd) {
-		mt_err("%s: %s", o->input, err);
-		goto out;
-	}
-	ret = run(&e, rd);
+	ret = run(&e, &it, sites);
 	if (fflush(e.out)) {
 		mt_err("write: %s", strerror(errno));
 		ret = 2;
@@ -624,10 +598,7 @@ int mt_estimate(const struct mt_options *o)
 out:
 	for (int i = 0; i <= MAX_DEVS; i++)
 		dev_free(e.dev[i]);
-	mt_reader_close(rd);
+	mt_rec_iter_close(&it);
 	mt_sites_free(sites);
-	mt_strpool_free(pool);
-	if (in)
-		fclose(in);
 	return ret;
 }

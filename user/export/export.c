@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "export/export.h"
-#include "cli/options.h"
 #include "analysis/session.h"
 
 static const struct mt_exporter *const exporters[] = {
@@ -12,6 +12,14 @@ static const struct mt_exporter *const exporters[] = {
 
 #define NEXPORTERS (sizeof(exporters) / sizeof(exporters[0]))
 
+/* one export under way: the session's observer context */
+struct export_run {
+	const struct mt_exporter *e;
+	void *state;
+	FILE *f;
+	const char *path;
+};
+
 const struct mt_exporter *mt_exporter_find(const char *name)
 {
 	for (size_t i = 0; i < NEXPORTERS; i++)
@@ -20,24 +28,24 @@ const struct mt_exporter *mt_exporter_find(const char *name)
 	return NULL;
 }
 
-bool mt_export_conf_from(struct mt_export_conf *c, const struct mt_options *o)
-{
-	*c = (struct mt_export_conf){ .kind = o->export_kind,
-				      .path = o->output,
-				      .at_peak = o->at_peak,
-				      .folded_prefix = o->folded_prefix };
-	return o->export_kind != NULL;
-}
-
 const char *mt_export_names(void)
 {
 	return "memviz, perfetto, speedscope, folded, json, svg";
+}
+
+static void on_event(void *ctx, const struct mt_session *s,
+		     const struct mt_call *r, const struct mt_site *site)
+{
+	struct export_run *x = ctx;
+
+	x->e->event(x->state, s, r, site);
 }
 
 int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
 		    char *err, size_t errlen)
 {
 	const struct mt_exporter *e = mt_exporter_find(c->kind);
+	struct export_run *x;
 	FILE *f;
 
 	if (!e) {
@@ -53,31 +61,39 @@ int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
 			 strerror(errno));
 		return ret;
 	}
-	s->exp_state = e->open(f, c, err, errlen);
-	if (!s->exp_state) {
+	x = calloc(1, sizeof(*x));
+	if (!x) {
 		fclose(f);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	*x = (struct export_run){ .e = e, .f = f, .path = c->path };
+	x->state = e->open(f, c, err, errlen);
+	if (!x->state) {
+		fclose(f);
+		free(x);
 		return -EINVAL;
 	}
-	s->exp = e;
-	s->exp_file = f;
-	s->exp_path = c->path;
+	s->obs = (struct mt_session_observer){ .event = on_event, .ctx = x };
 	return 0;
 }
 
 int mt_export_finish(struct mt_session *s, char *err, size_t errlen)
 {
+	struct export_run *x = s->obs.ctx;
 	int ret;
 	bool bad;
 
-	if (!s->exp)
+	/* the session's observer is an export only if we put it there */
+	if (s->obs.event != on_event)
 		return 0;
-	ret = s->exp->close(s->exp_state, s, err, errlen);
-	s->exp = NULL;
-	bad = ferror(s->exp_file);
-	if ((fclose(s->exp_file) || bad) && !ret) {
+	s->obs = (struct mt_session_observer){ 0 };
+	ret = x->e->close(x->state, s, err, errlen);
+	bad = ferror(x->f);
+	if ((fclose(x->f) || bad) && !ret) {
 		ret = errno ? -errno : -EIO;
-		snprintf(err, errlen, "write %s: %s", s->exp_path,
-			 strerror(-ret));
+		snprintf(err, errlen, "write %s: %s", x->path, strerror(-ret));
 	}
+	free(x);
 	return ret;
 }

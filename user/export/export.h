@@ -40,18 +40,16 @@ struct mt_exporter {
 extern const struct mt_exporter mt_export_memviz, mt_export_perfetto,
 	mt_export_speedscope, mt_export_folded, mt_export_json, mt_export_svg;
 
-struct mt_options;
-
-/* the export the command line asks for; false if none */
-bool mt_export_conf_from(struct mt_export_conf *c, const struct mt_options *o);
-
 /* by name; NULL if there is none */
 const struct mt_exporter *mt_exporter_find(const char *name);
 
 /* "memviz, perfetto, ...": for messages */
 const char *mt_export_names(void);
 
-/* open c->path and start exporting s's events into it; 0 or -errno, err */
+/*
+ * Open c->path and start exporting s's events into it, as s's observer
+ * (s has none yet); 0 or -errno, err filled.
+ */
 int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
 		    char *err, size_t errlen);
 

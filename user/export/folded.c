@@ -20,6 +20,7 @@
 #include <string.h>
 #include "lib/hashing.h"
 #include "analysis/session.h"
+#include "export/export.h"
 
 #define MIN_CAP 1024
 /* kinds that may share the overflow site, beyond one entry per site */

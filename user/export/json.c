@@ -16,6 +16,7 @@
 #include "lib/grow.h"
 #include "export/jsonw.h"
 #include "analysis/session.h"
+#include "export/export.h"
 
 /* a site's keys, as ",\"caller\":...}": where in the arena */
 struct tail {

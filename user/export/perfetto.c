@@ -17,7 +17,8 @@
 #include "event/format.h"
 #include "lib/hashing.h"
 #include "export/jsonw.h"
-#include "cli/options.h"
+#include "export/export.h"
+#include "lib/version.h"
 #include "analysis/session.h"
 
 #define MAX_THREADS 4096 /* with slices and names; more get neither */

@@ -21,7 +21,8 @@
 #include "export/frames.h"
 #include "lib/hashing.h"
 #include "export/jsonw.h"
-#include "cli/options.h"
+#include "export/export.h"
+#include "lib/version.h"
 #include "analysis/peak.h"
 #include "analysis/session.h"
 

@@ -28,6 +28,7 @@
 #include <string.h>
 #include "event/format.h"
 #include "analysis/session.h"
+#include "export/export.h"
 
 #define NBUCKETS 512 /* even: neighbours merge in pairs */
 #define MAX_SERIES 32 /* (process, device) accounts followed */

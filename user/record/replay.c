@@ -1,37 +1,35 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include "record/record.h"
+#include "record/iter.h"
 #include "record/replay.h"
-#include "analysis/session.h"
 #include "lib/err.h"
 
-#define MAX_STRINGS (1 << 20)
-
 struct replay {
-	const struct mt_options *o;
-	FILE *in, *out;
-	struct mt_strpool *pool;
+	const struct mt_replay_conf *c;
+	FILE *out;
+	struct mt_rec_iter it;
 	struct mt_session *ses;
-	struct mt_reader *rd;
+	size_t meta; /* header lines applied so far */
+	__u64 at; /* --at in ns after the first event */
+	__u64 first, last; /* ts of the first and the last event read */
 };
 
 static void print_meta(const struct replay *rp)
 {
 	const char *key, *value;
 
-	for (size_t i = 0; mt_reader_meta(rp->rd, i, &key, &value); i++)
+	for (size_t i = 0; mt_reader_meta(rp->it.rd, i, &key, &value); i++)
 		fprintf(rp->out, "# record %s: %s\n", key, value);
 }
 
 /* header lines read since the last look: the ranks for rank= */
-static void apply_meta(struct replay *rp, size_t *next)
+static void apply_meta(struct replay *rp)
 {
 	const char *key, *value;
 
-	for (; mt_reader_meta(rp->rd, *next, &key, &value); (*next)++) {
+	for (; mt_reader_meta(rp->it.rd, rp->meta, &key, &value); rp->meta++) {
 		struct mt_rank r;
 		int pid;
 
@@ -44,126 +42,89 @@ static void apply_meta(struct replay *rp, size_t *next)
 	}
 }
 
-/* every event up to the end, or up to --at; 0 or 2 */
-static int read_events(struct replay *rp, __u64 *first, __u64 *last)
+/* every event up to the end, or up to --at */
+static int on_event(void *ctx, const struct mt_rec_item *it, struct mt_call *r)
 {
-	__u64 at = rp->o->at >= 0 ? (__u64)(rp->o->at * 1e9) : 0;
-	struct mt_rec_item it;
-	char err[512];
-	struct mt_call r;
-	size_t meta = 0;
-	int ret;
+	struct replay *rp = ctx;
 
-	while ((ret = mt_reader_next(rp->rd, &it, err, sizeof(err))) == 1) {
-		apply_meta(rp, &meta);
-		if (!*first)
-			*first = it.ev.ts;
-		if (rp->o->at >= 0 && it.ev.ts - *first > at)
-			return 0;
-		*last = it.ev.ts;
-		if (mt_decode(&it.ev, it.default_dev0 ? 0 : -1, &r))
-			mt_session_event(rp->ses, &r, it.site);
-	}
-	if (ret < 0) {
-		mt_err("%s: %s", rp->o->input, err);
-		return 2;
-	}
-	if (mt_reader_truncated(rp->rd))
-		mt_err("%s: cut short (was the recorder "
-		       "killed?): read up to its last whole block",
-		       rp->o->input);
+	apply_meta(rp);
+	if (!rp->first)
+		rp->first = it->ev.ts;
+	if (rp->c->at >= 0 && it->ev.ts - rp->first > rp->at)
+		return MT_REC_STOP;
+	rp->last = it->ev.ts;
+	if (r)
+		mt_session_event(rp->ses, r, it->site);
 	return 0;
 }
 
 static int replay(struct replay *rp)
 {
-	const struct mt_options *o = rp->o;
-	struct mt_session_conf sc;
-	struct mt_export_conf ec;
-	struct mt_summary_end end = { .top_live = o->top_live };
+	const struct mt_replay_conf *c = rp->c;
+	struct mt_summary_end end = { .top_live = c->out.ses.top_live };
 	struct mt_rec_end re;
-	__u64 first = 0, last = 0;
 	char err[512];
 	int ret;
 
-	mt_session_conf_from(&sc, o);
-	sc.print_events = o->mode == MT_MODE_SCRIPT;
-	rp->ses = calloc(1, sizeof(*rp->ses));
-	rp->pool = mt_strpool_new(MAX_STRINGS);
-	if (!rp->ses || !rp->pool || mt_session_init(rp->ses, &sc, rp->out)) {
-		mt_err("out of memory");
-		return 2;
-	}
-	if (mt_export_conf_from(&ec, o) &&
-	    mt_export_start(rp->ses, &ec, err, sizeof(err))) {
+	rp->ses = mt_output_open(&c->out, rp->out, err, sizeof(err));
+	if (!rp->ses) {
 		mt_err("%s", err);
 		return 2;
 	}
-	rp->rd = mt_reader_open(rp->in, rp->pool, rp->ses->sites, err,
-				sizeof(err));
-	if (!rp->rd) {
-		mt_err("%s: %s", o->input, err);
-		return 2;
-	}
-	ret = read_events(rp, &first, &last);
+	ret = mt_rec_iter_run(&rp->it, rp->ses->sites, on_event, rp);
 	if (ret)
 		return ret;
 	/* after the events: a process that came later has its lines mid-file */
-	if (o->mode == MT_MODE_REPORT)
-		print_meta(rp);
-	if (o->mode == MT_MODE_SCRIPT)
+	if (c->script)
 		return 0;
-	if (o->at >= 0) {
+	print_meta(rp);
+	if (c->at >= 0) {
 		fprintf(rp->out, "# at %.6f s into the record:\n",
-			(double)(last - first) / 1e9);
+			(double)(rp->last - rp->first) / 1e9);
 		mt_session_view_now(rp->ses);
 		return 0;
 	}
-	if (mt_reader_end(rp->rd, &re)) {
+	if (mt_reader_end(rp->it.rd, &re)) {
 		end.seconds = re.seconds;
 		end.lost = re.lost;
 		end.stacks_lost = re.stacks_lost;
 	} else {
-		end.seconds = (double)(last - first) / 1e9;
+		end.seconds = (double)(rp->last - rp->first) / 1e9;
 	}
 	mt_session_end(rp->ses, &end);
 	return 0;
 }
 
-int mt_replay(const struct mt_options *o)
+int mt_replay(const struct mt_replay_conf *c)
 {
-	struct replay rp = { .o = o, .out = stdout };
+	struct replay rp = { .c = c,
+			     .out = stdout,
+			     .at = c->at >= 0 ? (__u64)(c->at * 1e9) : 0 };
 	char err[512];
 	int ret;
 
-	rp.in = fopen(o->input, "re");
-	if (!rp.in) {
-		mt_err("cannot read %s: %s", o->input, strerror(errno));
+	if (mt_rec_iter_open(&rp.it, c->input)) {
+		mt_rec_iter_close(&rp.it);
 		return 2;
 	}
-	/* with --export, -o is the export's file */
-	if (o->output && !o->export_kind) {
-		rp.out = fopen(o->output, "we");
+	if (c->output) {
+		rp.out = fopen(c->output, "we");
 		if (!rp.out) {
-			mt_err("cannot write %s: %s", o->output,
+			mt_err("cannot write %s: %s", c->output,
 			       strerror(errno));
-			fclose(rp.in);
+			mt_rec_iter_close(&rp.it);
 			return 2;
 		}
 	}
 	ret = replay(&rp);
-	if (rp.ses && mt_export_finish(rp.ses, err, sizeof(err))) {
+	/* the export writes the record's strings: the iterator holds them */
+	if (mt_output_close(rp.ses, err, sizeof(err))) {
 		mt_err("export: %s", err);
 		ret = 2;
 	}
-	mt_reader_close(rp.rd);
-	if (rp.ses)
-		mt_session_free(rp.ses);
-	free(rp.ses);
-	mt_strpool_free(rp.pool);
-	fclose(rp.in);
+	mt_rec_iter_close(&rp.it);
 	if (rp.out != stdout && fclose(rp.out)) {
-		mt_err("write %s: %s", o->output, strerror(errno));
+		mt_err("write %s: %s", c->output, strerror(errno));
 		ret = 2;
 	}
 	return ret;

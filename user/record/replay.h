@@ -6,9 +6,18 @@
 #ifndef __REPLAY_H
 #define __REPLAY_H
 
-#include "cli/options.h"
+#include <stdbool.h>
+#include "export/output.h"
+
+struct mt_replay_conf {
+	const char *input; /* the record */
+	const char *output; /* lines and summary; NULL: stdout */
+	bool script; /* the event lines only; else summary and analyses */
+	double at; /* stop this many seconds in, show what lives; < 0: none */
+	struct mt_output_conf out; /* the session and its export */
+};
 
 /* the exit status: 0, or 2 after a one-line error */
-int mt_replay(const struct mt_options *o);
+int mt_replay(const struct mt_replay_conf *c);
 
 #endif /* __REPLAY_H */

@@ -20,6 +20,7 @@
 #include "proc/rank.h"
 #include "trace/tracer.h"
 #include "lib/err.h"
+#include "lib/version.h"
 
 #define LDSO_PATH "/lib64/ld-linux-x86-64.so.2"
 /* CPython may not be initialised yet: look again at each rescan, a while */
@@ -103,7 +104,8 @@ static void open_proc_sink(struct mt_tracer *tr, struct mt_target *t,
 		return;
 	}
 	t->sink = calloc(1, sizeof(*t->sink));
-	if (!t->sink || mt_sink_open(t->sink, tr->opt, path)) {
+	if (!t->sink || mt_sink_open(t->sink, tr->out_conf,
+				     tr->opt->mode == MT_MODE_RECORD, path)) {
 		if (t->sink)
 			mt_sink_close(t->sink, NULL);
 		free(t->sink);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * memtrace-bpf: trace the CUDA runtime, CUDA driver and PyTorch allocator
- * calls of running processes with uprobes, one line per event.
+ * The live trace (trace and record modes): the BPF programs loaded, the
+ * targets attached, the ring buffer read until they exit or time is up.
  */
 #include <errno.h>
 #include <signal.h>
@@ -11,7 +11,6 @@
 #include <time.h>
 #include <bpf/libbpf.h>
 #include "python/autograd.h"
-#include "estimate/estimate.h"
 #include "memtrace.skel.h"
 #include "export/metrics.h"
 #include "trace/modlog.h"
@@ -19,12 +18,12 @@
 #include "trace/preflight.h"
 #include "python/pyproc.h"
 #include "python/stack.h"
-#include "record/replay.h"
 #include "analysis/session.h"
 #include "lib/strpool.h"
 #include "trace/tracer.h"
 #include "analysis/watch.h"
 #include "lib/err.h"
+#include "lib/version.h"
 
 #define POLL_MS 10
 #define RESCAN_NS (250 * 1000000ULL)
@@ -301,10 +300,9 @@ static void report_lost_procs(const struct mt_tracer *tr)
 			(unsigned long long)forks);
 }
 
-static int trace(const struct mt_options *opt)
+int mt_trace(const struct mt_options *opt, const struct mt_output_conf *oc)
 {
-	struct mt_tracer tr = { .opt = opt };
-	struct mt_export_conf ec;
+	struct mt_tracer tr = { .opt = opt, .out_conf = oc };
 	char err[512];
 	int ret;
 
@@ -316,7 +314,7 @@ static int trace(const struct mt_options *opt)
 	/* with --export, -o is the export's file */
 	tr.per_proc = opt->output && !opt->export_kind &&
 		      mt_path_per_process(opt->output);
-	ret = mt_sink_open(&tr.sink, opt,
+	ret = mt_sink_open(&tr.sink, oc, opt->mode == MT_MODE_RECORD,
 			   tr.per_proc || opt->export_kind ? NULL :
 							     opt->output);
 	tr.out = tr.sink.out;
@@ -328,10 +326,6 @@ static int trace(const struct mt_options *opt)
 	} else if (!tr.names || !tr.frames || !tr.nodes || open_watch(&tr)) {
 		mt_err("out of memory");
 		ret = 2;
-	} else if (mt_export_conf_from(&ec, opt) &&
-		   mt_export_start(tr.sink.ses, &ec, err, sizeof(err))) {
-		mt_err("%s", err);
-		ret = 2;
 	} else if (open_metrics(&tr)) {
 		ret = 2;
 	} else {
@@ -341,10 +335,6 @@ static int trace(const struct mt_options *opt)
 	}
 	if (close_metrics(&tr))
 		ret = 2;
-	if (tr.sink.ses && mt_export_finish(tr.sink.ses, err, sizeof(err))) {
-		mt_err("export: %s", err);
-		ret = 2;
-	}
 
 	bpf_link__destroy(tr.fork_link);
 	mt_attach_destroy(&tr.att);
@@ -377,19 +367,4 @@ static int trace(const struct mt_options *opt)
 	mt_strpool_free(tr.names);
 	mt_strpool_free(tr.frames);
 	return ret;
-}
-
-int main(int argc, char **argv)
-{
-	struct mt_options opt;
-	int ret;
-
-	ret = mt_parse_options(argc, argv, &opt);
-	if (ret)
-		return ret;
-	if (opt.mode == MT_MODE_REPORT || opt.mode == MT_MODE_SCRIPT)
-		return mt_replay(&opt);
-	if (opt.mode == MT_MODE_ESTIMATE)
-		return mt_estimate(&opt);
-	return trace(&opt);
 }

@@ -4,13 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "cli/options.h"
-#include "proc/maps.h"
+#include "proc/procinfo.h"
 #include "python/pyproc.h"
 #include "record/record.h"
 #include "trace/sink.h"
 #include "proc/target.h"
 #include "lib/err.h"
+#include "lib/version.h"
 
 static void write_failed(struct mt_sink *k, int err)
 {
@@ -20,15 +20,14 @@ static void write_failed(struct mt_sink *k, int err)
 	k->failed = true;
 }
 
-int mt_sink_open(struct mt_sink *k, const struct mt_options *o,
+int mt_sink_open(struct mt_sink *k, const struct mt_output_conf *c, bool record,
 		 const char *path)
 {
-	struct mt_session_conf sc;
 	char err[512];
 
-	*k = (struct mt_sink){ .opt = o, .out = stdout };
+	*k = (struct mt_sink){ .out = stdout };
 	snprintf(k->path, sizeof(k->path), "%s", path ? path : "");
-	if (path && o->mode == MT_MODE_RECORD) {
+	if (path && record) {
 		k->rec = mt_recorder_open(path, err, sizeof(err));
 		if (!k->rec) {
 			mt_err("%s", err);
@@ -42,12 +41,9 @@ int mt_sink_open(struct mt_sink *k, const struct mt_options *o,
 			return 2;
 		}
 	}
-	mt_session_conf_from(&sc, o);
-	/* a record is printed by report and script, not now */
-	sc.print_events = !o->quiet && o->mode != MT_MODE_RECORD;
-	k->ses = calloc(1, sizeof(*k->ses));
-	if (!k->ses || mt_session_init(k->ses, &sc, k->out)) {
-		mt_err("out of memory");
+	k->ses = mt_output_open(c, k->out, err, sizeof(err));
+	if (!k->ses) {
+		mt_err("%s", err);
 		return 2;
 	}
 	return 0;
@@ -69,43 +65,6 @@ void mt_sink_meta(struct mt_sink *k, const char *key, const char *fmt, ...)
 		write_failed(k, -ret);
 }
 
-/* the command line of pid, arguments joined by spaces */
-static void read_cmdline(int pid, char *buf, size_t len)
-{
-	char path[64];
-	size_t n = 0;
-	FILE *f;
-
-	buf[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	n = fread(buf, 1, len - 1, f);
-	fclose(f);
-	for (size_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = ' ';
-	while (n && buf[n - 1] == ' ')
-		n--;
-	buf[n] = '\0';
-}
-
-static void join_args(char **argv, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	buf[0] = '\0';
-	for (int i = 0; argv[i] && n < len; i++) {
-		int w = snprintf(buf + n, len - n, "%s%s", i ? " " : "",
-				 argv[i]);
-
-		if (w < 0)
-			break;
-		n += (size_t)w;
-	}
-}
-
 void mt_sink_describe(struct mt_sink *k, const struct mt_target *t, char **argv)
 {
 	char cmdline[2048];
@@ -116,9 +75,9 @@ void mt_sink_describe(struct mt_sink *k, const struct mt_target *t, char **argv)
 		mt_sink_meta(k, "tool", "memtrace-bpf %s", MT_VERSION);
 	/* a spawned command has not reached its exec yet */
 	if (t->spawned && argv)
-		join_args(argv, cmdline, sizeof(cmdline));
+		mt_join_args(argv, cmdline, sizeof(cmdline));
 	else
-		read_cmdline(t->pid, cmdline, sizeof(cmdline));
+		mt_proc_cmdline(t->pid, cmdline, sizeof(cmdline));
 	mt_sink_meta(k, "target", "pid=%d comm=%s cmdline=%s", t->pid, t->comm,
 		     cmdline);
 	/* the shared sink had it from find_python already */
@@ -127,41 +86,16 @@ void mt_sink_describe(struct mt_sink *k, const struct mt_target *t, char **argv)
 			     t->pyconf.minor);
 }
 
-/*
- * PyTorch's version from libc10's file name (Debian: libc10.so.1.13.0)
- * or torch/version.py beside torch/lib/ (wheels).
- */
 void mt_sink_library(struct mt_sink *k, int pid, const char *path, int probes)
 {
-	const char *base = mt_basename(path), *v;
-	char vpath[4096], line[256];
-	FILE *f;
+	char ver[256];
 
 	if (!k->rec)
 		return;
 	mt_sink_meta(k, "library", "pid=%d path=%s probes=%d", pid, path,
 		     probes);
-	if (strncmp(base, "libc10.so", 9))
-		return;
-	v = base + 9;
-	if (*v == '.' && v[1]) {
-		mt_sink_meta(k, "torch", "pid=%d version=%s", pid, v + 1);
-		return;
-	}
-	snprintf(vpath, sizeof(vpath), "/proc/%d/root%.*s/../version.py", pid,
-		 (int)(base - path), path);
-	f = fopen(vpath, "re");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char ver[128];
-
-		if (sscanf(line, "__version__ = '%127[^']'", ver) == 1) {
-			mt_sink_meta(k, "torch", "pid=%d version=%s", pid, ver);
-			break;
-		}
-	}
-	fclose(f);
+	if (mt_torch_version(pid, path, ver, sizeof(ver)))
+		mt_sink_meta(k, "torch", "pid=%d version=%s", pid, ver);
 }
 
 bool mt_sink_event(struct mt_sink *k, const struct mt_event *ev, bool default0,
@@ -222,6 +156,7 @@ static int close_record(struct mt_sink *k, const struct mt_summary_end *end,
 int mt_sink_close(struct mt_sink *k, const struct mt_summary_end *end)
 {
 	static const struct mt_summary_end none;
+	char err[512];
 	int ret = 0;
 
 	/* without an end (a failed start) a record still gets closed */
@@ -229,9 +164,10 @@ int mt_sink_close(struct mt_sink *k, const struct mt_summary_end *end)
 		ret = close_record(k, end ? end : &none, end);
 	else if (k->ses && end)
 		mt_session_end(k->ses, end);
-	if (k->ses)
-		mt_session_free(k->ses);
-	free(k->ses);
+	if (mt_output_close(k->ses, err, sizeof(err))) {
+		mt_err("export: %s", err);
+		ret = 2;
+	}
 	k->ses = NULL;
 	if (k->out != stdout && fclose(k->out) && !ret) {
 		write_failed(k, errno);

@@ -12,12 +12,11 @@
 #include <stdio.h>
 #include "event/kinds.h"
 #include "analysis/session.h"
+#include "export/output.h"
 
-struct mt_options;
 struct mt_recorder;
 
 struct mt_sink {
-	const struct mt_options *opt;
 	struct mt_session *ses;
 	FILE *out; /* lines, OOM blocks, the summary */
 	struct mt_recorder *rec; /* record mode */
@@ -26,10 +25,10 @@ struct mt_sink {
 };
 
 /*
- * Open the sink of path (NULL: stdout; record mode: the record) for a
- * session as the options ask. 0, or 2 after a one-line error.
+ * Open the sink of path (NULL: stdout; record: the record) for a session
+ * and export as c asks. 0, or 2 after a one-line error.
  */
-int mt_sink_open(struct mt_sink *k, const struct mt_options *o,
+int mt_sink_open(struct mt_sink *k, const struct mt_output_conf *c, bool record,
 		 const char *path);
 
 /* a key=value of the record's header (nothing without a record) */

@@ -20,6 +20,7 @@
 /* everything the event callback needs */
 struct mt_tracer {
 	const struct mt_options *opt;
+	const struct mt_output_conf *out_conf; /* each sink's session */
 	struct memtrace_bpf *skel;
 	struct mt_attacher att;
 	struct mt_target targets[MT_MAX_TARGETS];
@@ -67,5 +68,11 @@ void mt_tracer_on_modcode(void *ctx, __u32 pid, __u64 code);
 
 /* events.c: the ring buffer's callback */
 int mt_tracer_on_event(void *ctx, void *data, size_t len);
+
+/*
+ * run.c: trace as o asks, each sink's session and export as oc asks. The
+ * exit status: 0, or 2 after a one-line error.
+ */
+int mt_trace(const struct mt_options *o, const struct mt_output_conf *oc);
 
 #endif /* __TRACER_H */

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * memtrace-bpf: trace the CUDA runtime, CUDA driver and PyTorch allocator
+ * calls of running processes with uprobes, one line per event. Its modes
+ * are one table, as bpftool's { "prog", do_prog }: the word that names
+ * each (none for trace), the option groups it takes and what runs it.
+ */
+#include <stddef.h>
+#include "cli/conf.h"
+#include "cli/options.h"
+#include "trace/tracer.h"
+
+static const char trace_doc[] =
+	"Trace every CUDA and PyTorch allocator call of a running process.\n"
+	"\n"
+	"USAGE: memtrace-bpf [OPTION...] -p PID[,PID...]\n"
+	"       memtrace-bpf [OPTION...] -- COMMAND [ARG...]\n"
+	"       memtrace-bpf record -o FILE [OPTION...] -p PID | -- COMMAND\n"
+	"       memtrace-bpf report -i FILE [--at SECS] [OPTION...]\n"
+	"       memtrace-bpf script -i FILE [OPTION...]\n"
+	"       memtrace-bpf estimate -i FILE [--device-mem SIZE] "
+	"[--scale PATTERN=FACTOR]...\n"
+	"\n"
+	"EXAMPLES:\n"
+	"    memtrace-bpf -p 4121              # until Ctrl-C or its exit\n"
+	"    memtrace-bpf -p 4121,4122 -d 30   # two processes, 30 seconds\n"
+	"    memtrace-bpf -- python3 train.py  # start and trace a command\n"
+	"    memtrace-bpf -p 4121 -q           # summary only\n"
+	"    memtrace-bpf -p 4121 --min-size 1048576 -o trace.txt\n"
+	"    memtrace-bpf -p 4121 --watch 5 --alert-pct 85\n"
+	"    memtrace-bpf record -o trace.mtb -p 4121\n"
+	"    memtrace-bpf report -i trace.mtb --at 12.5\n"
+	"    memtrace-bpf report -i trace.mtb --export perfetto -o t.json\n"
+	"    memtrace-bpf --children 812 -q -o 'trace_rank{rank}.log'\n"
+	"    memtrace-bpf --all -q --metrics-addr 0.0.0.0:9400\n"
+	"    memtrace-bpf estimate -i trace.mtb --device-mem 80GiB\n"
+	"\n"
+	"One line per event on stdout, perf-script style; lines starting with\n"
+	"'#' are the tool's own (libraries attached, lost events, summary).\n"
+	"Exit status: 0 when traced to the end, 2 on a usage or setup error.\n"
+	"The modes record, report, script and estimate have their own --help.";
+
+static const char record_doc[] =
+	"Trace as memtrace-bpf does, into a binary record that report, script\n"
+	"and estimate read later (no root needed for those).\n"
+	"\n"
+	"USAGE: memtrace-bpf record -o FILE [OPTION...] -p PID | -- COMMAND";
+
+static const char report_doc[] =
+	"The summary and analyses of a record, as a live run prints them.\n"
+	"\n"
+	"USAGE: memtrace-bpf report -i FILE [--at SECS] [OPTION...]";
+
+static const char script_doc[] =
+	"The event lines of a record, as a live run prints them.\n"
+	"\n"
+	"USAGE: memtrace-bpf script -i FILE [OPTION...]";
+
+static const char estimate_doc[] =
+	"What PyTorch's caching allocator would reserve on a GPU for a\n"
+	"record's allocations: the peak, and where it would run out.\n"
+	"\n"
+	"USAGE: memtrace-bpf estimate -i FILE [--device-mem SIZE] "
+	"[--scale PATTERN=FACTOR]...";
+
+static int do_trace(const struct mt_options *o)
+{
+	struct mt_output_conf oc;
+
+	mt_output_conf_from(&oc, o);
+	return mt_trace(o, &oc);
+}
+
+static int do_replay(const struct mt_options *o)
+{
+	struct mt_replay_conf c;
+
+	mt_replay_conf_from(&c, o);
+	return mt_replay(&c);
+}
+
+static int do_estimate(const struct mt_options *o)
+{
+	struct mt_estimate_conf c;
+
+	mt_estimate_conf_from(&c, o);
+	return mt_estimate(&c);
+}
+
+#define TRACING (MT_OPTS_TARGET | MT_OPTS_PYTHON | MT_OPTS_WATCH)
+
+static const struct mt_cmd cmds[] = {
+	{ NULL, MT_MODE_TRACE, TRACING | MT_OPTS_OUTPUT | MT_OPTS_EXPORT,
+	  trace_doc, do_trace },
+	{ "record", MT_MODE_RECORD, TRACING | MT_OPTS_OUTPUT, record_doc,
+	  do_trace },
+	{ "report", MT_MODE_REPORT,
+	  MT_OPTS_INPUT | MT_OPTS_OUTPUT | MT_OPTS_EXPORT, report_doc,
+	  do_replay },
+	{ "script", MT_MODE_SCRIPT,
+	  MT_OPTS_INPUT | MT_OPTS_OUTPUT | MT_OPTS_EXPORT, script_doc,
+	  do_replay },
+	{ "estimate", MT_MODE_ESTIMATE, MT_OPTS_INPUT | MT_OPTS_ESTIMATE,
+	  estimate_doc, do_estimate },
+};
+
+int main(int argc, char **argv)
+{
+	const struct mt_cmd *cmd;
+	struct mt_options o;
+	int ret;
+
+	ret = mt_parse_options(argc, argv, cmds, sizeof(cmds) / sizeof(cmds[0]),
+			       &o, &cmd);
+	return ret ? ret : cmd->run(&o);
+}

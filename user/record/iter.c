@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <string.h>
+#include "lib/err.h"
+#include "record/iter.h"
+
+#define MAX_STRINGS (1 << 20)
+
+int mt_rec_iter_open(struct mt_rec_iter *it, const char *path)
+{
+	*it = (struct mt_rec_iter){ .path = path };
+	it->f = fopen(path, "re");
+	if (!it->f) {
+		mt_err("cannot read %s: %s", path, strerror(errno));
+		return 2;
+	}
+	it->pool = mt_strpool_new(MAX_STRINGS);
+	if (!it->pool) {
+		mt_err("out of memory");
+		return 2;
+	}
+	return 0;
+}
+
+int mt_rec_iter_run(struct mt_rec_iter *it, struct mt_sites *sites,
+		    mt_rec_fn fn, void *ctx)
+{
+	struct mt_rec_item item;
+	char err[512];
+	struct mt_call r;
+	int ret;
+
+	it->rd = mt_reader_open(it->f, it->pool, sites, err, sizeof(err));
+	if (!it->rd) {
+		mt_err("%s: %s", it->path, err);
+		return 2;
+	}
+	while ((ret = mt_reader_next(it->rd, &item, err, sizeof(err))) == 1) {
+		bool decoded =
+			mt_decode(&item.ev, item.default_dev0 ? 0 : -1, &r);
+
+		ret = fn(ctx, &item, decoded ? &r : NULL);
+		if (ret == MT_REC_STOP)
+			return 0;
+		if (ret)
+			return 2;
+	}
+	if (ret < 0) {
+		mt_err("%s: %s", it->path, err);
+		return 2;
+	}
+	if (mt_reader_truncated(it->rd))
+		mt_err("%s: cut short (was the recorder "
+		       "killed?): read up to its last whole block",
+		       it->path);
+	return 0;
+}
+
+void mt_rec_iter_close(struct mt_rec_iter *it)
+{
+	mt_reader_close(it->rd);
+	mt_strpool_free(it->pool);
+	if (it->f)
+		fclose(it->f);
+	*it = (struct mt_rec_iter){ 0 };
+}
