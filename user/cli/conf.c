@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <string.h>
 #include "cli/conf.h"
 
 /* call sites a session keeps */
@@ -23,6 +24,41 @@ void mt_output_conf_from(struct mt_output_conf *c, const struct mt_options *o)
 					  .path = o->output,
 					  .at_peak = o->at_peak,
 					  .folded_prefix = o->folded_prefix };
+}
+
+void mt_trace_conf_from(struct mt_trace_conf *c, const struct mt_options *o)
+{
+	*c = (struct mt_trace_conf){
+		.record = o->mode == MT_MODE_RECORD,
+		.npids = o->npids,
+		.children_of = o->children_of,
+		.all = o->all,
+		.command = o->command,
+		.output = o->output,
+		.export_kind = o->export_kind,
+		.duration = o->duration,
+		.quiet = o->quiet,
+		.no_cpu = o->no_cpu,
+		.no_cuda = o->no_cuda,
+		.wait_libs = o->wait_libs,
+		.verbose = o->verbose,
+		.ringbuf_mb = o->ringbuf_mb,
+		.top_live = o->top_live,
+		.no_python = o->no_python,
+		.max_depth = o->max_depth,
+		.rules = o->rules,
+		.exc_types = o->exc_types,
+		.module_log = o->module_log,
+		.log_time = o->log_time,
+		.watch = o->watch,
+		.watch_window = o->watch_window,
+		.device_mem = o->device_mem,
+		.alert_pct = o->alert_pct,
+		.metrics_addr = o->metrics_addr,
+		.metrics_file = o->metrics_file,
+	};
+	memcpy(c->pids, o->pids, sizeof(c->pids));
+	mt_output_conf_from(&c->out, o);
 }
 
 void mt_replay_conf_from(struct mt_replay_conf *c, const struct mt_options *o)

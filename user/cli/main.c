@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include "cli/conf.h"
 #include "cli/options.h"
-#include "trace/tracer.h"
+#include "trace/trace.h"
 
 static const char trace_doc[] =
 	"Trace every CUDA and PyTorch allocator call of a running process.\n"
@@ -65,10 +65,10 @@ static const char estimate_doc[] =
 
 static int do_trace(const struct mt_options *o)
 {
-	struct mt_output_conf oc;
+	struct mt_trace_conf c;
 
-	mt_output_conf_from(&oc, o);
-	return mt_trace(o, &oc);
+	mt_trace_conf_from(&c, o);
+	return mt_trace(&c);
 }
 
 static int do_replay(const struct mt_options *o)

@@ -7,8 +7,7 @@
 #include <stddef.h>
 #include "estimate/estimate.h"
 #include "python/stack.h"
-
-#define MT_MAX_PIDS 64
+#include "trace/trace.h"
 
 enum mt_mode {
 	MT_MODE_TRACE, /* memtrace-bpf [OPTION...]: event lines and summary */

@@ -12,7 +12,6 @@
 #include "event/kinds.h"
 #include "memtrace.skel.h"
 #include "trace/modlog.h"
-#include "cli/options.h"
 #include "proc/maps.h"
 #include "python/pyproc.h"
 #include "python/stack.h"
@@ -106,7 +105,7 @@ static const char *raised_type(struct mt_tracer *tr, struct mt_target *t,
 	if (!t || !t->py)
 		return NULL;
 	if (!mt_py_class_name(t->py, type, name, sizeof(name)) &&
-	    type_wanted(tr->opt->exc_types, name))
+	    type_wanted(tr->conf->exc_types, name))
 		return mt_intern(tr->frames, name);
 	/* not asked for: BPF drops its next ones (a full map: we do) */
 	bpf_map__update_elem(tr->skel->maps.exc_skip, &type, sizeof(type), &one,
@@ -172,7 +171,7 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 	}
 	t = mt_tracer_find(tr, ev->pid);
 	/* --all: a process that mapped an attached library since the scan */
-	if (!t && tr->opt->all)
+	if (!t && tr->conf->all)
 		t = mt_tracer_add(tr, (int)ev->pid, "seen");
 	if (t && !t->ranked)
 		mt_tracer_read_rank(tr, t);

@@ -15,7 +15,6 @@
 #include "proc/follow.h"
 #include "memtrace.skel.h"
 #include "trace/modlog.h"
-#include "cli/options.h"
 #include "python/pyproc.h"
 #include "proc/rank.h"
 #include "trace/tracer.h"
@@ -68,7 +67,7 @@ static void find_python(struct mt_tracer *tr, struct mt_target *t)
 	char err[512];
 	int ret;
 
-	if (t->py || t->py_tries >= PY_TRIES || tr->opt->no_python)
+	if (t->py || t->py_tries >= PY_TRIES || tr->conf->no_python)
 		return;
 	t->py_tries++;
 	ret = mt_py_open(t->pid, &t->py, err, sizeof(err));
@@ -80,7 +79,7 @@ static void find_python(struct mt_tracer *tr, struct mt_target *t)
 		return;
 	}
 	t->pyconf = *mt_py_conf(t->py);
-	t->pyconf.max_depth = tr->opt->max_depth;
+	t->pyconf.max_depth = tr->conf->max_depth;
 	t->pyconf.nmodcode = 0;
 	if (put_pyconf(tr, t)) {
 		mt_err("pid %d: start the walker: %s", t->pid, strerror(errno));
@@ -99,21 +98,21 @@ static void open_proc_sink(struct mt_tracer *tr, struct mt_target *t,
 {
 	char path[4096];
 
-	if (mt_path_expand(tr->opt->output, t->pid, r, path, sizeof(path))) {
-		mt_err("-o %s: name too long", tr->opt->output);
+	if (mt_path_expand(tr->conf->output, t->pid, r, path, sizeof(path))) {
+		mt_err("-o %s: name too long", tr->conf->output);
 		return;
 	}
 	t->sink = calloc(1, sizeof(*t->sink));
-	if (!t->sink || mt_sink_open(t->sink, tr->out_conf,
-				     tr->opt->mode == MT_MODE_RECORD, path)) {
+	if (!t->sink ||
+	    mt_sink_open(t->sink, &tr->conf->out, tr->conf->record, path)) {
 		if (t->sink)
 			mt_sink_close(t->sink, NULL);
 		free(t->sink);
 		t->sink = NULL; /* its events go to the shared sink */
 		return;
 	}
-	mt_sink_describe(t->sink, t, tr->opt->command);
-	if (!tr->opt->quiet && !t->sink->rec)
+	mt_sink_describe(t->sink, t, tr->conf->command);
+	if (!tr->conf->quiet && !t->sink->rec)
 		fprintf(t->sink->out, "# memtrace-bpf %s: pid=%d(%s)\n",
 			MT_VERSION, t->pid, t->comm);
 }
@@ -132,7 +131,7 @@ void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_target *t)
 				      .local_rank = -1,
 				      .world_size = -1 };
 	/* a process without a rank has no file of its own under {rank} */
-	if (tr->per_proc && (r.known || strstr(tr->opt->output, "{pid}")))
+	if (tr->per_proc && (r.known || strstr(tr->conf->output, "{pid}")))
 		open_proc_sink(tr, t, &r);
 	if (!r.known)
 		return;
@@ -173,7 +172,7 @@ struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how)
 	if (mt_target_open(t, pid, err, sizeof(err)))
 		return NULL;
 	tr->ntargets++;
-	if (tr->opt->children_of &&
+	if (tr->conf->children_of &&
 	    bpf_map__update_elem(tr->skel->maps.traced, &pid, sizeof(pid), &one,
 				 sizeof(one), BPF_ANY))
 		mt_err("follow pid %d: %s", pid, strerror(errno));
@@ -198,7 +197,7 @@ void mt_tracer_on_loader(struct mt_tracer *tr, const struct mt_event *ev)
 
 bool mt_tracer_all_exited(struct mt_tracer *tr)
 {
-	bool all = !tr->opt->all; /* --all waits for new ones */
+	bool all = !tr->conf->all; /* --all waits for new ones */
 
 	for (int i = 0; i < tr->ntargets; i++)
 		if (!mt_target_poll_exit(&tr->targets[i]))
@@ -213,7 +212,7 @@ int mt_tracer_attach(struct mt_tracer *tr)
 	const unsigned int ours =
 		(1u << MT_LIB_CUDART) | (1u << MT_LIB_CUDA) |
 		(1u << MT_LIB_C10) |
-		(tr->opt->exc_types ? 1u << MT_LIB_PYTHON : 0);
+		(tr->conf->exc_types ? 1u << MT_LIB_PYTHON : 0);
 	char err[512];
 
 	for (int i = 0; i < tr->ntargets; i++) {
@@ -226,7 +225,7 @@ int mt_tracer_attach(struct mt_tracer *tr)
 			return 2;
 		}
 		find_python(tr, t);
-		if (!(t->libs & ours) && !tr->opt->wait_libs &&
+		if (!(t->libs & ours) && !tr->conf->wait_libs &&
 		    !tr->att.global) {
 			mt_err("pid %d (%s) maps none of %s; "
 			       "use --wait to wait for them",
@@ -250,7 +249,7 @@ int mt_tracer_spawn(struct mt_tracer *tr, int gate[2])
 		       strerror(errno));
 		return 2;
 	}
-	ret = mt_target_spawn(t, tr->opt->command, gate, err, sizeof(err));
+	ret = mt_target_spawn(t, tr->conf->command, gate, err, sizeof(err));
 	tr->ntargets = 1;
 	if (ret) {
 		mt_err("%s", err);
@@ -272,10 +271,10 @@ static int follow_children(struct mt_tracer *tr)
 	int pids[MT_MAX_TARGETS];
 	size_t n;
 
-	if (!mt_tracer_add(tr, tr->opt->children_of, "launcher")) {
+	if (!mt_tracer_add(tr, tr->conf->children_of, "launcher")) {
 		mt_err("no such process: %d (check the pid "
 		       "with ps)",
-		       tr->opt->children_of);
+		       tr->conf->children_of);
 		return 2;
 	}
 	tr->fork_link = bpf_program__attach(tr->skel->progs.mt_fork);
@@ -283,7 +282,7 @@ static int follow_children(struct mt_tracer *tr)
 		mt_err("follow forks: %s", strerror(errno));
 		return 2;
 	}
-	n = mt_descendants(tr->opt->children_of, pids, MT_MAX_TARGETS);
+	n = mt_descendants(tr->conf->children_of, pids, MT_MAX_TARGETS);
 	for (size_t i = 0; i < n; i++)
 		mt_tracer_add(tr, pids[i], "child");
 	return 0;
@@ -305,14 +304,14 @@ int mt_tracer_open(struct mt_tracer *tr)
 {
 	char err[512];
 
-	if (tr->opt->children_of)
+	if (tr->conf->children_of)
 		return follow_children(tr);
-	if (tr->opt->all) {
+	if (tr->conf->all) {
 		mt_tracer_scan_all(tr);
 		return 0;
 	}
-	for (int i = 0; i < tr->opt->npids; i++) {
-		if (mt_target_open(&tr->targets[i], tr->opt->pids[i], err,
+	for (int i = 0; i < tr->conf->npids; i++) {
+		if (mt_target_open(&tr->targets[i], tr->conf->pids[i], err,
 				   sizeof(err))) {
 			mt_err("%s", err);
 			return 2;
@@ -329,8 +328,9 @@ int mt_tracer_open_module_logs(struct mt_tracer *tr)
 	for (int i = 0; i < tr->ntargets; i++) {
 		struct mt_target *t = &tr->targets[i];
 
-		t->modlog = mt_modlog_open(tr->opt->module_log, t->pid,
-					   tr->opt->log_time, err, sizeof(err));
+		t->modlog =
+			mt_modlog_open(tr->conf->module_log, t->pid,
+				       tr->conf->log_time, err, sizeof(err));
 		if (!t->modlog) {
 			mt_err("%s", err);
 			return 2;
@@ -343,7 +343,7 @@ void mt_tracer_describe(struct mt_tracer *tr)
 {
 	mt_sink_meta(&tr->sink, "tool", "memtrace-bpf %s", MT_VERSION);
 	for (int i = 0; i < tr->ntargets; i++)
-		mt_sink_describe(&tr->sink, &tr->targets[i], tr->opt->command);
+		mt_sink_describe(&tr->sink, &tr->targets[i], tr->conf->command);
 }
 
 /* a library attached: the record keeps it */

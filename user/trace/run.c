@@ -14,7 +14,6 @@
 #include "memtrace.skel.h"
 #include "export/metrics.h"
 #include "trace/modlog.h"
-#include "cli/options.h"
 #include "trace/preflight.h"
 #include "python/pyproc.h"
 #include "python/stack.h"
@@ -110,8 +109,8 @@ static void flush_sinks(struct mt_tracer *tr)
 static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 {
 	__u64 start = now_ns(), last_scan = start, last_all = start;
-	__u64 end = tr->opt->duration > 0 ?
-			    start + (__u64)(tr->opt->duration * 1e9) :
+	__u64 end = tr->conf->duration > 0 ?
+			    start + (__u64)(tr->conf->duration * 1e9) :
 			    0;
 	int ret;
 
@@ -146,7 +145,7 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 				mt_tracer_rescan(tr, &tr->targets[i]);
 			last_scan = now_ns();
 		}
-		if (tr->opt->all && now_ns() - last_all >= ALL_SCAN_NS) {
+		if (tr->conf->all && now_ns() - last_all >= ALL_SCAN_NS) {
 			mt_tracer_scan_all(tr);
 			last_all = now_ns();
 		}
@@ -159,7 +158,7 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 
 static int run(struct mt_tracer *tr)
 {
-	const struct mt_options *o = tr->opt;
+	const struct mt_trace_conf *o = tr->conf;
 	struct ring_buffer *rb = NULL;
 	int gate[2] = { -1, -1 };
 	char err[512];
@@ -189,7 +188,7 @@ static int run(struct mt_tracer *tr)
 	tr->att.trace_exceptions = o->exc_types != NULL;
 	tr->att.global = o->children_of || o->all;
 	/* with -q the attach notes still tell a script when tracing began */
-	tr->att.log = o->quiet || o->mode == MT_MODE_RECORD ? stderr : tr->out;
+	tr->att.log = o->quiet || o->record ? stderr : tr->out;
 	tr->att.on_lib = mt_tracer_on_lib;
 	tr->att.ctx = tr;
 
@@ -198,7 +197,7 @@ static int run(struct mt_tracer *tr)
 		ret = mt_tracer_open_module_logs(tr);
 	if (ret)
 		return ret;
-	if (o->mode == MT_MODE_RECORD)
+	if (o->record)
 		mt_tracer_describe(tr);
 	else if (!o->quiet)
 		print_header(tr);
@@ -239,7 +238,7 @@ static int run(struct mt_tracer *tr)
 
 static int open_metrics(struct mt_tracer *tr)
 {
-	const struct mt_options *o = tr->opt;
+	const struct mt_trace_conf *o = tr->conf;
 	const struct mt_metrics_conf c = { .addr = o->metrics_addr,
 					   .file = o->metrics_file,
 					   .file_interval = 1.0 };
@@ -275,7 +274,7 @@ static int close_metrics(struct mt_tracer *tr)
 
 static int open_watch(struct mt_tracer *tr)
 {
-	const struct mt_options *o = tr->opt;
+	const struct mt_trace_conf *o = tr->conf;
 	const struct mt_watch_conf c = { .interval = o->watch,
 					 .window = o->watch_window,
 					 .device_mem = o->device_mem,
@@ -300,9 +299,9 @@ static void report_lost_procs(const struct mt_tracer *tr)
 			(unsigned long long)forks);
 }
 
-int mt_trace(const struct mt_options *opt, const struct mt_output_conf *oc)
+int mt_trace(const struct mt_trace_conf *c)
 {
-	struct mt_tracer tr = { .opt = opt, .out_conf = oc };
+	struct mt_tracer tr = { .conf = c };
 	char err[512];
 	int ret;
 
@@ -310,13 +309,12 @@ int mt_trace(const struct mt_options *opt, const struct mt_output_conf *oc)
 		mt_err("%s", err);
 		return 2;
 	}
-	libbpf_set_print(opt->verbose ? libbpf_print_verbose : libbpf_print);
+	libbpf_set_print(c->verbose ? libbpf_print_verbose : libbpf_print);
 	/* with --export, -o is the export's file */
-	tr.per_proc = opt->output && !opt->export_kind &&
-		      mt_path_per_process(opt->output);
-	ret = mt_sink_open(&tr.sink, oc, opt->mode == MT_MODE_RECORD,
-			   tr.per_proc || opt->export_kind ? NULL :
-							     opt->output);
+	tr.per_proc =
+		c->output && !c->export_kind && mt_path_per_process(c->output);
+	ret = mt_sink_open(&tr.sink, &c->out, c->record,
+			   tr.per_proc || c->export_kind ? NULL : c->output);
 	tr.out = tr.sink.out;
 	tr.names = mt_strpool_new(4096);
 	tr.frames = mt_strpool_new(1 << 18);

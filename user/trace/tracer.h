@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * A live trace: its state, shared by memtrace.c (the run and its loop),
+ * A live trace: its state, shared by run.c (the run and its loop),
  * procs.c (the processes it follows) and events.c (each event it reads).
  */
 #ifndef __TRACER_H
@@ -12,6 +12,7 @@
 #include "trace/attach.h"
 #include "memtrace.h"
 #include "trace/sink.h"
+#include "trace/trace.h"
 #include "proc/target.h"
 
 /* processes --children and --all may follow */
@@ -19,8 +20,7 @@
 
 /* everything the event callback needs */
 struct mt_tracer {
-	const struct mt_options *opt;
-	const struct mt_output_conf *out_conf; /* each sink's session */
+	const struct mt_trace_conf *conf;
 	struct memtrace_bpf *skel;
 	struct mt_attacher att;
 	struct mt_target targets[MT_MAX_TARGETS];
@@ -68,11 +68,5 @@ void mt_tracer_on_modcode(void *ctx, __u32 pid, __u64 code);
 
 /* events.c: the ring buffer's callback */
 int mt_tracer_on_event(void *ctx, void *data, size_t len);
-
-/*
- * run.c: trace as o asks, each sink's session and export as oc asks. The
- * exit status: 0, or 2 after a one-line error.
- */
-int mt_trace(const struct mt_options *o, const struct mt_output_conf *oc);
 
 #endif /* __TRACER_H */
