@@ -15,13 +15,27 @@ USER_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -I$(OUTPUT) -Ibpf -Iuser
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf \
 	      -Wall -Werror
 
-USER_HDRS := $(wildcard user/*/*.h) user/event/cuda_errors.def
-USER_SRCS := $(filter-out user/cli/main.c,$(wildcard user/*/*.c))
-USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
-MAIN_OBJ := $(OUTPUT)/cli/main.o
+# user/ is one folder a subsystem, listed bottom to top: a folder may use
+# only the folders before it (scripts/check-layers.sh checks the includes,
+# and the link order of one archive a folder checks the calls). Only trace/
+# and cli/ see libbpf and the skeleton, so the unit tests link the lower
+# archives and need neither clang nor bpftool.
+LAYERS := lib event proc analysis python export record estimate trace cli
+CORE_LAYERS := $(filter-out trace cli,$(LAYERS))
+layer_objs = $(patsubst user/%.c,$(2)/%.o,$(wildcard user/$(1)/*.c))
+layer_lib = $(2)/libmt-$(1).a
+# archives in link order: the highest layer first
+link_libs = $(foreach l,$(shell echo $(1) | tr ' ' '\n' | tac),$(call layer_lib,$(l),$(2)))
+
+USER_OBJS := $(foreach l,$(LAYERS),$(call layer_objs,$(l),$(OUTPUT)))
+MAIN_LIBS := $(call link_libs,$(LAYERS),$(OUTPUT))
+CORE_LIBS := $(call link_libs,$(CORE_LAYERS),$(OUTPUT))
+ASAN_LIBS := $(call link_libs,$(CORE_LAYERS),$(OUTPUT)/asan)
+SKEL_USERS := $(call layer_objs,trace,$(OUTPUT)) $(call layer_objs,cli,$(OUTPUT))
 LIBS := -lbpf -lelf -lz -lyajl
 STATIC_LIBS := -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a -l:libyajl_s.a
-
+# each object also depends on the headers it includes (-MMD: .d files)
+DEPFLAGS = -MMD -MP
 UNIT_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
 ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=all
@@ -47,30 +61,40 @@ $(OUTPUT)/memtrace.bpf.o: $(OUTPUT)/memtrace.tmp.bpf.o
 $(OUTPUT)/memtrace.skel.h: $(OUTPUT)/memtrace.bpf.o
 	$(BPFTOOL) gen skeleton $< name memtrace_bpf > $@
 
-$(OUTPUT)/%.o: user/%.c $(USER_HDRS) bpf/memtrace.h $(OUTPUT)/memtrace.skel.h | $(OUTPUT)
+$(OUTPUT)/%.o: user/%.c | $(OUTPUT)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(USER_CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(USER_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-memtrace-bpf: $(MAIN_OBJ) $(USER_OBJS)
-	$(CC) $(CFLAGS) $^ $(LIBS) -o $@
+$(SKEL_USERS): $(OUTPUT)/memtrace.skel.h
+
+define layer_rule
+$(call layer_lib,$(1),$(2)): $(call layer_objs,$(1),$(2))
+	@rm -f $$@
+	$(AR) rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call layer_rule,$(l),$(OUTPUT))))
+$(foreach l,$(CORE_LAYERS),$(eval $(call layer_rule,$(l),$(OUTPUT)/asan)))
+
+memtrace-bpf: $(MAIN_LIBS)
+	$(CC) $(CFLAGS) $(MAIN_LIBS) $(LIBS) -o $@
 
 # One file to copy onto a production host: libbpf, libelf, zlib and zstd in.
 static: $(OUTPUT)/static/memtrace-bpf
-$(OUTPUT)/static/memtrace-bpf: $(MAIN_OBJ) $(USER_OBJS)
+$(OUTPUT)/static/memtrace-bpf: $(MAIN_LIBS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -static $^ $(STATIC_LIBS) -o $@
+	$(CC) $(CFLAGS) -static $(MAIN_LIBS) $(STATIC_LIBS) -o $@
 	@echo "static binary: $@"
 
 # Unit tests, plain and under ASan/UBSan.
-$(OUTPUT)/%: tests/unit/%.c $(USER_OBJS)
-	$(CC) $(CFLAGS) $(USER_CFLAGS) -I$(CUDA_HOME)/include $^ $(LIBS) -lcmocka -o $@
+$(OUTPUT)/test_%: tests/unit/test_%.c $(CORE_LIBS)
+	$(CC) $(CFLAGS) $(USER_CFLAGS) $(DEPFLAGS) -I$(CUDA_HOME)/include $< $(CORE_LIBS) $(LIBS) -lcmocka -o $@
 
-$(OUTPUT)/asan/%.o: user/%.c $(USER_HDRS) bpf/memtrace.h $(OUTPUT)/memtrace.skel.h | $(OUTPUT)
+$(OUTPUT)/asan/%.o: user/%.c | $(OUTPUT)
 	@mkdir -p $(@D)
-	$(CC) -O1 -g $(ASAN) $(USER_CFLAGS) -c $< -o $@
+	$(CC) -O1 -g $(ASAN) $(USER_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(OUTPUT)/asan/%: tests/unit/%.c $(patsubst user/%.c,$(OUTPUT)/asan/%.o,$(USER_SRCS))
-	$(CC) -O1 -g $(ASAN) $(USER_CFLAGS) -I$(CUDA_HOME)/include $^ $(LIBS) -lcmocka -o $@
+$(OUTPUT)/asan/test_%: tests/unit/test_%.c $(ASAN_LIBS)
+	$(CC) -O1 -g $(ASAN) $(USER_CFLAGS) $(DEPFLAGS) -I$(CUDA_HOME)/include $< $(ASAN_LIBS) $(LIBS) -lcmocka -o $@
 
 unit: $(addprefix $(OUTPUT)/,$(UNIT_TESTS))
 	@set -e; for t in $^; do echo "== $$t"; $$t; done
@@ -93,7 +117,7 @@ FUZZ_DIR := $(OUTPUT)/fuzz
 FUZZ_SECS ?= 300
 FUZZ_LIB := user/record/coder.c user/record/reader.c user/record/writer.c \
 	user/analysis/sites.c user/lib/strpool.c
-FUZZ_DEPS := $(FUZZ_LIB) $(USER_HDRS) bpf/memtrace.h
+FUZZ_DEPS := $(FUZZ_LIB) $(wildcard user/*/*.h) bpf/memtrace.h
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all $(USER_CFLAGS)
 
@@ -123,6 +147,7 @@ fuzz-short:
 C_SOURCES := $(wildcard user/*/*.c user/*/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/fuzz/*.c tests/fixtures/*.c tests/fixtures/*.cpp)
 
 lint:
+	scripts/check-layers.sh $(LAYERS)
 	clang-format --dry-run -Werror $(C_SOURCES)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--inline-suppr --std=c11 -D__x86_64__ -Ibpf -Iuser \
@@ -151,6 +176,8 @@ bench: setup
 	bench/multi.sh
 	bench/exports.sh
 	bench/estimate.sh
+
+-include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)
 
 clean:
 	rm -rf $(OUTPUT) memtrace-bpf
