@@ -18,8 +18,8 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf \
 # user/ is one folder a subsystem, listed bottom to top: a folder may use
 # only the folders before it (scripts/check-layers.sh checks the includes,
 # and the link order of one archive a folder checks the calls). Only trace/
-# and cli/ see libbpf and the skeleton, so the unit tests link the lower
-# archives and need neither clang nor bpftool.
+# sees libbpf and the skeleton, so the unit tests link the archives below
+# trace/ and cli/ and need neither clang nor bpftool.
 LAYERS := lib event proc analysis python export record estimate trace cli
 CORE_LAYERS := $(filter-out trace cli,$(LAYERS))
 layer_objs = $(patsubst user/%.c,$(2)/%.o,$(wildcard user/$(1)/*.c))
@@ -27,11 +27,10 @@ layer_lib = $(2)/libmt-$(1).a
 # archives in link order: the highest layer first
 link_libs = $(foreach l,$(shell echo $(1) | tr ' ' '\n' | tac),$(call layer_lib,$(l),$(2)))
 
-USER_OBJS := $(foreach l,$(LAYERS),$(call layer_objs,$(l),$(OUTPUT)))
 MAIN_LIBS := $(call link_libs,$(LAYERS),$(OUTPUT))
 CORE_LIBS := $(call link_libs,$(CORE_LAYERS),$(OUTPUT))
 ASAN_LIBS := $(call link_libs,$(CORE_LAYERS),$(OUTPUT)/asan)
-SKEL_USERS := $(call layer_objs,trace,$(OUTPUT)) $(call layer_objs,cli,$(OUTPUT))
+SKEL_USERS := $(call layer_objs,trace,$(OUTPUT))
 LIBS := -lbpf -lelf -lz -lyajl
 STATIC_LIBS := -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a -l:libyajl_s.a
 # each object also depends on the headers it includes (-MMD: .d files)
