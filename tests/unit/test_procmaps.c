@@ -202,8 +202,9 @@ static void test_classify(void **state)
 		{ "", -1 },
 		/* a directory named like a library does not make one */
 		{ "/opt/libcudart.so.13/libfoo.so", -1 },
-		{ "/x/libc10.so (deleted)", -1 },
-		{ "/x/libcudart.so.13 (deleted)", -1 },
+		/* replaced on disk since mapped: still the file running */
+		{ "/x/libc10.so (deleted)", MT_LIB_C10 },
+		{ "/x/libcudart.so.13 (deleted)", MT_LIB_CUDART },
 		/* CPython: its library, or an executable with it linked in */
 		{ "/usr/bin/python3.11", MT_LIB_PYTHON },
 		{ "/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0",
