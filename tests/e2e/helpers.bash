@@ -114,3 +114,70 @@ events() {
 field() {
 	sed -nE "s/.* $2=([^ ]+).*/\1/p" <<<"$1"
 }
+
+# debian_root SUITE: the directory of the Debian SUITE root (trixie, sid)
+# that scripts/debian-root.sh builds once per machine and caches; fails
+# with its reason when it cannot be had (no root, no network)
+debian_root() {
+	"$ROOT/scripts/debian-root.sh" "$1"
+}
+
+# The container way into a root, as runtimes do it: a mount namespace of
+# its own, the root bound onto itself, /proc mounted, pivot_root into it
+# and the old root detached (with the root's own python, as the root has
+# no umount), then the command. Arguments: ROOTDIR CMD...
+CONTAINER_SH='r=$1; shift
+mount --bind "$r" "$r" && mount -t proc proc "$r/proc" && cd "$r" &&
+	pivot_root . mnt || exit 97
+exec /usr/bin/python3 -c "import ctypes, os, sys
+if ctypes.CDLL(None, use_errno=True).umount2(b\"/mnt\", 2):
+    sys.exit(\"umount /mnt: \" + os.strerror(ctypes.get_errno()))
+os.chdir(\"/\")
+os.execv(sys.argv[1], sys.argv[1:])" "$@"'
+
+# in_root ROOTDIR WAY: set IN_ROOT, the command words that run what follows
+# them inside ROOTDIR, WAY being "container" (above) or "chroot" (a plain
+# chroot: no mount namespace, the target's paths in maps are ours)
+in_root() {
+	case $2 in
+	container) IN_ROOT=(unshare --mount --propagation private -- /bin/sh -c "$CONTAINER_SH" sh "$1") ;;
+	chroot) IN_ROOT=(chroot "$1") ;;
+	*) echo "in_root: unknown way '$2'" >&2; return 1 ;;
+	esac
+}
+
+# root_stage ROOTDIR FILE...: copy FILEs (with mt_sync.py) into a new
+# directory under ROOTDIR/tmp; sets STAGE to it as seen inside the root.
+# The root is a shared cache: root_unstage removes it.
+root_stage() {
+	local root=$1 dir
+	shift
+	dir=$(mktemp -d "$root/tmp/memtrace-e2e.XXXXXX")
+	cp "$ROOT/tests/fixtures/mt_sync.py" "$@" "$dir/"
+	STAGE=${dir#"$root"}
+	STAGE_ROOT=$root
+}
+
+root_unstage() {
+	[ -n "${STAGE:-}" ] && rm -rf "${STAGE_ROOT:?}$STAGE"
+	STAGE=
+}
+
+# fixture_in_root NAME CMD...: fixture NAME for a CMD that runs inside the
+# staged root (root_stage): its handshake files lie in the stage, and the
+# usual $BATS_TEST_TMPDIR/NAME.go and .hold are links to them, so that
+# release, settle and unhold work unchanged
+fixture_in_root() {
+	local name=$1 dir=$STAGE_ROOT$STAGE
+	local -a env=(MT_GO="$STAGE/$name.go")
+	shift
+	rm -f "$dir/$name.go" "$dir/$name.hold"
+	ln -sfn "$dir/$name.go" "$BATS_TEST_TMPDIR/$name.go"
+	ln -sfn "$dir/$name.hold" "$BATS_TEST_TMPDIR/$name.hold"
+	: >"$BATS_TEST_TMPDIR/$name.out"
+	[ -n "${HELD:-}" ] && env+=(MT_HOLD="$STAGE/$name.hold")
+	env "${env[@]}" "$@" >"$BATS_TEST_TMPDIR/$name.out" \
+		2>"$BATS_TEST_TMPDIR/$name.err" &
+	wait_for "$BATS_TEST_TMPDIR/$name.out" '^READY ' 120
+	printf -v "${name}_PID" '%s' "$(awk '/^READY /{print $2; exit}' "$BATS_TEST_TMPDIR/$name.out")"
+}

@@ -231,6 +231,63 @@ static void test_libc10(void **state)
 	assert_int_not_equal(out[1].vaddr, out[2].vaddr);
 }
 
+/* "{int64}" stands for one 64-bit integer code; the rest is literal */
+static void test_name_patterns(void **state)
+{
+	static const char pat[] =
+		"_ZN3c1027reportMemoryUsageToProfilerEPv{int64}{int64}{int64}NS_6DeviceE";
+
+	/* torch 1.13 (int64_t x3) and 2.x (int64_t, size_t x2) */
+	assert_true(mt_elf_name_matches(
+		"_ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE", pat));
+	assert_true(mt_elf_name_matches(
+		"_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE", pat));
+	assert_true(mt_elf_name_matches(
+		"_ZN3c1027reportMemoryUsageToProfilerEPvxyyNS_6DeviceE@@V1",
+		pat));
+	/* an int is not a 64-bit integer; a missing parameter is not one */
+	assert_false(mt_elf_name_matches(
+		"_ZN3c1027reportMemoryUsageToProfilerEPvlliNS_6DeviceE", pat));
+	assert_false(mt_elf_name_matches(
+		"_ZN3c1027reportMemoryUsageToProfilerEPvllNS_6DeviceE", pat));
+	/* nothing may follow but a version */
+	assert_false(mt_elf_name_matches(
+		"_ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceEi", pat));
+	assert_false(mt_elf_name_matches("_ZN3c1027report", pat));
+	assert_false(mt_elf_name_matches("", pat));
+	/* plain names as before */
+	assert_true(mt_elf_name_matches("cudaMalloc", "cudaMalloc"));
+	assert_true(mt_elf_name_matches("cudaMalloc@@libcudart.so.13",
+					"cudaMalloc"));
+	assert_false(mt_elf_name_matches("cudaMallocHost", "cudaMalloc"));
+	assert_false(mt_elf_name_matches("cudaMallo", "cudaMalloc"));
+}
+
+/* a pattern finds the one definition nm knows by its full name */
+static void test_libc10_pattern(void **state)
+{
+	static const char *const pat[] = {
+		"_ZN3c1027reportMemoryUsageToProfilerEPv{int64}{int64}{int64}NS_6DeviceE",
+	};
+	static const char *const exact[] = {
+		"_ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE",
+	};
+	struct mt_sym a[1], b[1];
+	char err[256] = "";
+	int fd;
+
+	need_file(LIBC10);
+	check_against_binutils(LIBC10, exact, 1, b);
+	/* through a descriptor, as a mapped library is read */
+	fd = open(LIBC10, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	if (mt_elf_resolve_fd(fd, "libc10", pat, 1, a, err, sizeof(err)))
+		fail_msg("mt_elf_resolve_fd: %s", err);
+	close(fd);
+	assert_int_equal(a[0].vaddr, b[0].vaddr);
+	assert_int_equal(a[0].offset, b[0].offset);
+}
+
 static void test_cudart_versioned(void **state)
 {
 	static const char *const names[] = {
@@ -826,6 +883,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_libc10),
+		cmocka_unit_test(test_name_patterns),
+		cmocka_unit_test(test_libc10_pattern),
 		cmocka_unit_test(test_cudart_versioned),
 		cmocka_unit_test(test_cudart_not_defined),
 		cmocka_unit_test(test_libc_versions),

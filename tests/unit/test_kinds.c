@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/event/kinds.c: what each probed call's raw event means. */
+/*
+ * user/event/kinds.c: what each probed call's raw event means; the probe
+ * table's PyTorch symbols, found in each PyTorch this machine has.
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "event/kinds.h"
+#include "proc/elfsym.h"
 
 static struct mt_event event(unsigned int kind)
 {
@@ -492,6 +499,93 @@ static void test_names(void **state)
 	assert_string_equal(mt_space_name(MT_SP_MAX), "?");
 }
 
+/*
+ * Every PyTorch kind's symbols are found in lib (a libc10 or libtorch_cpu
+ * of enum mt_lib which): a kind with none would silently trace nothing.
+ * Returns how many kinds were checked.
+ */
+static int check_torch_lib(const char *path, enum mt_lib which)
+{
+	const char *names[MT_MAX_SYMS];
+	struct mt_sym syms[MT_MAX_SYMS];
+	char err[256];
+	int kinds = 0;
+
+	for (unsigned int k = MT_K_NONE + 1; k < MT_K_MAX; k++) {
+		const struct mt_kind_info *ki = mt_kind(k);
+		size_t n = 0;
+		bool found = false;
+
+		if (ki->lib != which)
+			continue;
+		while (n < MT_MAX_SYMS && ki->syms[n]) {
+			names[n] = ki->syms[n];
+			n++;
+		}
+		if (mt_elf_resolve(path, names, n, syms, err, sizeof(err)))
+			fail_msg("%s", err);
+		for (size_t i = 0; i < n; i++)
+			found |= syms[i].vaddr != 0;
+		if (!found)
+			fail_msg("%s: no symbol of kind %u (%s)", path, k,
+				 ki->syms[0]);
+		kinds++;
+	}
+	return kinds;
+}
+
+/*
+ * Debian's torch 1.13 on this host and 2.6 and 2.14 in the roots that
+ * scripts/debian-root.sh builds (MT_ROOTS), each where present.
+ */
+static void test_torch_symbols(void **state)
+{
+	static const char *const dirs[] = {
+		"/usr/lib/x86_64-linux-gnu",
+		"%s/trixie-*/usr/lib/x86_64-linux-gnu",
+		"%s/sid-*/usr/lib/x86_64-linux-gnu",
+	};
+	const char *roots = getenv("MT_ROOTS");
+	int libs = 0;
+
+	if (!roots)
+		roots = "/var/cache/memtrace-bpf/roots";
+	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
+		static const struct {
+			const char *glob;
+			enum mt_lib lib;
+		} files[] = {
+			{ "libc10.so.*.*.*", MT_LIB_C10 },
+			{ "libtorch_cpu.so.*.*.*", MT_LIB_TORCH_CPU },
+		};
+
+		for (size_t f = 0; f < 2; f++) {
+			char dir[512], pat[600];
+			glob_t g;
+
+			snprintf(dir, sizeof(dir), dirs[d], roots);
+			snprintf(pat, sizeof(pat), "%s/%s", dir, files[f].glob);
+			if (glob(pat, 0, NULL, &g))
+				continue;
+			for (size_t i = 0; i < g.gl_pathc; i++) {
+				int n = check_torch_lib(g.gl_pathv[i],
+							files[f].lib);
+
+				print_message("%s: %d kinds found\n",
+					      g.gl_pathv[i], n);
+				assert_true(n > 0);
+				libs++;
+			}
+			globfree(&g);
+		}
+	}
+	if (!libs) {
+		print_message("skipped: no PyTorch installed or in %s\n",
+			      roots);
+		skip();
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -507,6 +601,7 @@ int main(void)
 		cmocka_unit_test(test_not_records),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_torch_symbols),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-/* user/proc/maps.c: parsing /proc/PID/maps and naming the libraries in it. */
+/*
+ * user/proc/maps.c: parsing /proc/PID/maps and naming the libraries in it;
+ * user/proc/mapfile.c: opening the very file a mapping holds.
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -8,12 +11,17 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "event/kinds.h"
+#include "proc/mapfile.h"
 #include "proc/maps.h"
 
 static int parse(const char *line, struct mt_mapping *m, char *path,
@@ -194,8 +202,9 @@ static void test_classify(void **state)
 		{ "", -1 },
 		/* a directory named like a library does not make one */
 		{ "/opt/libcudart.so.13/libfoo.so", -1 },
-		{ "/x/libc10.so (deleted)", -1 },
-		{ "/x/libcudart.so.13 (deleted)", -1 },
+		/* replaced on disk since mapped: still the file running */
+		{ "/x/libc10.so (deleted)", MT_LIB_C10 },
+		{ "/x/libcudart.so.13 (deleted)", MT_LIB_CUDART },
 		/* CPython: its library, or an executable with it linked in */
 		{ "/usr/bin/python3.11", MT_LIB_PYTHON },
 		{ "/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0",
@@ -335,6 +344,124 @@ static void test_read_missing_pid(void **state)
 	mt_maps_free(&maps);
 }
 
+/* a temporary file of len bytes of c, mapped read-only; *m describes it */
+static void *map_temp(char *path, size_t len, int c, struct mt_mapping *m)
+{
+	struct stat st;
+	char buf[4096];
+	void *addr;
+	int fd;
+
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	memset(buf, c, sizeof(buf));
+	for (size_t done = 0; done < len; done += sizeof(buf))
+		assert_int_equal(write(fd, buf, sizeof(buf)), sizeof(buf));
+	assert_int_equal(fstat(fd, &st), 0);
+	addr = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_true(addr != MAP_FAILED);
+	close(fd);
+	*m = (struct mt_mapping){ .start = (uintptr_t)addr,
+				  .end = (uintptr_t)addr + len,
+				  .dev = st.st_dev,
+				  .inode = st.st_ino,
+				  .path = path };
+	return addr;
+}
+
+/*
+ * The file mapped is opened, not the one at its path now: a library
+ * replaced on disk after it was mapped is still the one read and probed.
+ */
+static void test_mapfile_replaced(void **state)
+{
+	char path[] = "/tmp/test_procmaps.XXXXXX";
+	char other[] = "/tmp/test_procmaps.XXXXXX";
+	char err[256] = "", fdpath[64];
+	struct mt_mapping m, m2;
+	struct stat st, via;
+	void *a, *b;
+	char c;
+	int fd;
+
+	a = map_temp(path, 8192, 'A', &m);
+	b = map_temp(other, 4096, 'B', &m2);
+	/* the path now names another file */
+	assert_int_equal(rename(other, path), 0);
+	fd = mt_mapfile_open(getpid(), &m, err, sizeof(err));
+	if (fd < 0)
+		fail_msg("mt_mapfile_open: %s", err);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_ino, m.inode);
+	assert_int_equal(st.st_dev, m.dev);
+	assert_int_equal(pread(fd, &c, 1, 0), 1);
+	assert_int_equal(c, 'A');
+	/* a path naming the descriptor resolves to the same inode */
+	assert_int_equal(mt_mapfile_fd_path(fd, fdpath, sizeof(fdpath)), 0);
+	assert_int_equal(stat(fdpath, &via), 0);
+	assert_int_equal(via.st_ino, m.inode);
+	assert_int_equal(via.st_dev, m.dev);
+	/* what the path names is not what is mapped */
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_not_equal(st.st_ino, m.inode);
+	assert_int_equal(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	close(fd);
+	unlink(path);
+	munmap(a, 8192);
+	munmap(b, 4096);
+}
+
+/* an inode other than the mapping's, or no mapping: one line, no fd */
+static void test_mapfile_refused(void **state)
+{
+	char path[] = "/tmp/test_procmaps.XXXXXX";
+	struct mt_mapping m, bad;
+	char err[256] = "";
+	void *a;
+
+	a = map_temp(path, 4096, 'A', &m);
+	bad = m;
+	bad.inode++;
+	assert_int_equal(mt_mapfile_open(getpid(), &bad, err, sizeof(err)),
+			 -ESTALE);
+	assert_non_null(strstr(err, path));
+	assert_null(strchr(err, '\n'));
+
+	/* the range is not a mapping (the end is off by a page) */
+	bad = m;
+	bad.end += 4096;
+	err[0] = '\0';
+	assert_true(mt_mapfile_open(getpid(), &bad, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, path));
+	assert_non_null(strstr(err, "map_files"));
+
+	munmap(a, 4096);
+	unlink(path);
+	bad = m;
+	assert_true(mt_mapfile_open(INT_MAX, &bad, err, sizeof(err)) < 0);
+}
+
+/* a FIFO or a directory at a path: refused at once, never waited on */
+static void test_mapfile_path_not_regular(void **state)
+{
+	char dir[] = "/tmp/test_procmaps.XXXXXX", fifo[64], err[256] = "";
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	/* no writer: a blocking open would wait here for ever */
+	assert_int_equal(mt_mapfile_open_path(fifo, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, fifo));
+	assert_int_equal(mt_mapfile_open_path(dir, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, dir));
+	assert_int_equal(
+		mt_mapfile_open_path("/nonexistent/lib.so", err, sizeof(err)),
+		-ENOENT);
+	assert_non_null(strstr(err, "/nonexistent/lib.so"));
+	unlink(fifo);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +476,9 @@ int main(void)
 		cmocka_unit_test(test_read_self),
 		cmocka_unit_test(test_read_finds_libc),
 		cmocka_unit_test(test_read_missing_pid),
+		cmocka_unit_test(test_mapfile_replaced),
+		cmocka_unit_test(test_mapfile_refused),
+		cmocka_unit_test(test_mapfile_path_not_regular),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -67,7 +67,8 @@ struct mt_kind_info {
 	const char *event; /* <layer>:<call> */
 	const char *free_event; /* c10 report: the name when size < 0 */
 	enum mt_lib lib;
-	const char *syms[MT_MAX_SYMS]; /* every one found is attached */
+	/* every one found is attached; "{int64}" as in proc/elfsym.h */
+	const char *syms[MT_MAX_SYMS];
 	enum mt_kind fallback_of; /* attach only if that kind found none */
 	unsigned int flags; /* MT_F_* of the cookie */
 	bool retprobe;

@@ -16,7 +16,14 @@
 	.event = ev, .lib = l, .flags = MT_F_STASH, .retprobe = true, \
 	.role = MT_ROLE_FREE, .space = sp, .devsrc = ds, .errdomain = err
 
-/* Argument positions follow the C prototypes (x86-64 SysV registers). */
+/*
+ * Argument positions follow the C prototypes (x86-64 SysV registers).
+ * Symbols are matched as proc/elfsym.h says: "{int64}" is any 64-bit
+ * integer in a mangled parameter list, so that a parameter retyped from
+ * int64_t to size_t (c10 1.13 to 2.x) is the same function, and one
+ * pattern names it in every release. The names here hold for Debian's
+ * torch 1.13, 2.6 and 2.14 (tests/unit/test_kinds.c checks them).
+ */
 static const struct mt_kind_info kinds[MT_K_MAX] = {
 	[MT_K_CUDA_MALLOC] = {
 		OUT_ALLOC("cudart:cudaMalloc", MT_LIB_CUDART, MT_SP_CUDART,
@@ -114,8 +121,7 @@ static const struct mt_kind_info kinds[MT_K_MAX] = {
 		.event = "c10:alloc", .free_event = "c10:free",
 		.lib = MT_LIB_C10, .role = MT_ROLE_ALLOC, .space = MT_SP_C10,
 		.devsrc = MT_DS_C10ARG, 
-		.syms = { "_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE",
-			  "_ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE" },
+		.syms = { "_ZN3c1027reportMemoryUsageToProfilerEPv{int64}{int64}{int64}NS_6DeviceE" },
 		.ptr_arg = MT_A(0), .size_arg = MT_A(1), .allocated_arg = MT_A(2),
 		.reserved_arg = MT_A(3), .dev_arg = MT_A(4), .signed_size = true,
 	},
@@ -123,8 +129,7 @@ static const struct mt_kind_info kinds[MT_K_MAX] = {
 	[MT_K_C10_OOM] = {
 		.event = "c10:oom", .lib = MT_LIB_C10, .role = MT_ROLE_OOM,
 		.space = MT_SP_C10, .devsrc = MT_DS_C10ARG, 
-		.syms = { "_ZN3c1027reportOutOfMemoryToProfilerElmmNS_6DeviceE",
-			  "_ZN3c1027reportOutOfMemoryToProfilerElllNS_6DeviceE" },
+		.syms = { "_ZN3c1027reportOutOfMemoryToProfilerE{int64}{int64}{int64}NS_6DeviceE" },
 		.size_arg = MT_A(0), .allocated_arg = MT_A(1), .reserved_arg = MT_A(2),
 		.dev_arg = MT_A(3),
 	},

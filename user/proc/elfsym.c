@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdbool.h>
@@ -8,15 +7,36 @@
 #include <string.h>
 #include <unistd.h>
 #include "proc/elfsym.h"
+#include "proc/mapfile.h"
 
 #define VERSYM_HIDDEN 0x8000
 
-static bool name_matches(const char *symname, const char *want)
-{
-	size_t n = strlen(want);
+/*
+ * The Itanium C++ ABI's codes of the 64-bit integers on LP64: long,
+ * unsigned long, long long, unsigned long long.
+ */
+static const char int64_token[] = "{int64}";
+static const char int64_codes[] = "lmxy";
 
-	return !strncmp(symname, want, n) &&
-	       (symname[n] == '\0' || symname[n] == '@');
+bool mt_elf_name_matches(const char *symname, const char *pattern)
+{
+	const size_t toklen = sizeof(int64_token) - 1;
+	const char *s = symname, *p = pattern;
+
+	while (*p) {
+		if (!strncmp(p, int64_token, toklen)) {
+			if (!*s || !strchr(int64_codes, *s))
+				return false;
+			s++;
+			p += toklen;
+			continue;
+		}
+		if (*s != *p)
+			return false;
+		s++;
+		p++;
+	}
+	return *s == '\0' || *s == '@';
 }
 
 /*
@@ -104,7 +124,7 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 			dflt = !at || at[1] == '@';
 		}
 		for (size_t k = 0; k < n; k++) {
-			if (!name_matches(name, names[k]))
+			if (!mt_elf_name_matches(name, names[k]))
 				continue;
 			if (out[k].vaddr && (is_default[k] || !dflt))
 				continue;
@@ -114,7 +134,7 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 	}
 }
 
-static int resolve(const char *path, const char *const *names, size_t n,
+static int resolve(int fd, const char *path, const char *const *names, size_t n,
 		   bool objects, struct mt_sym *out, char *err, size_t errlen)
 {
 	bool is_default[64] = { false };
@@ -122,7 +142,7 @@ static int resolve(const char *path, const char *const *names, size_t n,
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
 	Elf *elf;
-	int fd, ret = 0;
+	int ret = 0;
 
 	if (n > sizeof(is_default) / sizeof(is_default[0])) {
 		snprintf(err, errlen, "%s: more than %zu names asked for", path,
@@ -134,12 +154,6 @@ static int resolve(const char *path, const char *const *names, size_t n,
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		snprintf(err, errlen, "libelf: %s", elf_errmsg(-1));
 		return -EINVAL;
-	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
-		return ret;
 	}
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
@@ -166,6 +180,19 @@ static int resolve(const char *path, const char *const *names, size_t n,
 out:
 	if (elf)
 		elf_end(elf);
+	return ret;
+}
+
+static int resolve_path(const char *path, const char *const *names, size_t n,
+			bool objects, struct mt_sym *out, char *err,
+			size_t errlen)
+{
+	int fd = mt_mapfile_open_path(path, err, errlen);
+	int ret;
+
+	if (fd < 0)
+		return fd;
+	ret = resolve(fd, path, names, n, objects, out, err, errlen);
 	close(fd);
 	return ret;
 }
@@ -173,11 +200,24 @@ out:
 int mt_elf_resolve(const char *path, const char *const *names, size_t n,
 		   struct mt_sym *out, char *err, size_t errlen)
 {
-	return resolve(path, names, n, false, out, err, errlen);
+	return resolve_path(path, names, n, false, out, err, errlen);
 }
 
 int mt_elf_resolve_any(const char *path, const char *const *names, size_t n,
 		       struct mt_sym *out, char *err, size_t errlen)
 {
-	return resolve(path, names, n, true, out, err, errlen);
+	return resolve_path(path, names, n, true, out, err, errlen);
+}
+
+int mt_elf_resolve_fd(int fd, const char *name, const char *const *names,
+		      size_t n, struct mt_sym *out, char *err, size_t errlen)
+{
+	return resolve(fd, name, names, n, false, out, err, errlen);
+}
+
+int mt_elf_resolve_any_fd(int fd, const char *name, const char *const *names,
+			  size_t n, struct mt_sym *out, char *err,
+			  size_t errlen)
+{
+	return resolve(fd, name, names, n, true, out, err, errlen);
 }

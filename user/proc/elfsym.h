@@ -3,6 +3,7 @@
 #ifndef __ELFSYM_H
 #define __ELFSYM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
 
@@ -12,10 +13,20 @@ struct mt_sym {
 };
 
 /*
- * Look up n function names in .dynsym and .symtab of the file at path. A
- * versioned name ("cudaMalloc@@libcudart.so.13") matches its plain name; of
- * several versions the default one wins. Not-found names get vaddr 0.
- * Returns 0, or -errno with a message in err (errlen bytes).
+ * Does a symbol's name match a name asked for? A name asked for is the
+ * symbol's own name, in which "{int64}" stands for the mangled code of any
+ * 64-bit integer type (l, m, x, y): C++ names whose parameters went from
+ * int64_t to size_t between releases are found by what they are. A
+ * versioned name ("cudaMalloc@@libcudart.so.13") matches its plain name.
+ */
+bool mt_elf_name_matches(const char *symname, const char *pattern);
+
+/*
+ * Look up n function names (as mt_elf_name_matches) in .dynsym and .symtab
+ * of the file at path; of several versions the default one wins, of
+ * several symbols matching a pattern the first. Not-found names get vaddr
+ * 0. Only a regular file is read, and its open cannot block. Returns 0, or
+ * -errno with a message in err (errlen bytes).
  */
 int mt_elf_resolve(const char *path, const char *const *names, size_t n,
 		   struct mt_sym *out, char *err, size_t errlen);
@@ -27,5 +38,15 @@ int mt_elf_resolve(const char *path, const char *const *names, size_t n,
  */
 int mt_elf_resolve_any(const char *path, const char *const *names, size_t n,
 		       struct mt_sym *out, char *err, size_t errlen);
+
+/*
+ * The same for a file already open as fd (the file a process maps), read
+ * through that descriptor; name is what messages call it.
+ */
+int mt_elf_resolve_fd(int fd, const char *name, const char *const *names,
+		      size_t n, struct mt_sym *out, char *err, size_t errlen);
+int mt_elf_resolve_any_fd(int fd, const char *name, const char *const *names,
+			  size_t n, struct mt_sym *out, char *err,
+			  size_t errlen);
 
 #endif /* __ELFSYM_H */

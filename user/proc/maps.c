@@ -140,8 +140,11 @@ int mt_lib_classify(const char *path)
 {
 	const char *base = mt_basename(path);
 
-	if (strstr(path, " (deleted)"))
-		return -1;
+	/*
+	 * A library deleted or replaced on disk since it was mapped ("PATH
+	 * (deleted)") is one of ours all the same: it is opened through the
+	 * mapping (proc/mapfile.h), so the file probed is the one running.
+	 */
 	if (lib_named(base, "libcudart"))
 		return MT_LIB_CUDART;
 	if (lib_named(base, "libcuda"))

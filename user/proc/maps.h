@@ -36,7 +36,10 @@ const struct mt_mapping *mt_maps_find(const struct mt_maps *maps, __u64 addr);
 
 const char *mt_basename(const char *path);
 
-/* Which enum mt_lib a file is, from its name; -1 for none of ours. */
+/*
+ * Which enum mt_lib a file is, from its name (a " (deleted)" suffix
+ * included); -1 for none of ours.
+ */
 int mt_lib_classify(const char *path);
 
 #endif /* __PROCMAPS_H */

@@ -157,14 +157,6 @@ void mt_target_close(struct mt_target *t)
 	mt_maps_free(&t->maps);
 }
 
-int mt_target_path(const struct mt_target *t, const char *path, char *buf,
-		   size_t len)
-{
-	int n = snprintf(buf, len, "/proc/%d/root%s", t->pid, path);
-
-	return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : 0;
-}
-
 bool mt_target_has_file(const struct mt_target *t, __u64 dev, __u64 inode)
 {
 	for (size_t i = 0; i < t->nfiles; i++)

@@ -55,10 +55,6 @@ bool mt_target_poll_exit(struct mt_target *t);
 
 void mt_target_close(struct mt_target *t);
 
-/* Path through which this process's file is opened: /proc/PID/root/PATH. */
-int mt_target_path(const struct mt_target *t, const char *path, char *buf,
-		   size_t len);
-
 bool mt_target_has_file(const struct mt_target *t, __u64 dev, __u64 inode);
 
 #endif /* __TARGET_H */

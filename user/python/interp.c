@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "proc/elfsym.h"
+#include "proc/mapfile.h"
 #include "proc/maps.h"
 #include "python/layout.h"
 #include "python/objects.h"
@@ -76,10 +77,10 @@ static int find_python(int pid, const struct mt_maps *maps, const char **path,
 		       const char **old, struct mt_sym *syms, char *err,
 		       size_t errlen)
 {
-	char exe[PATH_MAX], file[PATH_MAX + 32], link[32];
+	char exe[PATH_MAX], link[32];
 	const char *prev = NULL;
 	ssize_t n;
-	int ret = -ENOENT;
+	int fd, ret = -ENOENT;
 
 	*path = NULL;
 	*old = NULL;
@@ -98,9 +99,15 @@ static int find_python(int pid, const struct mt_maps *maps, const char **path,
 			continue;
 		if (strstr(p, " (deleted)"))
 			continue;
-		/* the file as the target sees it, also in a container */
-		snprintf(file, sizeof(file), "/proc/%d/root%s", pid, p);
-		r = mt_elf_resolve_any(file, sym_names, S_N, syms, err, errlen);
+		/* the file mapped itself, whatever the target's root */
+		fd = mt_mapfile_open(pid, &maps->v[i], err, errlen);
+		if (fd < 0) {
+			ret = fd;
+			continue;
+		}
+		r = mt_elf_resolve_any_fd(fd, p, sym_names, S_N, syms, err,
+					  errlen);
+		close(fd);
 		if (r) {
 			ret = r;
 			continue;

@@ -2,9 +2,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <bpf/libbpf.h>
 #include "trace/attach.h"
 #include "proc/elfsym.h"
+#include "proc/mapfile.h"
 #include "memtrace.skel.h"
 
 #define MAX_NAMES 64
@@ -86,20 +88,27 @@ static int attach_one(struct mt_attacher *a, struct bpf_program *prog, int pid,
 	return err;
 }
 
-int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
-		  const char *path, char *err, size_t errlen)
+/*
+ * Attach every probe of lib to t in the file open as fd, which messages
+ * call path. The symbols are read through fd, and the uprobes are placed
+ * through /proc/self/fd/FD: the kernel resolves that to fd's own inode, so
+ * what is probed is what was read, whatever is at path now.
+ */
+static int attach_fd(struct mt_attacher *a, struct mt_target *t,
+		     enum mt_lib lib, int fd, const char *path, char *err,
+		     size_t errlen)
 {
 	const char *names[MAX_NAMES];
 	unsigned int kind_of[MAX_NAMES];
 	struct mt_sym syms[MAX_NAMES];
 	bool found[MT_K_MAX] = { false };
-	char file[4096 + 64];
+	char file[64];
 	size_t n = 0;
 	int ret, probes = 0;
 
-	ret = mt_target_path(t, path, file, sizeof(file));
+	ret = mt_mapfile_fd_path(fd, file, sizeof(file));
 	if (ret) {
-		snprintf(err, errlen, "%s: path too long", path);
+		snprintf(err, errlen, "%s: descriptor path too long", path);
 		return ret;
 	}
 	for (unsigned int k = 1; k < MT_K_MAX; k++) {
@@ -112,7 +121,7 @@ int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
 			kind_of[n++] = k;
 		}
 	}
-	ret = mt_elf_resolve(file, names, n, syms, err, errlen);
+	ret = mt_elf_resolve_fd(fd, path, names, n, syms, err, errlen);
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < n; i++)
@@ -148,6 +157,34 @@ fail:
 		return ret;
 	}
 	return probes;
+}
+
+int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
+		  const char *path, char *err, size_t errlen)
+{
+	int fd = mt_mapfile_open_path(path, err, errlen);
+	int ret;
+
+	if (fd < 0)
+		return fd;
+	ret = attach_fd(a, t, lib, fd, path, err, errlen);
+	close(fd);
+	return ret;
+}
+
+/* attach_fd for the file t maps at m, opened through the mapping itself */
+static int attach_mapping(struct mt_attacher *a, struct mt_target *t,
+			  enum mt_lib lib, const struct mt_mapping *m,
+			  char *err, size_t errlen)
+{
+	int fd = mt_mapfile_open(t->pid, m, err, errlen);
+	int ret;
+
+	if (fd < 0)
+		return fd;
+	ret = attach_fd(a, t, lib, fd, m->path, err, errlen);
+	close(fd);
+	return ret;
 }
 
 int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
@@ -187,8 +224,7 @@ int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 				 t->pid, MT_MAX_FILES);
 			return -E2BIG;
 		}
-		ret = mt_attach_lib(a, t, (enum mt_lib)lib, m->path, err,
-				    errlen);
+		ret = attach_mapping(a, t, (enum mt_lib)lib, m, err, errlen);
 		if (ret < 0)
 			return ret;
 		t->files[t->nfiles++] =
