@@ -112,7 +112,7 @@ struct {
 
 struct bulk {
 	__u8 b[MT_BULK];
-	__u8 slack[8]; /* the verifier bounds a field's offset to 79, not 72 */
+	__u8 slack[8]; /* the verifier bounds a field's offset to 87, not 80 */
 };
 
 struct {
@@ -188,14 +188,6 @@ static __always_inline void fill(struct mt_event *e, struct pt_regs *ctx,
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 }
 
-/*
- * glibc x86-64: struct pthread's specific_1stblock, an array of struct
- * pthread_key_data { uintptr_t seq; void *data; }, for the first 32 keys
- */
-#define PTHREAD_SPECIFIC_OFF 0x310
-#define PTHREAD_KEY_2NDLEVEL 32
-#define PTHREAD_KEY_DATA_SIZE 16
-#define PTHREAD_KEY_DATA_OFF 8
 /* 64-bit FNV-1a: a stack's id is the hash of its frames */
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
@@ -213,19 +205,56 @@ static __always_inline bool is_modcode(const struct mt_pyconf *c, __u64 code)
 	return false;
 }
 
+/* the search of the thread list for the calling thread's state */
+struct ts_search {
+	const struct mt_pyconf *c;
+	__u64 fs, ts;
+	bool found;
+};
+
+static long ts_step(__u64 i, void *data)
+{
+	struct ts_search *s = data;
+	__u64 id;
+
+	if (!s->ts || read_u64(&id, s->ts + s->c->ts_id_off))
+		return 1;
+	/* tstate->thread_id is pthread_self(): the thread pointer, fs_base */
+	if (id == s->fs) {
+		s->found = true;
+		return 1;
+	}
+	if (read_u64(&s->ts, s->ts + s->c->ts_next_off))
+		s->ts = 0;
+	return 0;
+}
+
+/*
+ * The calling thread's PyThreadState, 0 if it has none. A TLS slot costs
+ * one read; the list, two a thread, is for targets whose slot user space
+ * could not find.
+ */
+static __always_inline __u64 thread_state(const struct mt_pyconf *c)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct ts_search s = { .c = c };
+	__u64 ts;
+
+	s.fs = BPF_CORE_READ(task, thread.fsbase);
+	if (c->ts_how == MT_TS_FS)
+		return read_u64(&ts, s.fs + c->ts_fs_off) ? 0 : ts;
+	if (c->ts_how != MT_TS_LIST || read_u64(&s.ts, c->ts_list))
+		return 0;
+	bpf_loop(MT_MAX_THREADS, ts_step, &s, 0);
+	return s.found ? s.ts : 0;
+}
+
 /* the calling thread's top Python frame, 0 if it runs no Python */
 static __always_inline __u64 top_frame(const struct mt_pyconf *c)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	__u64 fs = BPF_CORE_READ(task, thread.fsbase);
-	__u64 tstate, p;
+	__u64 tstate = thread_state(c), p;
 
-	if (c->tss_key >= PTHREAD_KEY_2NDLEVEL)
-		return 0;
-	if (read_u64(&tstate, fs + PTHREAD_SPECIFIC_OFF +
-				      c->tss_key * PTHREAD_KEY_DATA_SIZE +
-				      PTHREAD_KEY_DATA_OFF) ||
-	    !tstate)
+	if (!tstate)
 		return 0;
 	if (read_u64(&p, tstate + c->ts_frame_off) || !p)
 		return 0;
@@ -310,9 +339,9 @@ static long walk_step(__u64 i, void *data)
 			    ((__u8 *)win)[o] >= c->owner_cstack_min)
 				return 0;
 		}
-		f->code = win_at(win, c->f_code);
+		f->code = win_at(win, c->f_code) & c->ref_mask;
 		f->instr = win_at(win, c->f_instr);
-		f->local0 = win_at(win, c->f_localsplus);
+		f->local0 = win_at(win, c->f_localsplus) & c->ref_mask;
 		goto hash;
 	}
 	if (c->owner_cstack_min &&
@@ -331,6 +360,8 @@ static long walk_step(__u64 i, void *data)
 		read_u64(&f->instr, frame + c->f_instr);
 	}
 	read_u64(&f->local0, frame + c->f_localsplus);
+	f->code &= c->ref_mask;
+	f->local0 &= c->ref_mask;
 	if (read_u64(&w->frame, frame + c->f_back))
 		w->frame = 0;
 hash:
@@ -349,8 +380,9 @@ next:
 /*
  * Walk the thread's Python frames, store the stack under its hash and put
  * that id in the event. The GIL is usually released here (PyTorch drops it
- * around ops): the thread state comes from the thread's own TLS, which is
- * valid while the thread is stopped at our probe.
+ * around ops): the thread state comes from the thread's own TLS (or the
+ * thread list), which is valid while the thread is stopped at our probe.
+ * From 3.14 on, frames hold tagged references: the low bits are cleared.
  */
 static __always_inline void walk_python(struct mt_event *ev)
 {

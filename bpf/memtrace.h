@@ -70,24 +70,36 @@ enum mt_kind {
 
 #define MT_MAX_FRAMES 64
 #define MT_MAX_MODCODE 4
-#define MT_FRAME_WIN 80 /* bytes of a frame head holding every field (3.11+) */
+#define MT_FRAME_WIN 88 /* bytes of a frame head holding every field (3.11+) */
+#define MT_MAX_THREADS 256 /* thread states searched by MT_TS_LIST */
+
+/* mt_pyconf.ts_how: how the walker finds the calling thread's state */
+enum mt_ts_how {
+	MT_TS_NONE = 0, /* it cannot: no stacks */
+	MT_TS_FS, /* the pointer at fs_base + ts_fs_off (a TLS slot) */
+	MT_TS_LIST, /* the state in the list at ts_list whose thread_id is fs_base */
+};
 
 /*
- * How to walk one target's CPython frames (user/python/pyproc.c fills it from the
- * interpreter's version): the pthread key of the thread state, and the
- * offsets of the fields the walk reads. Byte offsets.
+ * How to walk one target's CPython frames (user/python/ fills it from the
+ * interpreter's version and its _Py_DebugOffsets): where the calling
+ * thread's PyThreadState is, and the offsets of the fields the walk reads.
+ * Byte offsets.
  */
 struct mt_pyconf {
 	__u32 minor; /* 3.<minor> */
-	__u32 tss_key; /* pthread key holding each thread's PyThreadState */
-	__u64 ts_frame_off; /* tstate->frame (3.10), ->cframe (3.11/12), ->current_frame (3.13) */
+	__u32 ts_how; /* enum mt_ts_how */
+	__s64 ts_fs_off; /* MT_TS_FS: the slot's offset from fs_base */
+	__u64 ts_list; /* MT_TS_LIST: address of the first thread state pointer */
+	__u64 ts_next_off, ts_id_off; /* tstate->next, ->thread_id */
+	__u64 ts_frame_off; /* tstate->frame (3.10), ->cframe (3.11/12), ->current_frame (3.13+) */
 	__s64 cframe_cur_off; /* current_frame in _PyCFrame; -1: none */
 	__u64 f_code, f_back, f_instr, f_localsplus, f_owner;
+	__u64 ref_mask; /* f_code and localsplus are tagged (3.14+): ~3 */
 	__u32 instr_is_index; /* 3.10: f_lasti is an int */
 	__u32 owner_cstack_min; /* owner >= this: a C shim, skipped; 0: none */
 	__u32 max_depth; /* frames kept, at most MT_MAX_FRAMES */
 	__u32 frame_win; /* MT_FRAME_WIN if every field lies within it, else 0 */
-	__u32 pad;
 	/*
 	 * Stacks are deduplicated by a hash of each frame's code and
 	 * instruction; localsplus[0] joins the hash only for the frames that
@@ -95,15 +107,15 @@ struct mt_pyconf {
 	 * knows those code objects. Until then every frame's joins it.
 	 */
 	__u32 nmodcode;
-	__u32 pad2;
+	__u32 pad;
 	__u64 modcode[MT_MAX_MODCODE];
 };
 
 /* one Python frame as the walk saw it; user space gives it names */
 struct mt_pyframe {
-	__u64 code; /* code object */
+	__u64 code; /* code object (tag bits cleared) */
 	__u64 instr; /* instruction pointer (f_lasti on 3.10) */
-	__u64 local0; /* localsplus[0]: self of a method */
+	__u64 local0; /* localsplus[0]: self of a method (tag bits cleared) */
 };
 
 struct mt_pystack {

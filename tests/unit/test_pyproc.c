@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * user/python/pyproc.c and user/python/line.c against real interpreters: pyenv's
- * 3.10-3.13 (shared libpython, PIE) with a stand-in torch/nn/modules/module.py
- * and Debian's /usr/bin/python3 (3.11, non-PIE, libpython linked in,
- * stripped) with real torch. Each child prints what CPython itself says
+ * user/python/ against real interpreters: pyenv's 3.10-3.13 (shared
+ * libpython, PIE) with a stand-in torch/nn/modules/module.py, Debian's
+ * /usr/bin/python3 (3.11, non-PIE, libpython linked in, stripped) with real
+ * torch, and in containers of the Debian sid root (scripts/debian-root.sh,
+ * under $MT_ROOTS): its python3.14 with real torch 2.14 and its bare
+ * python3.15 with the stand-in. Each child prints what CPython itself says
  * about its frames, objects and line tables, then sleeps with the GIL
  * released while the test reads it from outside.
  */
@@ -37,8 +39,33 @@
 #define DEADLINE_MS 30000
 #define OUT_MAX (4 << 20)
 
-/* glibc x86_64: pthread key k's value, from the thread's struct pthread */
-#define TSS_SLOT(self, k) ((self) + 0x310 + 16 * (k) + 8)
+/* where scripts/debian-root.sh keeps its roots, unless MT_ROOTS says */
+#define ROOTS_DEFAULT "/var/cache/memtrace-bpf/roots"
+
+/*
+ * A container of a root, as container runtimes make one: its own mount
+ * namespace (unshare), the root bound and made / with pivot_root, /proc
+ * mounted, the old root unmounted (by the root's own Python: the root has
+ * no umount). The test's folder is bound at the same path inside.
+ * Arguments: root, folder, then the command; it keeps the process's pid.
+ */
+static const char container_sh[] =
+	"set -e\n"
+	"root=$1 dir=$2\n"
+	"shift 2\n"
+	"new=$(mktemp -d \"$dir/.root.XXXXXX\")\n"
+	"mount --bind \"$root\" \"$new\"\n"
+	"mount -t tmpfs none \"$new/tmp\"\n"
+	"mkdir -p \"$new$dir\" \"$new/tmp/.old\"\n"
+	"mount --bind \"$dir\" \"$new$dir\"\n"
+	"mount -t proc proc \"$new/proc\"\n"
+	"cd \"$new\"\n"
+	"pivot_root . tmp/.old\n"
+	"cd /\n"
+	"exec \"$1\" -c 'import ctypes, os, sys\n"
+	"if ctypes.CDLL(None).umount2(b\"/tmp/.old\", 2):\n"
+	"    sys.exit(\"umount /tmp/.old failed\")\n"
+	"os.execv(sys.argv[1], sys.argv[1:])' \"$@\"\n";
 
 /* the stand-in: the module file name is what mt_py_is_module_call keys on */
 static const char fake_module_py[] =
@@ -223,6 +250,8 @@ static const char child_py[] =
 
 struct child {
 	const char *pattern; /* the interpreter, a glob */
+	const char
+		*root; /* run in a container of this root (a glob), or NULL */
 	const char *mode; /* argv[1] of child.py: "fake" or "real" torch */
 	unsigned int minor;
 	pid_t pid;
@@ -233,7 +262,7 @@ struct child {
 
 struct fixture {
 	char dir[64];
-	struct child py[5];
+	struct child py[7];
 };
 
 static void write_file(const char *dir, const char *rel, const char *text)
@@ -412,7 +441,16 @@ static int setup(void **state)
 		  .mode = "fake",
 		  .minor = 13 },
 		{ .pattern = "/usr/bin/python3", .mode = "real", .minor = 11 },
+		{ .pattern = "/usr/bin/python3.14",
+		  .root = "sid-*",
+		  .mode = "real",
+		  .minor = 14 },
+		{ .pattern = "/usr/bin/python3.15",
+		  .root = "sid-*",
+		  .mode = "fake",
+		  .minor = 15 },
 	};
+	const char *roots = getenv("MT_ROOTS");
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	char script[PATH_MAX];
 
@@ -441,6 +479,42 @@ static int setup(void **state)
 		*c = kinds[i];
 		c->pid = -1;
 		c->fd = c->in = -1;
+		if (c->root) {
+			char pat[PATH_MAX];
+
+			snprintf(pat, sizeof(pat), "%s/%s%s",
+				 roots ? roots : ROOTS_DEFAULT, c->root,
+				 c->pattern);
+			if (glob(pat, 0, NULL, &g))
+				continue;
+			/* the root: the match less the interpreter's path */
+			g.gl_pathv[g.gl_pathc - 1]
+				  [strlen(g.gl_pathv[g.gl_pathc - 1]) -
+				   strlen(c->pattern)] = '\0';
+			{
+				char *argv[] = {
+					"/usr/bin/unshare",
+					"-m",
+					"--propagation",
+					"private",
+					"/bin/bash",
+					"-c",
+					(char *)container_sh,
+					"container",
+					g.gl_pathv[g.gl_pathc - 1],
+					fx->dir,
+					(char *)c->pattern,
+					"-I",
+					script,
+					(char *)c->mode,
+					NULL,
+				};
+
+				c->pid = spawn(argv, &c->fd, &c->in);
+			}
+			globfree(&g);
+			continue;
+		}
 		if (glob(c->pattern, 0, NULL, &g))
 			continue;
 		{
@@ -523,8 +597,8 @@ static __u64 num(const char *s)
 /* the instruction field the BPF walker would read for offset addrq */
 static __u64 instr_for(unsigned int minor, __u64 code, __s64 addrq)
 {
-	/* co_code_adaptive in the code object, 3.11..3.13 */
-	static const __u64 adaptive[] = { 184, 192, 200 };
+	/* co_code_adaptive in the code object, 3.11..3.15 */
+	static const __u64 adaptive[] = { 184, 192, 200, 208, 208 };
 
 	if (minor == 10)
 		return (__u64)(addrq / 2);
@@ -538,7 +612,9 @@ static struct child *ready_child(void **state, size_t i)
 	long deadline = now_ms() + DEADLINE_MS;
 
 	if (c->pid <= 0) {
-		print_message("skipped: no %s\n", c->pattern);
+		print_message("skipped: no %s%s%s\n", c->pattern,
+			      c->root ? " in a root " : "",
+			      c->root ? c->root : "");
 		skip();
 	}
 	wait_line(c, "READY", deadline);
@@ -570,7 +646,9 @@ static void check_conf(const struct mt_py *py, unsigned int minor)
 	if (minor == 10)
 		assert_true(conf->f_owner == MT_PY_NO_OWNER);
 	assert_int_equal(conf->owner_cstack_min, minor >= 12 ? 3 : 0);
-	assert_true(conf->tss_key < 32); /* what the BPF formula covers */
+	assert_true(conf->ref_mask == (minor >= 14 ? ~3ULL : ~0ULL));
+	/* glibc's pthread_getspecific (3.10-3.14), or 3.15's TLS accessor */
+	assert_int_equal(conf->ts_how, MT_TS_FS);
 }
 
 /* every code unit of every frame's code object, against co_lines() */
@@ -617,11 +695,10 @@ static void check_frames(struct mt_py *py, const struct child *c,
 	assert_true(record(c, "TH", 0, buf, sizeof(buf), f, 2));
 	n = mt_py_thread_frames(py, num(f[1]), fr, max, &tstate);
 	assert_true(n > 0);
-	/* the TSS key leads BPF to the same thread state */
-	assert_int_equal(
-		mt_py_read(py, TSS_SLOT(num(f[1]), mt_py_conf(py)->tss_key),
-			   &slot, sizeof(slot)),
-		0);
+	/* the TLS slot leads BPF to the same thread state */
+	assert_int_equal(mt_py_read(py, num(f[1]) + mt_py_conf(py)->ts_fs_off,
+				    &slot, sizeof(slot)),
+			 0);
 	assert_int_equal(slot, tstate);
 
 	for (i = 0; record(c, "F", i, buf, sizeof(buf), f, 5); i++) {
@@ -888,6 +965,18 @@ static void test_debian_torch(void **state)
 	check_child(state, 4);
 }
 
+/* Debian sid's, in a container: tagged frames, real torch 2.14 */
+static void test_py314(void **state)
+{
+	check_child(state, 5);
+}
+
+/* Debian sid's, in a container: no pthread key, a thread-local */
+static void test_py315(void **state)
+{
+	check_child(state, 6);
+}
+
 /* Start argv and wait for its READY line. */
 static pid_t spawn_ready(char *const argv[])
 {
@@ -923,7 +1012,7 @@ static void test_unsupported_39(void **state)
 	assert_null(py);
 	assert_string_equal(
 		err,
-		"CPython 3.9 is not supported (3.10-3.13): events carry no Python stacks");
+		"CPython 3.9 is not supported (3.10-3.15): events carry no Python stacks");
 	stop(pid);
 	globfree(&g);
 }
@@ -1047,6 +1136,8 @@ int main(void)
 		cmocka_unit_test(test_py312),
 		cmocka_unit_test(test_py313),
 		cmocka_unit_test(test_debian_torch),
+		cmocka_unit_test(test_py314),
+		cmocka_unit_test(test_py315),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

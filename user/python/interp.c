@@ -13,9 +13,11 @@
 #include "proc/elfsym.h"
 #include "proc/mapfile.h"
 #include "proc/maps.h"
+#include "python/dbgoff.h"
 #include "python/layout.h"
 #include "python/objects.h"
 #include "python/pyproc.h"
+#include "python/tls.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -29,12 +31,15 @@ enum {
 	S_BYTES,
 	S_VERSION, /* 3.11+ */
 	S_INIT, /* a function: where the file is mapped */
+	S_GILSTATE, /* reads the thread's state from its TLS (3.15+) */
 	S_N,
 };
 
 static const char *const sym_names[S_N] = {
-	"_PyRuntime",	"PyCell_Type", "PyCode_Type",	"PyUnicode_Type",
-	"PyBytes_Type", "Py_Version",  "Py_Initialize",
+	"_PyRuntime",	 "PyCell_Type",
+	"PyCode_Type",	 "PyUnicode_Type",
+	"PyBytes_Type",	 "Py_Version",
+	"Py_Initialize", "PyGILState_GetThisThreadState",
 };
 
 /* X.Y of "python3.11", "libpython3.11.so.1.0", "libpython3.13t.so" */
@@ -123,18 +128,23 @@ static int find_python(int pid, const struct mt_maps *maps, const char **path,
 }
 
 #define UNSUPPORTED \
-	"is not supported (3.10-3.13): events carry no Python stacks"
+	"is not supported (3.10-3.15): events carry no Python stacks"
+#define NO_STACKS "events carry no Python stacks"
 
-/* the Python version hex (PY_VERSION_HEX) and whether free-threaded */
+/*
+ * the Python version hex (PY_VERSION_HEX), whether free-threaded, and
+ * whether _PyRuntime opens with _Py_DebugOffsets (*dbg)
+ */
 static int find_version(struct mt_py *py, const char *path,
 			const struct mt_sym *syms, __u64 bias, __u64 *hex,
-			bool *ft, char *err, size_t errlen)
+			bool *ft, bool *has_dbg, char *err, size_t errlen)
 {
 	unsigned int major, minor;
 	__u8 dbg[24];
 	int ret;
 
 	*ft = false;
+	*has_dbg = false;
 	ret = mt_py_read_mem(py, py->runtime, dbg, sizeof(dbg));
 	if (ret) {
 		snprintf(err, errlen, "process %d: reading _PyRuntime: %s",
@@ -145,6 +155,7 @@ static int find_version(struct mt_py *py, const char *path,
 	if (!memcmp(dbg, "xdebugpy", 8)) {
 		*hex = get_u64(dbg, 8);
 		*ft = get_u64(dbg, 16) != 0;
+		*has_dbg = true;
 		return 0;
 	}
 	if (syms[S_VERSION].vaddr &&
@@ -159,71 +170,62 @@ static int find_version(struct mt_py *py, const char *path,
 	return -ENOTSUP;
 }
 
-/* 3.13 publishes its offsets: they must be the ones we walk with */
-static bool debug_offsets_match(const struct mt_py *py)
+/* thread states and frames followed when checking a layout */
+#define CHECK_THREADS 64
+#define CHECK_FRAMES 16
+
+/*
+ * 3.13+: the first Python frame of each thread that runs one must hold a
+ * code object where the offsets say (through the tag bits of 3.14+).
+ */
+static bool frames_hold_code(const struct mt_py *py, __u64 ts)
 {
 	const struct layout *lay = py->lay;
-	const struct {
-		unsigned int slot; /* u64 index after the 24-byte header */
-		__u64 want;
-	} v[] = {
-		{ 2, lay->rt_interp_head },
-		{ 6, lay->is_threads_head },
-		{ 20, lay->ts_frame },
-		{ 21, lay->ts_thread_id },
-		{ 26, lay->f_back },
-		{ 27, lay->f_code },
-		{ 28, lay->f_instr },
-		{ 29, lay->f_localsplus },
-		{ 30, lay->f_owner },
-		{ 32, lay->co_filename },
-		{ 33, lay->co_name },
-		{ 34, lay->co_qualname },
-		{ 35, lay->co_linetable },
-		{ 36, lay->co_firstlineno },
-		{ 37, lay->co_argcount },
-		{ 40, lay->co_adaptive },
-		{ 42, OB_TYPE },
-		{ 44, TP_NAME },
-		{ 46, TP_FLAGS },
-		{ 54, DICT_KEYS },
-		{ 55, DICT_VALUES },
-		{ 62, BYTES_SIZE },
-		{ 63, BYTES_DATA },
-		{ 65, STR_STATE },
-		{ 66, STR_LENGTH },
-		{ 67, lay->str_ascii_data },
-	};
-	__u8 dbg[24 + 68 * 8];
+	__u64 mask = lay->tagged ? ~3ULL : ~0ULL;
 
-	if (mt_py_read(py, py->runtime, dbg, sizeof(dbg)))
-		return false;
-	for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
-		if (get_u64(dbg, 24 + 8 * v[i].slot) != v[i].want)
+	for (int i = 0; ts && i < CHECK_THREADS; i++) {
+		__u64 f, exe, type;
+		__u8 owner = 0;
+		int k;
+
+		if (rd_u64(py, ts + lay->ts_frame, &f))
+			return false;
+		for (k = 0; f && k < CHECK_FRAMES; k++) {
+			if (mt_py_read(py, f + lay->f_owner, &owner, 1))
+				return false;
+			if (owner < lay->owner_cstack_min)
+				break;
+			if (rd_u64(py, f + lay->f_back, &f))
+				return false;
+		}
+		if (f && k < CHECK_FRAMES &&
+		    (rd_u64(py, f + lay->f_code, &exe) ||
+		     rd_u64(py, (exe & mask) + OB_TYPE, &type) ||
+		     type != py->code_type))
+			return false;
+		if (rd_u64(py, ts + TS_NEXT, &ts))
 			return false;
 	}
 	return true;
 }
 
 /*
- * What must hold in a running interpreter of this layout. Returns 0,
- * -EAGAIN (not initialised yet) or -EPROTO, with err.
+ * What must hold in a running interpreter of this layout: the TSS key is
+ * initialised (3.10-3.14: in *key), the first thread state points back at
+ * its interpreter, PyCode_Type is named "code", and (3.13+) frames hold
+ * code objects. Returns 0, -EAGAIN (not initialised yet) or -EPROTO,
+ * with err.
  */
-static int check_layout(struct mt_py *py, char *err, size_t errlen)
+static int check_layout(struct mt_py *py, __u32 *key, char *err, size_t errlen)
 {
 	const struct layout *lay = py->lay;
 	__u64 interp = 0, ts = 0, back = 0, tp_name;
 	char name[16];
-	__u32 tss[2]; /* Py_tss_t: int _is_initialized; pthread_key_t _key */
+	/* Py_tss_t: int _is_initialized; pthread_key_t _key */
+	__u32 tss[2] = { 1, 0 };
 
-	if (lay->minor == 13 && !debug_offsets_match(py)) {
-		snprintf(
-			err, errlen,
-			"process %d: CPython 3.13 _Py_DebugOffsets differ from the known layout",
-			py->pid);
-		return -EPROTO;
-	}
-	if (mt_py_read(py, py->runtime + lay->rt_tss, tss, sizeof(tss)) ||
+	if ((lay->rt_tss &&
+	     mt_py_read(py, py->runtime + lay->rt_tss, tss, sizeof(tss))) ||
 	    rd_u64(py, py->runtime + lay->rt_interp_head, &interp) ||
 	    (interp && rd_u64(py, interp + lay->is_threads_head, &ts)) ||
 	    (ts && rd_u64(py, ts + TS_INTERP, &back)) ||
@@ -247,7 +249,14 @@ static int check_layout(struct mt_py *py, char *err, size_t errlen)
 			py->pid, lay->minor);
 		return -EPROTO;
 	}
-	py->conf.tss_key = tss[1];
+	if (lay->minor >= 13 && !frames_hold_code(py, ts)) {
+		snprintf(
+			err, errlen,
+			"process %d: CPython 3.%u frames hold no code object where _Py_DebugOffsets say",
+			py->pid, lay->minor);
+		return -EPROTO;
+	}
+	*key = tss[1];
 	return 0;
 }
 
@@ -278,6 +287,7 @@ static void fill_conf(struct mt_py *py)
 	c->f_owner = lay->f_owner;
 	c->instr_is_index = lay->minor == 10;
 	c->owner_cstack_min = lay->owner_cstack_min;
+	c->ref_mask = lay->tagged ? ~3ULL : ~0ULL;
 	c->max_depth = MT_MAX_FRAMES;
 	c->frame_win = frame_fits(c) ? MT_FRAME_WIN : 0;
 }
@@ -289,7 +299,8 @@ static int open_runtime(struct mt_py *py, const struct mt_maps *maps,
 {
 	unsigned int major, minor;
 	__u64 bias, hex;
-	bool ft;
+	bool ft, dbg;
+	__u32 key;
 	int ret;
 
 	if (load_bias(maps, path, &syms[S_INIT], &bias)) {
@@ -302,12 +313,14 @@ static int open_runtime(struct mt_py *py, const struct mt_maps *maps,
 	py->code_type = bias + syms[S_CODE].vaddr;
 	py->unicode_type = bias + syms[S_UNICODE].vaddr;
 	py->bytes_type = bias + syms[S_BYTES].vaddr;
-	ret = find_version(py, path, syms, bias, &hex, &ft, err, errlen);
+	ret = find_version(py, path, syms, bias, &hex, &ft, &dbg, err, errlen);
 	if (ret)
 		return ret;
 	major = (hex >> 24) & 0xff;
 	minor = (hex >> 16) & 0xff;
-	if (major != 3 || minor < 10 || minor > 13) {
+	/* 3.13+ describe themselves: a newer one may still be readable */
+	py->lay = mt_py_layout(minor);
+	if (major != 3 || !py->lay || (minor >= 13 && !dbg)) {
 		snprintf(err, errlen, "CPython %u.%u " UNSUPPORTED, major,
 			 minor);
 		return -ENOTSUP;
@@ -315,15 +328,36 @@ static int open_runtime(struct mt_py *py, const struct mt_maps *maps,
 	if (ft) {
 		snprintf(
 			err, errlen,
-			"CPython %u.%u free-threaded builds are not supported: events carry no Python stacks",
+			"CPython %u.%u free-threaded builds are not supported: " NO_STACKS,
 			major, minor);
 		return -ENOTSUP;
 	}
-	py->lay = &mt_py_layouts[minor - 10];
-	ret = check_layout(py, err, errlen);
+	if (minor >= 13) {
+		ret = mt_py_debug_layout(py, minor, py->lay, &py->own_lay, err,
+					 errlen);
+		if (!ret)
+			py->lay = &py->own_lay;
+	}
+	if (!ret)
+		ret = check_layout(py, &key, err, errlen);
+	if (ret && minor > MT_PY_MINOR_MAX && ret != -EAGAIN) {
+		/* one line: what of the newest known layout does not hold */
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(
+			err, errlen,
+			"CPython 3.%u is newer than 3.%u, whose layout does not hold (%s): " NO_STACKS,
+			minor, MT_PY_MINOR_MAX, why);
+		return -ENOTSUP;
+	}
 	if (ret)
 		return ret;
 	fill_conf(py);
+	mt_py_find_tstate(
+		py, maps,
+		syms[S_GILSTATE].vaddr ? bias + syms[S_GILSTATE].vaddr : 0,
+		key);
 	return 0;
 }
 
@@ -348,7 +382,7 @@ int mt_py_open(int pid, struct mt_py **out, char *err, size_t errlen)
 	}
 	ret = find_python(pid, &maps, &path, &old, syms, err, errlen);
 	if (ret == -ENOENT && old && name_version(old, &major, &minor) &&
-	    major == 3 && minor >= 10 && minor <= 13) {
+	    major == 3 && minor >= 10) {
 		/* a supported python3.X whose libpython is not mapped yet */
 		snprintf(err, errlen,
 			 "process %d: CPython %u.%u not loaded yet", pid, major,

@@ -3,7 +3,7 @@
 #include "python/layout.h"
 #include "python/pyproc.h"
 
-const struct layout mt_py_layouts[] = {
+static const struct layout layouts[] = {
 	{
 		.minor = 10,
 		.rt_interp_head = 32,
@@ -82,30 +82,48 @@ const struct layout mt_py_layouts[] = {
 		.str_compact_data = 56,
 		.ht_cached_keys = 880,
 	},
+	/*
+	 * 3.13+: the frame, code, thread and string offsets come from the
+	 * target's _Py_DebugOffsets (dbgoff.c); these are the rest.
+	 */
 	{
 		.minor = 13,
-		.rt_interp_head = 632,
 		.rt_tss = 2160,
-		.is_threads_head = 7344,
-		.ts_thread_id = 152,
-		.ts_frame = 72,
 		.cframe_cur = -1,
-		.f_code = 0,
-		.f_back = 8,
-		.f_instr = 56,
-		.f_localsplus = 72,
-		.f_owner = 70,
 		.owner_cstack_min = 3,
-		.co_argcount = 52,
 		.co_flags = 48,
-		.co_firstlineno = 68,
-		.co_filename = 112,
-		.co_name = 120,
-		.co_qualname = 128,
-		.co_linetable = 136,
-		.co_adaptive = 200,
-		.str_ascii_data = 40,
 		.str_compact_data = 56,
 		.ht_cached_keys = 880,
 	},
+	/* owner 3 (INTERPRETER) and 4 (CSTACK) are shims */
+	{
+		.minor = 14,
+		.rt_tss = 2336,
+		.cframe_cur = -1,
+		.owner_cstack_min = 3,
+		.tagged = true,
+		.co_flags = 48,
+		.str_compact_data = 56,
+		.ht_cached_keys = 880,
+	},
+	/* no autoTSSkey: the thread state is a thread-local (tls.c) */
+	{
+		.minor = 15,
+		.rt_tss = 0,
+		.cframe_cur = -1,
+		.owner_cstack_min = 3,
+		.tagged = true,
+		.co_flags = 48,
+		.str_compact_data = 56,
+		.ht_cached_keys = 888,
+	},
 };
+
+const struct layout *mt_py_layout(unsigned int minor)
+{
+	if (minor < 10)
+		return NULL;
+	if (minor > MT_PY_MINOR_MAX)
+		minor = MT_PY_MINOR_MAX;
+	return &layouts[minor - 10];
+}

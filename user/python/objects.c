@@ -20,9 +20,6 @@
 #define DICT_MAX_ENTRIES (1 << 16)
 #define LIST_MAX 4096 /* thread states or frames followed */
 
-/* code object bytes read per lookup: through co_linetable on every version */
-#define CODE_HDR 144
-
 /* how far under a running module its running child may sit, and how many
  * modules a search may open */
 #define CHILD_DEPTH 4
@@ -495,7 +492,7 @@ static int dict_view(const struct mt_py *py, __u64 dict, struct dview *dv)
 		return -ENOENT;
 	dv->keys = get_u64(hdr, DICT_KEYS);
 	dv->values = get_u64(hdr, DICT_VALUES);
-	/* 3.13 puts a capacity/size/embedded/valid header before values[] */
+	/* 3.13+ put a capacity/size/embedded/valid header before values[] */
 	if (dv->values && py->lay->minor >= 13)
 		dv->values += 8;
 	return 0;
@@ -545,11 +542,11 @@ static int instance_dict(const struct mt_py *py, __u64 obj, struct dview *dv)
 				ret = -ENOENT;
 			return ret ? ret : cached_keys(py, tp, &dv->keys);
 		}
-		if (minor == 13 && (flags & TPF_INLINE_VALUES)) {
+		if (minor >= 13 && (flags & TPF_INLINE_VALUES)) {
 			__u64 vals = obj + get_u64(type, TP_BASICSIZE);
 			__u8 valid;
 
-			/* 3.13 values live after the object's fixed part */
+			/* 3.13+ values live after the object's fixed part */
 			ret = mt_py_read(py, vals + 3, &valid, 1);
 			if (ret)
 				return ret;
@@ -737,6 +734,9 @@ static int read_frame(const struct mt_py *py, __u64 f, struct mt_pyframe *fr)
 		ret = rd_u64(py, f + lay->f_instr, &fr->instr);
 	if (!ret)
 		ret = rd_u64(py, f + lay->f_localsplus, &fr->local0);
+	/* as the BPF walker does: 3.14+ tag the references */
+	fr->code &= py->conf.ref_mask;
+	fr->local0 &= py->conf.ref_mask;
 	return ret;
 }
 

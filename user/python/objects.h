@@ -11,7 +11,14 @@
 #include <stddef.h>
 #include <string.h>
 #include <linux/types.h>
+#include "python/layout.h"
 #include "python/pyproc.h"
+
+/*
+ * code object bytes read per lookup: through co_linetable on every version
+ * (dbgoff.c refuses a target whose fields lie beyond)
+ */
+#define CODE_HDR 144
 
 /* what must stay the same for a cached code object to still be it */
 struct code_fp {
@@ -47,7 +54,8 @@ struct child_entry {
 
 struct mt_py {
 	int pid;
-	const struct layout *lay;
+	const struct layout *lay; /* a table entry, or own_lay (3.13+) */
+	struct layout own_lay; /* the table's, with the target's own offsets */
 	struct mt_pyconf conf;
 	__u64 runtime; /* &_PyRuntime */
 	__u64 cell_type, code_type, unicode_type, bytes_type;

@@ -3,7 +3,8 @@
  * The CPython of a target process, read from outside and read-only
  * (process_vm_readv): what the BPF frame walker needs to know about it, the
  * names of the code objects it records, and the names of nn.Modules.
- * CPython 3.10-3.13, x86_64, default (GIL) builds.
+ * CPython 3.10-3.15 (and a newer one whose _Py_DebugOffsets still have
+ * 3.15's layout), x86_64, default (GIL) builds.
  *
  * An mt_py holds caches and is not thread-safe: one thread at a time. It
  * never writes to the target.
@@ -28,14 +29,18 @@ struct mt_py;
  * Find the CPython in process pid: the executable or a libpython*.so that
  * defines _PyRuntime (files opened through /proc/PID/root, so containers
  * work). The version comes from _Py_DebugOffsets (3.13+), else from
- * Py_Version (3.11+), else from the file name (python3.X, libpython3.X.so);
- * the layout is then checked against the running interpreter (initialised
+ * Py_Version (3.11+), else from the file name (python3.X, libpython3.X.so).
+ * 3.10-3.12 use our tables; 3.13+ the offsets the target publishes in
+ * _Py_DebugOffsets (a newer minor read with 3.15's layout of them). The
+ * layout is then checked against the running interpreter (initialised
  * TSS key, first thread state pointing back at its interpreter, "code" as
- * PyCode_Type's name; on 3.13 _Py_DebugOffsets equal to our table).
+ * PyCode_Type's name; 3.13+: frames hold code objects where the offsets
+ * say). The walker's way to the thread state is found last (python/tls.h).
  *
  * Returns 0 with *out, or -errno with a one-line message in err:
  * -ENOENT: the process runs no CPython (not an error for callers);
- * -ENOTSUP: a version or build we cannot walk;
+ * -ENOTSUP: a version or build we cannot walk (free-threaded; 3.16+ whose
+ *  offsets do not hold);
  * -EAGAIN: CPython is mapped but not initialised yet (try again later);
  * -EPROTO: the interpreter does not look like its version's layout;
  * -ESRCH, -EPERM, -ENOMEM: as usual.
@@ -59,7 +64,7 @@ int mt_py_read(const struct mt_py *py, __u64 addr, void *buf, size_t len);
 /*
  * Name one frame recorded by the walker: code is the code object, instr the
  * raw instruction field (3.10: f_lasti in the low 32 bits; 3.11/3.12:
- * prev_instr; 3.13: instr_ptr). Fills qualname (co_name on 3.10, which has
+ * prev_instr; 3.13+: instr_ptr). Fills qualname (co_name on 3.10, which has
  * no co_qualname), file (co_filename) and line: the instruction's line as
  * CPython computes it (co_firstlineno for a frame not yet started), or -1
  * when it has none, instr does not point into the code, or the line table
@@ -98,7 +103,7 @@ bool mt_py_is_module(struct mt_py *py, __u64 obj);
 
 /*
  * The key under which parent._modules holds child ("encoder", "3"), with
- * every instance __dict__ layout of 3.10-3.13 (split, inline values,
+ * every instance __dict__ layout of 3.10-3.15 (split, inline values,
  * combined). A child held through modules that are not running (a
  * ModuleList iterated, not called) gets the dotted path: "layers.3".
  * Found names are cached by (parent, child) and not revalidated: modules
@@ -122,9 +127,9 @@ int mt_py_class_name(struct mt_py *py, __u64 tp, char *name, size_t len);
  * Walk the frames of the thread whose tstate->thread_id (its pthread_t) is
  * thread_id the way the BPF walker does, innermost first, shims skipped.
  * The thread state comes from the first interpreter's thread list, not the
- * TSS key, and is returned in *tstate. Fills at most max frames; returns
+ * TLS slot, and is returned in *tstate. Fills at most max frames; returns
  * how many, -ESRCH when no thread state has that id, or -EFAULT. For tests
- * and debugging: BPF finds the thread state through the TSS key.
+ * and debugging: BPF finds the thread state as mt_py_conf() says.
  */
 int mt_py_thread_frames(struct mt_py *py, __u64 thread_id,
 			struct mt_pyframe *frames, size_t max, __u64 *tstate);
