@@ -19,7 +19,6 @@
 
 /* object and type fields, the same in 3.10-3.15 (3.13+: checked at open) */
 #define OB_TYPE 8
-#define CELL_REF 16
 #define BYTES_SIZE 16
 #define BYTES_DATA 32
 #define STR_LENGTH 16

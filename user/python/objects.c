@@ -359,17 +359,20 @@ bool mt_py_is_module_call(struct mt_py *py, __u64 code)
 	return !code_get(py, code, &e) && e->module_call;
 }
 
+/*
+ * A cell is made by each call and freed as the call returns, and frames
+ * are named after the event, when the call may be over: its memory then
+ * holds another call's cell (another module) or another object. Only a
+ * self the frame holds itself is still what it was at the event.
+ */
 __u64 mt_py_module_self(struct mt_py *py, __u64 local0)
 {
-	__u64 type, self;
+	__u64 type;
 
-	if (!local0 || rd_u64(py, local0 + OB_TYPE, &type))
+	if (!local0 || rd_u64(py, local0 + OB_TYPE, &type) ||
+	    type == py->cell_type)
 		return 0;
-	if (type != py->cell_type)
-		return local0;
-	if (rd_u64(py, local0 + CELL_REF, &self))
-		return 0;
-	return self;
+	return local0;
 }
 
 /* ---- dicts ---- */

@@ -91,10 +91,11 @@ bool mt_py_is_module_call(struct mt_py *py, __u64 code);
 
 /*
  * self of a _call_impl/_wrapped_call_impl frame from its localsplus[0]:
- * unwraps a cell (torch 2.x keeps _call_impl's self in one) and returns the
- * object, or 0 when local0 is 0 or unreadable. 3.10 keeps a cell argument
- * elsewhere and leaves localsplus[0] NULL: there only _wrapped_call_impl
- * (torch >= 2.1) gives self.
+ * the object, or 0 when local0 is 0, unreadable or a cell. torch 2.x keeps
+ * _call_impl's self in a cell, which its call frees: read after the event
+ * it may hold another module. 3.10 keeps a cell argument elsewhere and
+ * leaves localsplus[0] NULL. Either way _wrapped_call_impl (torch >= 2.1),
+ * which holds self itself, gives it.
  */
 __u64 mt_py_module_self(struct mt_py *py, __u64 local0);
 

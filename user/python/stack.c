@@ -325,7 +325,6 @@ static struct mt_pyresolved *resolve(struct mt_pystacks *ps, struct mt_py *py,
 
 		if (!mt_py_is_module_call(py, st->frames[i].code))
 			continue;
-		note_modcode(ps, pid, st->frames[i].code);
 		self = mt_py_module_self(py, st->frames[i].local0);
 		/*
 		 * torch 2.x's _call_impl keeps self in a cell, which dies with
@@ -336,8 +335,14 @@ static struct mt_pyresolved *resolve(struct mt_pystacks *ps, struct mt_py *py,
 		    mt_py_is_module_call(py, st->frames[i + 1].code))
 			continue;
 		/* a frame caught before self is stored holds something else */
-		if (self && (!nchain || chain[nchain - 1] != self) &&
-		    mt_py_is_module(py, self))
+		if (!self || !mt_py_is_module(py, self))
+			continue;
+		/*
+		 * Only a frame whose self is used joins the stack hash: a
+		 * cell's address (torch 2.x _call_impl) changes every call.
+		 */
+		note_modcode(ps, pid, st->frames[i].code);
+		if (!nchain || chain[nchain - 1] != self)
 			chain[nchain++] = self;
 	}
 	if (nchain && best < PH_FORWARD)
