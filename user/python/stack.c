@@ -326,14 +326,6 @@ static struct mt_pyresolved *resolve(struct mt_pystacks *ps, struct mt_py *py,
 		if (!mt_py_is_module_call(py, st->frames[i].code))
 			continue;
 		self = mt_py_module_self(py, st->frames[i].local0);
-		/*
-		 * torch 2.x's _call_impl keeps self in a cell, which dies with
-		 * the call: named later, it may hold another object. The
-		 * _wrapped_call_impl that called it holds self itself.
-		 */
-		if (self != st->frames[i].local0 && i + 1 < depth &&
-		    mt_py_is_module_call(py, st->frames[i + 1].code))
-			continue;
 		/* a frame caught before self is stored holds something else */
 		if (!self || !mt_py_is_module(py, self))
 			continue;
