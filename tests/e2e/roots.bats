@@ -104,13 +104,6 @@ assert_python() {
 	done < <(grep '^weight ' "$MODEL")
 }
 
-# sid's CPython 3.14 needs the 3.14 walker: until it lands, one line says so
-skip_unsupported_314() {
-	if grep -q 'CPython 3.14 is not supported' "$BATS_TEST_TMPDIR/trace.err"; then
-		skip "CPython 3.14 stacks not supported yet (events checked)"
-	fi
-}
-
 @test "trixie, container (pivot_root), -p: events, stacks, modules, phases" {
 	model_p trixie container
 	assert_events '2\.6\.0'
@@ -139,31 +132,27 @@ skip_unsupported_314() {
 	assert_python
 }
 
-@test "sid, container (pivot_root), -p: events; stacks once CPython 3.14 is" {
+@test "sid, container (pivot_root), -p: events, stacks, modules, phases" {
 	model_p sid container
 	assert_events '2\.14\.[0-9]*'
-	skip_unsupported_314
 	assert_python
 }
 
-@test "sid, plain chroot, -p: events; stacks once CPython 3.14 is" {
+@test "sid, plain chroot, -p: events, stacks, modules, phases" {
 	model_p sid chroot
 	assert_events '2\.14\.[0-9]*'
-	skip_unsupported_314
 	assert_python
 }
 
-@test "sid, container, --: events; stacks once CPython 3.14 is" {
+@test "sid, container, --: events, stacks, modules, phases" {
 	model_cmd sid container
 	assert_events '2\.14\.[0-9]*'
-	skip_unsupported_314
 	assert_python
 }
 
-@test "sid, plain chroot, --: events; stacks once CPython 3.14 is" {
+@test "sid, plain chroot, --: events, stacks, modules, phases" {
 	model_cmd sid chroot
 	assert_events '2\.14\.[0-9]*'
-	skip_unsupported_314
 	assert_python
 }
 
