@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,62 @@
 static int pidfd_open_(int pid)
 {
 	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/*
+ * The command is stopped (SIGSTOP, from BPF) at each library it loads until
+ * its probes are attached, and we continue it then. Were we killed between
+ * the two (the OOM killer, timeout -s KILL), nothing would continue it, and
+ * a job would hang for good because of its debugging tool. So a small child
+ * of ours, the guard, waits for its end of a pipe to close, which the kernel
+ * does when we exit, however we exit, and then continues the command. It
+ * ignores the signals a terminal sends a whole process group, so that it
+ * outlives our own orderly end; it holds nothing else of ours.
+ */
+static void guard(int wait_fd, int pid)
+{
+	static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	int pidfd = pidfd_open_(pid);
+	char c;
+
+	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+		signal(ignored[i], SIG_IGN);
+	prctl(PR_SET_NAME, "memtrace-guard");
+	/* the command's gate above all: it must see our exit too */
+	if (dup2(wait_fd, 0) < 0 || (pidfd >= 0 && dup2(pidfd, 1) < 0))
+		_exit(1);
+	close_range(2, ~0U, 0);
+	while (read(0, &c, 1) < 0 && errno == EINTR)
+		;
+	/* by pidfd: a pid reused since cannot be signalled by mistake */
+	if (pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, 1, SIGCONT, NULL, 0);
+	_exit(0);
+}
+
+static int spawn_guard(struct mt_target *t, char *err, size_t errlen)
+{
+	int p[2], pid, e;
+
+	if (pipe2(p, O_CLOEXEC)) {
+		e = errno;
+		snprintf(err, errlen, "pipe: %s", strerror(e));
+		return -e;
+	}
+	pid = fork();
+	if (pid < 0) {
+		e = errno;
+		close(p[0]);
+		close(p[1]);
+		snprintf(err, errlen, "fork: %s", strerror(e));
+		return -e;
+	}
+	if (pid == 0)
+		guard(p[0], t->pid);
+	close(p[0]);
+	t->guard_fd = p[1];
+	t->guard_pid = pid;
+	return 0;
 }
 
 static void read_comm(struct mt_target *t)
@@ -38,7 +95,7 @@ int mt_target_open(struct mt_target *t, int pid, char *err, size_t errlen)
 {
 	int ret;
 
-	*t = (struct mt_target){ .pid = pid, .pidfd = -1 };
+	*t = (struct mt_target){ .pid = pid, .pidfd = -1, .guard_fd = -1 };
 	t->pidfd = pidfd_open_(pid);
 	if (t->pidfd < 0) {
 		ret = -errno;
@@ -67,7 +124,7 @@ int mt_target_spawn(struct mt_target *t, char **argv, int gate[2], char *err,
 	int go[2], fail[2], pid, e;
 	char c;
 
-	*t = (struct mt_target){ .pidfd = -1, .spawned = true };
+	*t = (struct mt_target){ .pidfd = -1, .spawned = true, .guard_fd = -1 };
 	if (pipe2(go, O_CLOEXEC) || pipe2(fail, O_CLOEXEC)) {
 		e = errno;
 		snprintf(err, errlen, "pipe: %s", strerror(e));
@@ -104,7 +161,7 @@ int mt_target_spawn(struct mt_target *t, char **argv, int gate[2], char *err,
 		snprintf(err, errlen, "pidfd_open: %s", strerror(e));
 		return -e;
 	}
-	return 0;
+	return spawn_guard(t, err, errlen);
 }
 
 int mt_target_start(struct mt_target *t, int gate[2], char **argv, char *err,
@@ -151,9 +208,17 @@ bool mt_target_poll_exit(struct mt_target *t)
 
 void mt_target_close(struct mt_target *t)
 {
+	int status;
+
 	if (t->pidfd >= 0)
 		close(t->pidfd);
 	t->pidfd = -1;
+	/* the guard continues the command (again: harmless) and exits */
+	if (t->guard_fd >= 0) {
+		close(t->guard_fd);
+		waitpid(t->guard_pid, &status, 0);
+	}
+	t->guard_fd = -1;
 	mt_maps_free(&t->maps);
 }
 

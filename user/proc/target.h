@@ -25,6 +25,8 @@ struct mt_target {
 	int pidfd;
 	char comm[16];
 	bool spawned; /* started by us (-- mode): seen from its first call */
+	/* spawned: our end of its guard's pipe, and the guard (target.c) */
+	int guard_fd, guard_pid;
 	bool exited;
 	struct mt_maps maps; /* executable mappings, for callers */
 	struct mt_file_id files[MT_MAX_FILES]; /* libraries attached */
