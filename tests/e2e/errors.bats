@@ -20,6 +20,24 @@ bats_require_minimum_version 1.5.0
 
 
 
+@test "a thread id or a kernel thread: says what -p takes" {
+	"$TORCH_PY" -c 'import threading, time
+t = threading.Thread(target=time.sleep, args=(30,))
+t.start()
+print("READY", flush=True)
+t.join()' >"$BATS_TEST_TMPDIR/py.out" &
+	local py=$! tid
+	wait_for "$BATS_TEST_TMPDIR/py.out" '^READY'
+	tid=$(ls "/proc/$py/task" | grep -vx "$py" | head -1)
+	run "$MT" -p "$tid"
+	kill "$py"
+	[ "$status" -eq 2 ]
+	[[ "$output" == "memtrace-bpf: $tid is a thread of process $py: trace -p $py" ]]
+	run "$MT" -p 2
+	[ "$status" -eq 2 ]
+	[[ "$output" == "memtrace-bpf: pid 2 (kthreadd) is a kernel thread: it has no libraries to trace" ]]
+}
+
 @test "a process with none of the libraries: names them and --wait" {
 	sleep 30 &
 	pid=$!
@@ -38,6 +56,12 @@ bats_require_minimum_version 1.5.0
 	run "$MT" -p 1 -d -3
 	[ "$status" -eq 2 ]
 	[[ "$output" == "memtrace-bpf: invalid duration: '-3' (see --help)" ]]
+	# past what the end's nanoseconds hold: once wrapped to a 10 ms trace
+	for d in inf 2e10 nan; do
+		run "$MT" -p 1 -d "$d"
+		[ "$status" -eq 2 ]
+		[[ "$output" == "memtrace-bpf: invalid duration: '$d' (see --help)" ]]
+	done
 	run "$MT" -p 1 --min-size 12k
 	[ "$status" -eq 2 ]
 	run "$MT" -p 1 --ringbuf-mb 3

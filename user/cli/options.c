@@ -219,6 +219,14 @@ struct parse_ctx {
 	size_t nchildren; /* of the mode's argp: its groups, the others */
 };
 
+/*
+ * -d, in seconds: a microsecond to three years. Inf, NaN and the like are
+ * refused: the trace's end is kept in nanoseconds in 64 bits, and a value
+ * past that wrapped around to an end 10 ms after the start.
+ */
+#define MIN_DURATION 1e-6
+#define MAX_DURATION 1e8
+
 static int bad(struct argp_state *state, const char *what, const char *arg)
 {
 	mt_err("invalid %s: '%s' (see --help)", what, arg);
@@ -401,7 +409,6 @@ static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
 	struct mt_options *o = ((struct parse_ctx *)state->input)->o;
-	char *end;
 
 	if (parse_estimate_arg(key, arg, state))
 		return 0;
@@ -471,10 +478,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		o->alert_pct = parse_double(state, "percentage", arg, 1, 100);
 		break;
 	case 'd':
-		errno = 0;
-		o->duration = strtod(arg, &end);
-		if (errno || end == arg || *end || !(o->duration > 0))
-			bad(state, "duration", arg);
+		o->duration = parse_double(state, "duration", arg, MIN_DURATION,
+					   MAX_DURATION);
 		break;
 	case OPT_MIN_SIZE:
 		o->min_size = parse_ull(state, "size", arg, ULLONG_MAX);

@@ -91,11 +91,55 @@ static void read_comm(struct mt_target *t)
 	fclose(f);
 }
 
+/*
+ * What pid is, from /proc/PID/status: its process (Tgid) and whether it is
+ * a kernel thread (no VmSize line: it has no user memory). Returns false if
+ * the file cannot be read (no such pid).
+ */
+static bool read_status(int pid, int *tgid, bool *kthread)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	*tgid = pid;
+	*kthread = true;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "Tgid:", 5))
+			*tgid = atoi(line + 5);
+		else if (!strncmp(line, "VmSize:", 7))
+			*kthread = false;
+	}
+	fclose(f);
+	return true;
+}
+
 int mt_target_open(struct mt_target *t, int pid, char *err, size_t errlen)
 {
-	int ret;
+	int ret, tgid;
+	bool kthread;
 
 	*t = (struct mt_target){ .pid = pid, .pidfd = -1, .guard_fd = -1 };
+	/* a thread id or a kernel thread: say what to trace instead */
+	if (read_status(pid, &tgid, &kthread)) {
+		if (tgid != pid) {
+			snprintf(err, errlen,
+				 "%d is a thread of process %d: trace -p %d",
+				 pid, tgid, tgid);
+			return -ESRCH;
+		}
+		if (kthread) {
+			read_comm(t);
+			snprintf(err, errlen,
+				 "pid %d (%s) is a kernel thread: it has no "
+				 "libraries to trace",
+				 pid, t->comm);
+			return -EINVAL;
+		}
+	}
 	t->pidfd = pidfd_open_(pid);
 	if (t->pidfd < 0) {
 		ret = -errno;
