@@ -106,7 +106,7 @@ unit-asan: $(addprefix $(OUTPUT)/asan/,$(UNIT_TESTS))
 npm-tools:
 	scripts/npm-tools.sh $(OUTPUT)/npm
 
-e2e: memtrace-bpf fixtures npm-tools
+e2e: memtrace-bpf fixtures npm-tools $(OUTPUT)/fuzz/seeds
 	bats --print-output-on-failure tests/e2e
 
 # The record reader under libFuzzer, ASan and UBSan (clang throughout):

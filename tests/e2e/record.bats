@@ -126,6 +126,20 @@ record_small() {
 	grep -qE '^memtrace-bpf: .*flip.mtb: .*(checksum|corrupt)' <<<"$output"
 }
 
+@test "a record whose events name no call site (the format allows it) is reported, never a crash" {
+	# the fuzzer's seed writer makes such records, as a crafted file can
+	mkdir "$BATS_TEST_TMPDIR/seeds"
+	"$ROOT/.output/fuzz/seeds" "$BATS_TEST_TMPDIR/seeds" >/dev/null
+	for f in one small larger; do
+		run "$MT" report -i "$BATS_TEST_TMPDIR/seeds/$f.mtb"
+		echo "$f: $status"
+		[ "$status" -eq 0 ]
+		grep -q '^# summary ' <<<"$output"
+		run "$MT" script -i "$BATS_TEST_TMPDIR/seeds/$f.mtb"
+		[ "$status" -eq 0 ]
+	done
+}
+
 @test "a recorder killed with SIGKILL leaves a record readable up to its last block" {
 	HELD=1 fixture fx "$TORCH_PY" "$MODEL_PY" --steps 400
 	"$MT" record -o "$BATS_TEST_TMPDIR/t.mtb" -p "$fx_PID" \

@@ -38,6 +38,19 @@ int mt_rec_iter_run(struct mt_rec_iter *it, struct mt_sites *sites,
 	while ((ret = mt_reader_next(it->rd, &item, err, sizeof(err))) == 1) {
 		bool decoded =
 			mt_decode(&item.ev, item.default_dev0 ? 0 : -1, &r);
+		bool is_new;
+
+		/*
+		 * The format lets an event name no site (id 0); our writer
+		 * never does, a crafted record may. Such an event counts
+		 * on a site of its own: its process and call, nothing else.
+		 */
+		if (decoded && !item.site)
+			item.site = mt_sites_get(
+				sites,
+				&(struct mt_site){ .pid = item.ev.pid,
+						   .event = r.event },
+				&is_new);
 
 		ret = fn(ctx, &item, decoded ? &r : NULL);
 		if (ret == MT_REC_STOP)
