@@ -20,6 +20,15 @@ static int pidfd_open_(int pid)
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
+/* "what: strerror(errno)" into err; returns -errno */
+static int sys_fail(char *err, size_t errlen, const char *what)
+{
+	int e = errno;
+
+	snprintf(err, errlen, "%s: %s", what, strerror(e));
+	return -e;
+}
+
 /*
  * The command is stopped (SIGSTOP, from BPF) at each library it loads until
  * its probes are attached, and we continue it then. Were we killed between
@@ -53,20 +62,16 @@ static void guard(int wait_fd, int pid)
 
 static int spawn_guard(struct mt_target *t, char *err, size_t errlen)
 {
-	int p[2], pid, e;
+	int p[2], pid, ret;
 
-	if (pipe2(p, O_CLOEXEC)) {
-		e = errno;
-		snprintf(err, errlen, "pipe: %s", strerror(e));
-		return -e;
-	}
+	if (pipe2(p, O_CLOEXEC))
+		return sys_fail(err, errlen, "pipe");
 	pid = fork();
 	if (pid < 0) {
-		e = errno;
+		ret = sys_fail(err, errlen, "fork");
 		close(p[0]);
 		close(p[1]);
-		snprintf(err, errlen, "fork: %s", strerror(e));
-		return -e;
+		return ret;
 	}
 	if (pid == 0)
 		guard(p[0], t->pid);
@@ -165,21 +170,15 @@ int mt_target_open(struct mt_target *t, int pid, char *err, size_t errlen)
 int mt_target_spawn(struct mt_target *t, char **argv, int gate[2], char *err,
 		    size_t errlen)
 {
-	int go[2], fail[2], pid, e;
+	int go[2], fail[2], pid;
 	char c;
 
 	*t = (struct mt_target){ .pidfd = -1, .spawned = true, .guard_fd = -1 };
-	if (pipe2(go, O_CLOEXEC) || pipe2(fail, O_CLOEXEC)) {
-		e = errno;
-		snprintf(err, errlen, "pipe: %s", strerror(e));
-		return -e;
-	}
+	if (pipe2(go, O_CLOEXEC) || pipe2(fail, O_CLOEXEC))
+		return sys_fail(err, errlen, "pipe");
 	pid = fork();
-	if (pid < 0) {
-		e = errno;
-		snprintf(err, errlen, "fork: %s", strerror(e));
-		return -e;
-	}
+	if (pid < 0)
+		return sys_fail(err, errlen, "fork");
 	if (pid == 0) {
 		/* wait until the probes are on, then become the command */
 		close(go[1]);
@@ -200,11 +199,8 @@ int mt_target_spawn(struct mt_target *t, char **argv, int gate[2], char *err,
 	gate[1] = fail[0];
 	snprintf(t->comm, sizeof(t->comm), "%s", mt_basename(argv[0]));
 	t->pidfd = pidfd_open_(pid);
-	if (t->pidfd < 0) {
-		e = errno;
-		snprintf(err, errlen, "pidfd_open: %s", strerror(e));
-		return -e;
-	}
+	if (t->pidfd < 0)
+		return sys_fail(err, errlen, "pidfd_open");
 	return spawn_guard(t, err, errlen);
 }
 
