@@ -130,19 +130,37 @@ check_stacks() {
 	check_stacks "$TRIXIE" /usr/bin/python3.13 13
 }
 
-@test "--trace-exceptions on CPython 3.15 in a container: the type and the line of the raise" {
+# check_raise ROOT PY: --trace-exceptions under PY in a container of ROOT.
+# Debian's 3.13 and 3.14 name no _PyErr_SetObject: it is found through the
+# PyErr_SetObject that jumps to it; 3.15 exports it.
+check_raise() {
+	local root=$1 py=$2 line
 	# shellcheck disable=SC2046
-	HELD=1 fixture fx $(ctr "$SID") /usr/bin/python3.15 /mnt/fixtures/raise_exc.py
+	HELD=1 fixture fx $(ctr "$root") "$py" /mnt/fixtures/raise_exc.py
 	trace 0 -p "$fx_PID" --trace-exceptions ValueError,KeyError
 	wait_for "$BATS_TEST_TMPDIR/trace.out" '^# attach .*python.* probes=[1-9]' 30
 	release fx
 	settle fx '^raise '
 	finish
+	cat "$BATS_TEST_TMPDIR/trace.err"
 	[ "$MT_STATUS" -eq 0 ]
+	! grep -q 'not probed' "$BATS_TEST_TMPDIR/trace.err"
 	read -r _ line < <(grep '^raise ' "$BATS_TEST_TMPDIR/fx.out")
 	[ "$(grep -c ': python:raise: type=ValueError ' "$TRACE")" -eq 3 ]
 	[ "$(grep -c ': python:raise: type=KeyError ' "$TRACE")" -eq 1 ]
 	grep -qF "	raise_it (/mnt/fixtures/raise_exc.py:$line)" "$TRACE"
+}
+
+@test "--trace-exceptions on CPython 3.15 in a container: the type and the line of the raise" {
+	check_raise "$SID" /usr/bin/python3.15
+}
+
+@test "--trace-exceptions on CPython 3.14 in a container: found through PyErr_SetObject" {
+	check_raise "$SID" /usr/bin/python3.14
+}
+
+@test "--trace-exceptions on CPython 3.13 (trixie) in a container: found through PyErr_SetObject" {
+	check_raise "$TRIXIE" /usr/bin/python3.13
 }
 
 # check_model ROOT VERSION: attrib_model.py under ROOT's python3 and torch,
