@@ -122,6 +122,22 @@ debian_root() {
 	"$ROOT/scripts/debian-root.sh" "$1"
 }
 
+# need_roots SUITE...: for setup_file, export ROOT_<SUITE> (ROOT_TRIXIE,
+# ROOT_SID) for each root, building what this machine lacks; fails, with
+# the script's reason, when one cannot be had: a test that skips would pass
+# on CI without running
+need_roots() {
+	local suite dir err=$BATS_FILE_TMPDIR/debian-root.err
+	for suite in "$@"; do
+		if ! dir=$(debian_root "$suite" 2>"$err"); then
+			echo "no Debian $suite root (scripts/debian-root.sh $suite):" >&2
+			tail -5 "$err" >&2
+			return 1
+		fi
+		export "ROOT_${suite^^}=$dir"
+	done
+}
+
 # The container way into a root, as runtimes do it: a mount namespace of
 # its own, the root bound onto itself, /proc mounted, pivot_root into it
 # and the old root detached (with the root's own python, as the root has

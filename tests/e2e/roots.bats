@@ -10,13 +10,7 @@
 load helpers
 
 setup_file() {
-	local suite dir
-	for suite in trixie sid; do
-		if ! dir=$(debian_root "$suite" 2>"$BATS_FILE_TMPDIR/root.err"); then
-			skip "no Debian $suite root: $(tail -1 "$BATS_FILE_TMPDIR/root.err")"
-		fi
-		export "ROOT_${suite^^}=$dir"
-	done
+	need_roots trixie sid
 }
 
 teardown() {
@@ -78,17 +72,21 @@ assert_events() {
 	[ "$(events c10:cpu_alloc | wc -l)" -gt 100 ]
 }
 
-# stacks, module paths, phases and backward attribution
+# assert_python MINOR: the CPython 3.MINOR walked, stacks, module paths,
+# phases and backward attribution
 assert_python() {
-	local line bytes name n
+	local line bytes name n lines
+	grep -q "^# python pid=[0-9]* version=3\\.$1$" "$TRACE"
 	read -r _ line bytes < <(grep '^mark ' "$MODEL")
 	# the exact file and line, as the target names its file
 	grep -A1 -E "^[^#	].*: c10:cpu_alloc: .* size=$bytes " "$TRACE" |
 		grep -q "^	make_mark ($STAGE/attrib_model.py:$line)$"
 	while read -r _ name bytes; do
-		echo "act $name ($bytes B)"
-		sized "$bytes" | grep ': c10:cpu_alloc: ' | grep ' phase=forward ' |
-			grep -q " module=$name\$"
+		lines=$(sized "$bytes" | grep ': c10:cpu_alloc: ' | grep ' phase=forward ')
+		echo "act $name ($bytes B): $lines"
+		grep -q " module=$name\$" <<<"$lines"
+		# the only other forward allocation of that size: the ReLU's output
+		[ "$(grep -v -e " module=$name\$" -e ' module=[^ ]*\.act$' <<<"$lines" | grep -c .)" -eq 0 ]
 	done < <(grep '^act ' "$MODEL")
 	# a weight's gradient: made in backward by the node its forward made
 	while read -r _ name bytes; do
@@ -109,7 +107,7 @@ assert_python() {
 	assert_events '2\.6\.0'
 	# the container's paths: as the target sees them
 	grep -q "^# attach pid=$fx_PID lib=/usr/lib/x86_64-linux-gnu/libc10\.so\.2\.6\.0 " "$TRACE"
-	assert_python
+	assert_python 13
 }
 
 @test "trixie, plain chroot, -p: events, stacks, modules, phases" {
@@ -117,43 +115,43 @@ assert_python() {
 	assert_events '2\.6\.0'
 	# no mount namespace: maps names the file by our path to it
 	grep -q "^# attach pid=$fx_PID lib=$ROOT_TRIXIE/usr/lib/x86_64-linux-gnu/libc10\.so\.2\.6\.0 " "$TRACE"
-	assert_python
+	assert_python 13
 }
 
 @test "trixie, container, --: events, stacks, modules, phases" {
 	model_cmd trixie container
 	assert_events '2\.6\.0'
-	assert_python
+	assert_python 13
 }
 
 @test "trixie, plain chroot, --: events, stacks, modules, phases" {
 	model_cmd trixie chroot
 	assert_events '2\.6\.0'
-	assert_python
+	assert_python 13
 }
 
 @test "sid, container (pivot_root), -p: events, stacks, modules, phases" {
 	model_p sid container
 	assert_events '2\.14\.[0-9]*'
-	assert_python
+	assert_python 14
 }
 
 @test "sid, plain chroot, -p: events, stacks, modules, phases" {
 	model_p sid chroot
 	assert_events '2\.14\.[0-9]*'
-	assert_python
+	assert_python 14
 }
 
 @test "sid, container, --: events, stacks, modules, phases" {
 	model_cmd sid container
 	assert_events '2\.14\.[0-9]*'
-	assert_python
+	assert_python 14
 }
 
 @test "sid, plain chroot, --: events, stacks, modules, phases" {
 	model_cmd sid chroot
 	assert_events '2\.14\.[0-9]*'
-	assert_python
+	assert_python 14
 }
 
 @test "a library replaced on disk after it was mapped is still the one probed" {

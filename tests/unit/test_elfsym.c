@@ -13,6 +13,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <link.h>
 #include <stdbool.h>
@@ -643,6 +644,38 @@ static const struct syn_sym syn_tab[] = {
 	{ "theta@@V2", STT_FUNC, STB_GLOBAL, 0x201090, 0, false },
 	{ "iota@@V2", STT_FUNC, STB_GLOBAL, 0x2010a0, 0, false },
 	{ "iota@V1", STT_FUNC, STB_GLOBAL, 0x2010b0, 0, false },
+	/* wrappers, whose code syn_code lays out */
+	{ "wrap_ok", STT_FUNC, STB_GLOBAL, 0x201200, 0, false },
+	{ "wrap_push", STT_FUNC, STB_GLOBAL, 0x201240, 0, false },
+	{ "wrap_far", STT_FUNC, STB_GLOBAL, 0x201280, 0, false },
+	{ "wrap_mid", STT_FUNC, STB_GLOBAL, 0x2012c0, 0, false },
+	{ "wrap_plain", STT_FUNC, STB_GLOBAL, 0x201340, 0, false },
+};
+
+/* the code of the wrappers, at their addresses, and of what they jump to */
+static const struct {
+	__u64 vaddr;
+	unsigned char code[24];
+	size_t len;
+} syn_code[] = {
+	/* Debian's PyErr_SetObject, jumping to 0x201300 */
+	{ 0x201200,
+	  { 0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x89, 0xf2, 0x48,
+	    0x89, 0xfe, 0x64, 0x48, 0x8b, 0x3c, 0x25, 0xe8,
+	    0xff, 0xff, 0xff, 0xe9, 0xe8, 0x00, 0x00, 0x00 },
+	  24 },
+	/* a frame first: not an argument move */
+	{ 0x201240, { 0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0xe9, 0, 0, 0, 0 }, 10 },
+	/* to 0x300000, outside .text (as a PLT entry is) */
+	{ 0x201280, { 0x48, 0x89, 0xf2, 0xe9, 0x78, 0xed, 0x0f, 0x00 }, 8 },
+	/* marked with endbr64, to 0x201302: inside a function */
+	{ 0x2012c0,
+	  { 0xf3, 0x0f, 0x1e, 0xfa, 0xe9, 0x39, 0x00, 0x00, 0x00 },
+	  9 },
+	/* the function they jump to */
+	{ 0x201300, { 0xf3, 0x0f, 0x1e, 0xfa, 0xc3 }, 5 },
+	/* unmarked, back to 0x201300 */
+	{ 0x201340, { 0x48, 0x89, 0xfe, 0xe9, 0xb8, 0xff, 0xff, 0xff }, 8 },
 };
 
 struct syn_buf {
@@ -729,6 +762,9 @@ static char *syn_write(void)
 	assert_non_null(b.p);
 	for (size_t i = 0; i < sizeof(text); i++)
 		text[i] = (unsigned char)(i * 7 + 1);
+	for (size_t i = 0; i < ARRAY_SIZE(syn_code); i++)
+		memcpy(text + (syn_code[i].vaddr - SYN_TEXT_ADDR),
+		       syn_code[i].code, syn_code[i].len);
 	off[S_TEXT] = syn_put(&b, text, sizeof(text), 16);
 	size[S_TEXT] = sizeof(text);
 	assert_int_equal(off[S_TEXT], SYN_TEXT_OFF);
@@ -879,6 +915,118 @@ static void test_synthetic(void **state)
 	}
 }
 
+/* the wrappers of syn_code: followed only in the form we know */
+static void test_wrapper_synthetic(void **state)
+{
+	static const struct {
+		const char *wrapper;
+		int ret;
+		__u64 vaddr;
+	} want[] = {
+		{ "wrap_ok", 0, 0x201300 },   { "wrap_plain", 0, 0x201300 },
+		{ "wrap_push", -ENOEXEC, 0 }, { "wrap_far", -ENOEXEC, 0 },
+		{ "wrap_mid", -ENOEXEC, 0 },  { "nosuch", 0, 0 },
+	};
+	char err[256], *path = syn_write();
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	unlink(path);
+	free(path);
+	assert_true(fd >= 0);
+	for (size_t k = 0; k < ARRAY_SIZE(want); k++) {
+		struct mt_sym out;
+		int ret;
+
+		err[0] = '\0';
+		ret = mt_elf_tail_target_fd(fd, "syn", want[k].wrapper, &out,
+					    err, sizeof(err));
+		if (ret != want[k].ret || out.vaddr != want[k].vaddr)
+			fail_msg("%s: %d 0x%llx (%s), want %d 0x%llx",
+				 want[k].wrapper, ret,
+				 (unsigned long long)out.vaddr, err,
+				 want[k].ret,
+				 (unsigned long long)want[k].vaddr);
+		if (ret)
+			assert_non_null(strstr(err, want[k].wrapper));
+		else if (out.vaddr)
+			assert_int_equal(out.offset, out.vaddr - SYN_TEXT_ADDR +
+							     SYN_TEXT_OFF);
+	}
+	close(fd);
+}
+
+/*
+ * _PyErr_SetObject through the PyErr_SetObject that jumps to it in real
+ * interpreters, matched by pattern (a missing one is skipped, as above).
+ * Where a symbol table names it, what is derived is that or nothing; in
+ * Debian's stripped 3.13 and 3.14 (the roots of scripts/debian-root.sh)
+ * it must be derived.
+ */
+static int wrapped_check(const char *pattern, bool must_derive)
+{
+	static const char *const name = "_PyErr_SetObject";
+	char err[256] = "";
+	struct mt_sym sym, via;
+	int checked = 0;
+	glob_t g;
+
+	if (glob(pattern, 0, NULL, &g))
+		return 0;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		const char *path = g.gl_pathv[i];
+		int fd, ret;
+
+		if (mt_elf_resolve(path, &name, 1, &sym, err, sizeof(err)))
+			fail_msg("%s", err);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		ret = mt_elf_tail_target_fd(fd, path, "PyErr_SetObject", &via,
+					    err, sizeof(err));
+		close(fd);
+		print_message("%s: symbol 0x%llx, through the wrapper 0x%llx "
+			      "(%d)\n",
+			      path, (unsigned long long)sym.vaddr,
+			      (unsigned long long)via.vaddr, ret);
+		if (ret && (ret != -ENOEXEC || must_derive))
+			fail_msg("%s: %s", path, err);
+		if (sym.vaddr && via.vaddr &&
+		    (via.vaddr != sym.vaddr || via.offset != sym.offset))
+			fail_msg(
+				"%s: 0x%llx through the wrapper, symbol 0x%llx",
+				path, (unsigned long long)via.vaddr,
+				(unsigned long long)sym.vaddr);
+		checked++;
+	}
+	globfree(&g);
+	return checked;
+}
+
+static void test_wrapper_pythons(void **state)
+{
+	const char *roots = getenv("MT_ROOTS");
+	const char *home = getenv("HOME");
+	char pat[PATH_MAX];
+	int n = 0;
+
+	if (!roots)
+		roots = "/var/cache/memtrace-bpf/roots";
+	snprintf(pat, sizeof(pat), "%s/trixie-*/usr/bin/python3.13", roots);
+	n += wrapped_check(pat, true);
+	snprintf(pat, sizeof(pat), "%s/sid-*/usr/bin/python3.1[45]", roots);
+	n += wrapped_check(pat, true);
+	n += wrapped_check("/usr/bin/python3.1[0-9]", false);
+	if (home) {
+		snprintf(pat, sizeof(pat),
+			 "%s/.pyenv/versions/3.1*/lib/libpython3.*.so.1.0",
+			 home);
+		n += wrapped_check(pat, false);
+	}
+	if (!n) {
+		print_message("skipped: no CPython 3.10 or newer found\n");
+		skip();
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -896,6 +1044,8 @@ int main(void)
 		cmocka_unit_test(test_not_elf),
 		cmocka_unit_test(test_truncated_elf),
 		cmocka_unit_test(test_synthetic),
+		cmocka_unit_test(test_wrapper_synthetic),
+		cmocka_unit_test(test_wrapper_pythons),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

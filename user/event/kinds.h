@@ -69,6 +69,12 @@ struct mt_kind_info {
 	enum mt_lib lib;
 	/* every one found is attached; "{int64}" as in proc/elfsym.h */
 	const char *syms[MT_MAX_SYMS];
+	/*
+	 * when no name of syms is found: the function this exported wrapper
+	 * jumps to, read from its code (proc/elfsym.h) in builds whose symbol
+	 * tables no longer name it
+	 */
+	const char *wrapper;
 	enum mt_kind fallback_of; /* attach only if that kind found none */
 	unsigned int flags; /* MT_F_* of the cookie */
 	bool retprobe;

@@ -191,10 +191,14 @@ static const struct mt_kind_info kinds[MT_K_MAX] = {
 		.syms = { "ncclMemFree" },
 		.ptr_arg = MT_A(0),
 	},
-	/* _PyErr_SetObject(tstate, type, value): raise, and C code's PyErr_* */
+	/*
+	 * _PyErr_SetObject(tstate, type, value): raise, and C code's PyErr_*.
+	 * Debian's stripped 3.13 and 3.14 keep it local; their exported
+	 * PyErr_SetObject(type, value) jumps to it with the thread's state.
+	 */
 	[MT_K_PY_RAISE] = {
 		.event = "python:raise", .lib = MT_LIB_PYTHON, .flags = MT_F_EXC,
-		.syms = { "_PyErr_SetObject" },
+		.syms = { "_PyErr_SetObject" }, .wrapper = "PyErr_SetObject",
 	},
 	/* the dynamic loader's debugger hook: a library came or went */
 	[MT_K_LOADER] = {

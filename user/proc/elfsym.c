@@ -134,34 +134,32 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 	}
 }
 
-static int resolve(int fd, const char *path, const char *const *names, size_t n,
-		   bool objects, struct mt_sym *out, char *err, size_t errlen)
+/* libelf's handle of the ELF file open as fd in *elf; -errno with err */
+static int elf_open(int fd, const char *path, Elf **elf, char *err,
+		    size_t errlen)
 {
-	bool is_default[64] = { false };
-	Elf_Data *versym;
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-	Elf *elf;
-	int ret = 0;
-
-	if (n > sizeof(is_default) / sizeof(is_default[0])) {
-		snprintf(err, errlen, "%s: more than %zu names asked for", path,
-			 sizeof(is_default) / sizeof(is_default[0]));
-		return -E2BIG;
-	}
-	if (n)
-		memset(out, 0, n * sizeof(*out));
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		snprintf(err, errlen, "libelf: %s", elf_errmsg(-1));
 		return -EINVAL;
 	}
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+	*elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!*elf || elf_kind(*elf) != ELF_K_ELF) {
 		snprintf(err, errlen, "%s: not an ELF file", path);
-		ret = -ENOEXEC;
-		goto out;
+		if (*elf)
+			elf_end(*elf);
+		return -ENOEXEC;
 	}
-	versym = find_versym(elf);
+	return 0;
+}
+
+/* names looked up in elf's symbol tables, into out (zeroed by the caller) */
+static void lookup(Elf *elf, const char *const *names, size_t n, bool objects,
+		   struct mt_sym *out, bool *is_default)
+{
+	Elf_Data *versym = find_versym(elf);
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
 	while ((scn = elf_nextscn(elf, scn))) {
 		if (!gelf_getshdr(scn, &sh))
 			continue;
@@ -177,9 +175,141 @@ static int resolve(int fd, const char *path, const char *const *names, size_t n,
 		    vaddr_to_offset(elf, out[k].vaddr, objects, &out[k].offset))
 			out[k].vaddr = 0; /* not in a loaded segment */
 	}
+}
+
+static int resolve(int fd, const char *path, const char *const *names, size_t n,
+		   bool objects, struct mt_sym *out, char *err, size_t errlen)
+{
+	bool is_default[64] = { false };
+	Elf *elf;
+	int ret;
+
+	if (n > sizeof(is_default) / sizeof(is_default[0])) {
+		snprintf(err, errlen, "%s: more than %zu names asked for", path,
+			 sizeof(is_default) / sizeof(is_default[0]));
+		return -E2BIG;
+	}
+	if (n)
+		memset(out, 0, n * sizeof(*out));
+	ret = elf_open(fd, path, &elf, err, errlen);
+	if (ret)
+		return ret;
+	lookup(elf, names, n, objects, out, is_default);
+	elf_end(elf);
+	return 0;
+}
+
+/*
+ * The length of one instruction at p (n bytes there) of those a thin
+ * wrapper puts its callee's arguments in place with, as Debian's CPython
+ * 3.13 to 3.15 PyErr_SetObject does; 0 for any other instruction.
+ */
+static size_t arg_move_len(const unsigned char *p, size_t n)
+{
+	/* mov %r64,%r64: REX.W (with any R and B), 89, ModRM mod 11 */
+	if (n >= 3 && (p[0] & 0xfa) == 0x48 && p[1] == 0x89 &&
+	    (p[2] & 0xc0) == 0xc0)
+		return 3;
+	/*
+	 * mov %fs:disp32,%r64: the thread state, from the thread pointer.
+	 * fs, REX.W (any R), 8b, ModRM mod 00 rm 100, SIB base none, disp32.
+	 */
+	if (n >= 9 && p[0] == 0x64 && (p[1] & 0xfb) == 0x48 && p[2] == 0x8b &&
+	    (p[3] & 0xc7) == 0x04 && p[4] == 0x25)
+		return 9;
+	return 0;
+}
+
+static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+
+/* the executable section holding vaddr, with its bytes; NULL if none */
+static Elf_Data *text_at(Elf *elf, __u64 vaddr, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	Elf_Data *d;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, sh) || sh->sh_type != SHT_PROGBITS ||
+		    !(sh->sh_flags & SHF_EXECINSTR) || vaddr < sh->sh_addr ||
+		    vaddr >= sh->sh_addr + sh->sh_size)
+			continue;
+		d = elf_getdata(scn, NULL);
+		return d && d->d_buf && d->d_size == sh->sh_size ? d : NULL;
+	}
+	return NULL;
+}
+
+/*
+ * Where the wrapper at vaddr jumps: after endbr64 and argument moves, a
+ * jmp rel32 to the start of a function in the same section. A jump into
+ * the PLT (another section) or, in a build that marks function entries
+ * with endbr64, to a place without one (inside a function) is refused,
+ * as is any other code: a wrong probe would be worse than none.
+ */
+static int tail_target(Elf *elf, __u64 vaddr, __u64 *target)
+{
+	const unsigned char *text, *p;
+	size_t n, i = 0, len;
+	bool marked;
+	GElf_Shdr sh;
+	Elf_Data *d;
+	__s32 rel;
+	__u64 t;
+
+	d = text_at(elf, vaddr, &sh);
+	if (!d)
+		return -ENOEXEC;
+	text = d->d_buf;
+	p = text + (vaddr - sh.sh_addr);
+	n = sh.sh_addr + sh.sh_size - vaddr;
+	if (n > 64)
+		n = 64;
+	marked = n >= sizeof(endbr64) && !memcmp(p, endbr64, sizeof(endbr64));
+	if (marked)
+		i = sizeof(endbr64);
+	while ((len = arg_move_len(p + i, n - i)))
+		i += len;
+	if (n - i < 5 || p[i] != 0xe9)
+		return -ENOEXEC;
+	rel = (__s32)((__u32)p[i + 1] | (__u32)p[i + 2] << 8 |
+		      (__u32)p[i + 3] << 16 | (__u32)p[i + 4] << 24);
+	t = vaddr + i + 5 + (__u64)(__s64)rel;
+	if (t < sh.sh_addr || t >= sh.sh_addr + sh.sh_size)
+		return -ENOEXEC;
+	if (marked &&
+	    (sh.sh_addr + sh.sh_size - t < sizeof(endbr64) ||
+	     memcmp(text + (t - sh.sh_addr), endbr64, sizeof(endbr64))))
+		return -ENOEXEC;
+	*target = t;
+	return 0;
+}
+
+int mt_elf_tail_target_fd(int fd, const char *name, const char *wrapper,
+			  struct mt_sym *out, char *err, size_t errlen)
+{
+	bool is_default = false;
+	struct mt_sym w = { 0 };
+	Elf *elf;
+	int ret;
+
+	*out = (struct mt_sym){ 0 };
+	ret = elf_open(fd, name, &elf, err, errlen);
+	if (ret)
+		return ret;
+	lookup(elf, &wrapper, 1, false, &w, &is_default);
+	if (!w.vaddr)
+		goto out;
+	if (tail_target(elf, w.vaddr, &out->vaddr) ||
+	    vaddr_to_offset(elf, out->vaddr, false, &out->offset)) {
+		*out = (struct mt_sym){ 0 };
+		snprintf(err, errlen,
+			 "%s: %s's code is not a jump to the function it "
+			 "wraps that we can follow",
+			 name, wrapper);
+		ret = -ENOEXEC;
+	}
 out:
-	if (elf)
-		elf_end(elf);
+	elf_end(elf);
 	return ret;
 }
 

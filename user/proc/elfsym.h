@@ -49,4 +49,19 @@ int mt_elf_resolve_any_fd(int fd, const char *name, const char *const *names,
 			  size_t n, struct mt_sym *out, char *err,
 			  size_t errlen);
 
+/*
+ * The function that the function named wrapper hands its call on to, in the
+ * file open as fd (name is what messages call it), for a build whose symbol
+ * tables no longer name the callee: stripped Debian CPython 3.13 and 3.14
+ * export PyErr_SetObject, which moves its arguments into place (register
+ * moves, the thread state from the thread pointer) and jumps (jmp rel32) to
+ * the _PyErr_SetObject they keep local. Only that x86-64 form is followed,
+ * to the start of a function in the same section; no guess is made.
+ * Returns 0 with out set, 0 with out->vaddr 0 when the file defines no
+ * wrapper, -ENOEXEC with a message in err when its code is of another form,
+ * or -errno with err set.
+ */
+int mt_elf_tail_target_fd(int fd, const char *name, const char *wrapper,
+			  struct mt_sym *out, char *err, size_t errlen);
+
 #endif /* __ELFSYM_H */

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "lib/err.h"
 #include "trace/attach.h"
 #include "proc/elfsym.h"
 #include "proc/mapfile.h"
@@ -89,6 +90,27 @@ static int attach_one(struct mt_attacher *a, struct bpf_program *prog, int pid,
 }
 
 /*
+ * A kind none of whose names the file has, found through the exported
+ * wrapper that jumps to it (the probe table's .wrapper) into *sym. Where the
+ * wrapper is there but its code leads nowhere we can follow, one line says
+ * so and the kind goes unprobed in this file, while the rest of the trace
+ * goes on. Returns 0, or -errno with a message in err.
+ */
+static int resolve_wrapped(int fd, const char *path,
+			   const struct mt_kind_info *ki, struct mt_sym *sym,
+			   char *err, size_t errlen)
+{
+	int ret =
+		mt_elf_tail_target_fd(fd, path, ki->wrapper, sym, err, errlen);
+
+	if (ret != -ENOEXEC)
+		return ret;
+	mt_err("%s: %s not probed, no %s events from it", err, ki->syms[0],
+	       ki->event);
+	return 0;
+}
+
+/*
  * Attach every probe of lib to t in the file open as fd, which messages
  * call path. The symbols are read through fd, and the uprobes are placed
  * through /proc/self/fd/FD: the kernel resolves that to fd's own inode, so
@@ -127,6 +149,17 @@ static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 	for (size_t i = 0; i < n; i++)
 		if (syms[i].vaddr)
 			found[kind_of[i]] = true;
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_kind_info *ki = mt_kind(kind_of[i]);
+
+		/* a kind's first name stands for it */
+		if (!ki->wrapper || found[kind_of[i]] ||
+		    (i && kind_of[i - 1] == kind_of[i]))
+			continue;
+		ret = resolve_wrapped(fd, path, ki, &syms[i], err, errlen);
+		if (ret)
+			return ret;
+	}
 
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_kind_info *ki = mt_kind(kind_of[i]);
