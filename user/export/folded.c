@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/hashing.h"
+#include "lib/hashtab.h"
 #include "analysis/session.h"
 
-#define MIN_CAP 1024
 /* kinds that may share the overflow site, beyond one entry per site */
 #define EXTRA_KEYS 64
 
@@ -64,21 +64,40 @@ static size_t key_hash(const struct mt_site *site, const char *event)
 				mt_mix64((__u64)(uintptr_t)event));
 }
 
+/* the index for lib/hashtab.h: slots hold an index + 1 into ents */
+struct index {
+	const __u32 *slots;
+	const struct fentry *ents;
+};
+
+static bool slot_used(const void *tab, size_t i)
+{
+	return ((const struct index *)tab)->slots[i];
+}
+
+/* key: an entry with the site and event looked for */
+static bool slot_match(const void *tab, size_t i, const void *key)
+{
+	const struct index *t = tab;
+	const struct fentry *e = &t->ents[t->slots[i] - 1], *k = key;
+
+	return e->site == k->site && e->event == k->event;
+}
+
 static void slot_put(__u32 *slots, size_t cap, const struct fentry *e,
 		     __u32 idx)
 {
-	size_t i = key_hash(e->site, e->event) & (cap - 1);
+	struct index t = { .slots = slots };
 
-	while (slots[i])
-		i = (i + 1) & (cap - 1);
-	slots[i] = idx + 1;
+	slots[mt_probe(&t, cap - 1, key_hash(e->site, e->event), slot_used,
+		       NULL, NULL)] = idx + 1;
 }
 
 /* room for one more entry, at half load; false: out of memory */
 static bool grow(struct folded *x)
 {
 	if (x->n == x->capents) {
-		size_t cap = x->capents ? x->capents * 2 : MIN_CAP / 2;
+		size_t cap = x->capents ? x->capents * 2 : MT_HASH_MIN_CAP / 2;
 		struct fentry *e = realloc(x->ents, cap * sizeof(*e));
 
 		if (!e)
@@ -87,7 +106,7 @@ static bool grow(struct folded *x)
 		x->capents = cap;
 	}
 	if ((x->n + 1) * 2 > x->capslots) {
-		size_t cap = x->capslots ? x->capslots * 2 : MIN_CAP;
+		size_t cap = x->capslots ? x->capslots * 2 : MT_HASH_MIN_CAP;
 		__u32 *slots = calloc(cap, sizeof(*slots));
 
 		if (!slots)
@@ -104,16 +123,15 @@ static bool grow(struct folded *x)
 static struct fentry *entry(struct folded *x, const struct mt_session *s,
 			    const struct mt_site *site, const struct mt_call *r)
 {
-	size_t i;
-
 	if (x->capslots) {
-		i = key_hash(site, r->event) & (x->capslots - 1);
-		for (; x->slots[i]; i = (i + 1) & (x->capslots - 1)) {
-			struct fentry *e = &x->ents[x->slots[i] - 1];
+		struct index t = { .slots = x->slots, .ents = x->ents };
+		struct fentry k = { .site = site, .event = r->event };
+		size_t i =
+			mt_probe(&t, x->capslots - 1, key_hash(site, r->event),
+				 slot_used, slot_match, &k);
 
-			if (e->site == site && e->event == r->event)
-				return e;
-		}
+		if (x->slots[i])
+			return &x->ents[x->slots[i] - 1];
 	}
 	if (x->n >= s->conf.max_sites + EXTRA_KEYS)
 		return NULL;
