@@ -8,8 +8,7 @@
 #include "analysis/ops.h"
 #include "cli/options.h"
 #include "analysis/session.h"
-
-#define MAX_SITES 65536
+#include "lib/limits.h"
 
 void mt_session_conf_from(struct mt_session_conf *c, const struct mt_options *o)
 {
@@ -18,7 +17,7 @@ void mt_session_conf_from(struct mt_session_conf *c, const struct mt_options *o)
 		.no_stack = o->no_stack,
 		.min_size = o->min_size,
 		.max_live = o->max_live,
-		.max_sites = MAX_SITES,
+		.max_sites = MT_MAX_SITES,
 		.top_live = o->top_live,
 		.top_ops = o->top_ops,
 		.leak = { .age_steps = o->leak_age_steps,

@@ -15,12 +15,12 @@
 #include "event/format.h"
 #include "lib/hashing.h"
 #include "lib/hashtab.h"
+#include "lib/limits.h"
 #include "event/kinds.h"
 #include "record/record.h"
 #include "lib/err.h"
 
 #define MAX_STRINGS (1 << 20)
-#define MAX_SITES 65536
 #define MAX_DEVS 16
 #define CPU_DEV MAX_DEVS /* the slot of the CPU run */
 #define MAX_GROUPS 256
@@ -609,7 +609,7 @@ int mt_estimate(const struct mt_options *o)
 			  .gc_threshold = eo->gc_threshold },
 	};
 	struct mt_strpool *pool = mt_strpool_new(MAX_STRINGS);
-	struct mt_sites *sites = mt_sites_new(MAX_SITES);
+	struct mt_sites *sites = mt_sites_new(MT_MAX_SITES);
 	struct mt_reader *rd = NULL;
 	char err[512];
 	int ret = 2;
