@@ -47,11 +47,14 @@ static inline size_t mt_probe(const void *tab, size_t mask, __u64 h,
 			      mt_slot_used_fn *used, mt_slot_match_fn *match,
 			      const void *key)
 {
-	size_t i = (size_t)h & mask;
+	size_t home = (size_t)h & mask, i = home;
 
-	for (size_t n = 0; n <= mask; n++, i = mt_probe_next(i, mask))
+	/* back at home: every slot looked at (a compare, not a count) */
+	do {
 		if (!used(tab, i) || (match && match(tab, i, key)))
 			return i;
+		i = mt_probe_next(i, mask);
+	} while (i != home);
 	return mask + 1;
 }
 
@@ -66,11 +69,11 @@ static inline size_t mt_backshift(void *tab, size_t mask, size_t hole,
 				  mt_slot_used_fn *used, mt_slot_hash_fn *hash,
 				  mt_slot_move_fn *move)
 {
-	size_t j = hole;
+	size_t start = hole;
 
-	/* mask steps at most: a full table has no empty slot to stop at */
-	for (size_t n = 0; n < mask; n++) {
-		j = mt_probe_next(j, mask);
+	/* up to the slot before start: a full table has no empty one */
+	for (size_t j = mt_probe_next(hole, mask); j != start;
+	     j = mt_probe_next(j, mask)) {
 		if (!used(tab, j))
 			break;
 		/* j stays if its home lies cyclically in (hole, j] */
