@@ -42,6 +42,7 @@ static void move(void *tab, size_t to, size_t from)
 	struct table *t = tab;
 
 	t->key[to] = t->key[from];
+	t->key[from] = 0;
 }
 
 static size_t find(const struct table *t, __u64 k)
@@ -66,8 +67,8 @@ static bool del(struct table *t, __u64 k)
 
 	if (i > t->mask || !t->key[i])
 		return false;
-	i = mt_backshift(t, t->mask, i, used, hash, move);
 	t->key[i] = 0;
+	mt_backshift(t, t->mask, i, used, hash, move);
 	t->n--;
 	return true;
 }

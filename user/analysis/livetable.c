@@ -76,6 +76,7 @@ static void slot_move(void *tab, size_t to, size_t from)
 	struct mt_live *slots = tab;
 
 	slots[to] = slots[from];
+	slots[from].pid = 0;
 }
 
 /* the key's slot, or the empty one where it would go (never full) */
@@ -135,15 +136,15 @@ bool mt_live_remove(struct mt_livetable *t, __u32 pid, __u16 space, __u64 ptr,
 		    struct mt_live *out)
 {
 	struct mt_live *s = find_slot(t->slots, t->cap, pid, space, ptr);
-	size_t hole;
 
 	if (!s->pid)
 		return false;
 	if (out)
 		*out = *s;
-	hole = mt_backshift(t->slots, t->cap - 1, (size_t)(s - t->slots),
-			    slot_used, slot_hash, slot_move);
-	t->slots[hole] = (struct mt_live){ 0 };
+	/* an empty slot is one whose pid is 0 */
+	s->pid = 0;
+	mt_backshift(t->slots, t->cap - 1, (size_t)(s - t->slots), slot_used,
+		     slot_hash, slot_move);
 	t->count--;
 	return true;
 }

@@ -102,6 +102,7 @@ static void pm_move(void *tab, size_t to, size_t from)
 
 	pm->key[to] = pm->key[from];
 	pm->val[to] = pm->val[from];
+	pm->key[from] = 0;
 }
 
 static int pm_grow(struct ptrmap *pm)
@@ -165,8 +166,8 @@ static bool pm_take(struct ptrmap *pm, __u64 k, __u32 *v)
 	if (!pm->key[i])
 		return false;
 	*v = pm->val[i];
-	i = mt_backshift(pm, pm->cap - 1, i, pm_used, pm_hash, pm_move);
 	pm->key[i] = 0;
+	mt_backshift(pm, pm->cap - 1, i, pm_used, pm_hash, pm_move);
 	pm->n--;
 	return true;
 }

@@ -27,7 +27,7 @@ typedef bool mt_slot_used_fn(const void *tab, size_t i);
 typedef bool mt_slot_match_fn(const void *tab, size_t i, const void *key);
 /* the hash of the entry in slot i (a used one): its home is hash & mask */
 typedef __u64 mt_slot_hash_fn(const void *tab, size_t i);
-/* slot to takes the entry of slot from */
+/* slot to takes the entry of slot from, which is left empty */
 typedef void mt_slot_move_fn(void *tab, size_t to, size_t from);
 
 /* the slot after i, the last one followed by the first */
@@ -59,30 +59,24 @@ static inline size_t mt_probe(const void *tab, size_t mask, __u64 h,
 }
 
 /*
- * Remove the entry in slot hole: each later entry of its cluster whose
- * path from home would cross the hole moves back into it, and the hole
- * moves to where that entry was, so that every entry stays reachable from
- * its home by slots that are all used. Returns the slot left without an
- * entry, for the caller to mark empty (it may hold a moved entry's copy).
+ * After the caller emptied slot hole: each later entry of its cluster
+ * whose path from home would cross the hole moves back into it, and the
+ * hole moves to where that entry was, so that every entry stays reachable
+ * from its home by slots that are all used. The scan ends at an empty
+ * slot; the hole is one, so a table that was full ends too.
  */
-static inline size_t mt_backshift(void *tab, size_t mask, size_t hole,
-				  mt_slot_used_fn *used, mt_slot_hash_fn *hash,
-				  mt_slot_move_fn *move)
+static inline void mt_backshift(void *tab, size_t mask, size_t hole,
+				mt_slot_used_fn *used, mt_slot_hash_fn *hash,
+				mt_slot_move_fn *move)
 {
-	size_t start = hole;
-
-	/* up to the slot before start: a full table has no empty one */
-	for (size_t j = mt_probe_next(hole, mask); j != start;
+	for (size_t j = mt_probe_next(hole, mask); used(tab, j);
 	     j = mt_probe_next(j, mask)) {
-		if (!used(tab, j))
-			break;
 		/* j stays if its home lies cyclically in (hole, j] */
 		if (((j - (size_t)hash(tab, j)) & mask) < ((j - hole) & mask))
 			continue;
 		move(tab, hole, j);
 		hole = j;
 	}
-	return hole;
 }
 
 #endif /* __HASHTAB_H */
