@@ -64,22 +64,13 @@ static size_t key_hash(const struct mt_site *site, const char *event)
 				mt_mix64((__u64)(uintptr_t)event));
 }
 
-/* the index for lib/hashtab.h: slots hold an index + 1 into ents */
-struct index {
-	const __u32 *slots;
-	const struct fentry *ents;
-};
-
-static bool slot_used(const void *tab, size_t i)
-{
-	return ((const struct index *)tab)->slots[i];
-}
-
-/* key: an entry with the site and event looked for */
+/* tab: a struct mt_index into ents; key: an entry with the site and event */
 static bool slot_match(const void *tab, size_t i, const void *key)
 {
-	const struct index *t = tab;
-	const struct fentry *e = &t->ents[t->slots[i] - 1], *k = key;
+	const struct mt_index *t = tab;
+	const struct fentry *e =
+		(const struct fentry *)t->ents + t->slots[i] - 1;
+	const struct fentry *k = key;
 
 	return e->site == k->site && e->event == k->event;
 }
@@ -87,9 +78,9 @@ static bool slot_match(const void *tab, size_t i, const void *key)
 static void slot_put(__u32 *slots, size_t cap, const struct fentry *e,
 		     __u32 idx)
 {
-	struct index t = { .slots = slots };
+	struct mt_index t = { .slots = slots };
 
-	slots[mt_probe(&t, cap - 1, key_hash(e->site, e->event), slot_used,
+	slots[mt_probe(&t, cap - 1, key_hash(e->site, e->event), mt_index_used,
 		       NULL, NULL)] = idx + 1;
 }
 
@@ -124,11 +115,11 @@ static struct fentry *entry(struct folded *x, const struct mt_session *s,
 			    const struct mt_site *site, const struct mt_call *r)
 {
 	if (x->capslots) {
-		struct index t = { .slots = x->slots, .ents = x->ents };
+		struct mt_index t = { .slots = x->slots, .ents = x->ents };
 		struct fentry k = { .site = site, .event = r->event };
 		size_t i =
 			mt_probe(&t, x->capslots - 1, key_hash(site, r->event),
-				 slot_used, slot_match, &k);
+				 mt_index_used, slot_match, &k);
 
 		if (x->slots[i])
 			return &x->ents[x->slots[i] - 1];

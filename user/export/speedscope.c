@@ -261,22 +261,12 @@ static size_t frame_hash(const struct frame *f)
 				(__u64)(uintptr_t)f->b ^ (__u64)f->kind << 56);
 }
 
-/* the frames' index for lib/hashtab.h: slots hold an index + 1 into fv */
-struct frame_index {
-	const __u32 *slots;
-	const struct frame *fv;
-};
-
-static bool frame_used(const void *tab, size_t i)
-{
-	return ((const struct frame_index *)tab)->slots[i];
-}
-
-/* key: the frame looked for */
+/* tab: a struct mt_index into the frames; key: the frame looked for */
 static bool frame_match(const void *tab, size_t i, const void *key)
 {
-	const struct frame_index *t = tab;
-	const struct frame *o = &t->fv[t->slots[i] - 1], *f = key;
+	const struct mt_index *t = tab;
+	const struct frame *o = (const struct frame *)t->ents + t->slots[i] - 1;
+	const struct frame *f = key;
 
 	return o->kind == f->kind && o->a == f->a && o->b == f->b;
 }
@@ -284,9 +274,9 @@ static bool frame_match(const void *tab, size_t i, const void *key)
 static __u32 *frame_slot(__u32 *slots, size_t cap, const struct frame *fv,
 			 const struct frame *f)
 {
-	struct frame_index t = { .slots = slots, .fv = fv };
+	struct mt_index t = { .slots = slots, .ents = fv };
 
-	return &slots[mt_probe(&t, cap - 1, frame_hash(f), frame_used,
+	return &slots[mt_probe(&t, cap - 1, frame_hash(f), mt_index_used,
 			       frame_match, f)];
 }
 

@@ -30,6 +30,21 @@ typedef __u64 mt_slot_hash_fn(const void *tab, size_t i);
 /* slot to takes the entry of slot from, which is left empty */
 typedef void mt_slot_move_fn(void *tab, size_t to, size_t from);
 
+/*
+ * A table whose slots hold an index + 1 into an array of entries (0:
+ * empty), for entries kept in order elsewhere: tab is a struct mt_index,
+ * mt_index_used its used(), and its match() reads ents.
+ */
+struct mt_index {
+	const __u32 *slots;
+	const void *ents;
+};
+
+static inline bool mt_index_used(const void *tab, size_t i)
+{
+	return ((const struct mt_index *)tab)->slots[i];
+}
+
 /* the slot after i, the last one followed by the first */
 static inline size_t mt_probe_next(size_t i, size_t mask)
 {
