@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include "event/format.h"
 #include "lib/hashing.h"
+#include "lib/limits.h"
 #include "analysis/leaks.h"
 #include "analysis/sites.h"
 
 #define RUN 3 /* rises in a row that make a leak */
 #define HISTORY (RUN + 1) /* samples a leak is judged on */
 #define MAX_PIDS 64
-#define MAX_SITES 16384
 #define MIN_SITES 256
 #define SITE_HEADS 4096 /* hash chains, a power of two */
 #define MAX_SHOWN 20 /* leaks printed; the rest counted */
@@ -110,7 +110,7 @@ static size_t head_of(__u32 pid, const struct mt_site *site)
 	       (SITE_HEADS - 1);
 }
 
-/* a zeroed slot off the free list or the array, grown up to MAX_SITES */
+/* a zeroed slot off the free list or the array, grown up to MT_MAX_LEAK_SITES */
 static struct leak_site *site_alloc(struct mt_leaks *l)
 {
 	struct leak_site *s;
@@ -122,7 +122,7 @@ static struct leak_site *site_alloc(struct mt_leaks *l)
 		if (l->used == l->cap) {
 			size_t cap = l->cap * 2;
 
-			if (cap > MAX_SITES)
+			if (cap > MT_MAX_LEAK_SITES)
 				return NULL;
 			s = realloc(l->sites, cap * sizeof(*s));
 			if (!s)
@@ -402,7 +402,7 @@ void mt_leaks_print(const struct mt_leaks *l, bool stacks, FILE *out)
 			fprintf(out,
 				"# leaks pid=%u: %" PRIu64 " allocations not "
 				"counted (site table full at %d)\n",
-				p->pid, (uint64_t)p->unfit, MAX_SITES);
+				p->pid, (uint64_t)p->unfit, MT_MAX_LEAK_SITES);
 	}
 	if (!l->npids)
 		fprintf(out,

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "lib/hashing.h"
+#include "lib/hashtab.h"
 #include "analysis/livetable.h"
 
 struct mt_livetable {
@@ -11,8 +12,6 @@ struct mt_livetable {
 	size_t count;
 	size_t max;
 };
-
-#define MIN_CAP 1024
 
 static size_t hash(__u32 pid, __u16 space, __u64 ptr)
 {
@@ -26,7 +25,7 @@ struct mt_livetable *mt_live_new(size_t max)
 
 	if (!t)
 		return NULL;
-	t->cap = MIN_CAP;
+	t->cap = MT_HASH_MIN_CAP;
 	t->max = max;
 	t->slots = calloc(t->cap, sizeof(*t->slots));
 	if (!t->slots) {
@@ -44,19 +43,50 @@ void mt_live_free(struct mt_livetable *t)
 	free(t);
 }
 
-static bool same_key(const struct mt_live *s, __u32 pid, __u16 space, __u64 ptr)
+/* the table's accessors for lib/hashtab.h: tab is the slot array */
+static bool slot_used(const void *tab, size_t i)
 {
-	return s->pid == pid && s->space == space && s->ptr == ptr;
+	return ((const struct mt_live *)tab)[i].pid;
 }
 
+/* what a lookup matches: the key of an entry */
+struct live_key {
+	__u64 ptr;
+	__u32 pid;
+	__u16 space;
+};
+
+static bool slot_match(const void *tab, size_t i, const void *key)
+{
+	const struct mt_live *s = (const struct mt_live *)tab + i;
+	const struct live_key *k = key;
+
+	return s->pid == k->pid && s->space == k->space && s->ptr == k->ptr;
+}
+
+static __u64 slot_hash(const void *tab, size_t i)
+{
+	const struct mt_live *s = (const struct mt_live *)tab + i;
+
+	return hash(s->pid, s->space, s->ptr);
+}
+
+static void slot_move(void *tab, size_t to, size_t from)
+{
+	struct mt_live *slots = tab;
+
+	slots[to] = slots[from];
+	slots[from].pid = 0;
+}
+
+/* the key's slot, or the empty one where it would go (never full) */
 static struct mt_live *find_slot(struct mt_live *slots, size_t cap, __u32 pid,
 				 __u16 space, __u64 ptr)
 {
-	size_t mask = cap - 1, i = hash(pid, space, ptr) & mask;
+	struct live_key k = { .ptr = ptr, .pid = pid, .space = space };
 
-	while (slots[i].pid && !same_key(&slots[i], pid, space, ptr))
-		i = (i + 1) & mask;
-	return &slots[i];
+	return &slots[mt_probe(slots, cap - 1, hash(pid, space, ptr), slot_used,
+			       slot_match, &k)];
 }
 
 static int grow(struct mt_livetable *t)
@@ -105,31 +135,16 @@ int mt_live_insert(struct mt_livetable *t, const struct mt_live *e)
 bool mt_live_remove(struct mt_livetable *t, __u32 pid, __u16 space, __u64 ptr,
 		    struct mt_live *out)
 {
-	size_t mask = t->cap - 1, i, j, home;
 	struct mt_live *s = find_slot(t->slots, t->cap, pid, space, ptr);
 
 	if (!s->pid)
 		return false;
 	if (out)
 		*out = *s;
-	/* shift later members of the cluster back over the hole */
-	i = (size_t)(s - t->slots);
-	j = i;
-	for (;;) {
-		j = (j + 1) & mask;
-		if (!t->slots[j].pid)
-			break;
-		home = hash(t->slots[j].pid, t->slots[j].space,
-			    t->slots[j].ptr) &
-		       mask;
-		/* move j to i unless its home lies cyclically in (i, j] */
-		if ((i < j) ? (home <= i || home > j) :
-			      (home <= i && home > j)) {
-			t->slots[i] = t->slots[j];
-			i = j;
-		}
-	}
-	t->slots[i] = (struct mt_live){ 0 };
+	/* an empty slot is one whose pid is 0 */
+	s->pid = 0;
+	mt_backshift(t->slots, t->cap - 1, (size_t)(s - t->slots), slot_used,
+		     slot_hash, slot_move);
 	t->count--;
 	return true;
 }

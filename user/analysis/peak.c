@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include "event/format.h"
 #include "lib/hashing.h"
+#include "lib/hashtab.h"
 #include "event/kinds.h"
 #include "analysis/peak.h"
 #include "analysis/sites.h"
@@ -66,8 +67,19 @@ static size_t account_hash(__u32 pid, __u16 space, __u8 dev_type, __s8 dev)
 				(__u64)dev_type << 8 | (__u8)dev);
 }
 
-static bool same_account(const struct account *x, const struct mt_live *e)
+/* the accounts' index, for lib/hashtab.h: tab is the struct accounts */
+static bool account_used(const void *tab, size_t i)
 {
+	return ((const struct accounts *)tab)->slots[i];
+}
+
+/* key: the struct mt_live whose account is looked for */
+static bool account_match(const void *tab, size_t i, const void *key)
+{
+	const struct accounts *a = tab;
+	const struct account *x = &a->v[a->slots[i] - 1];
+	const struct mt_live *e = key;
+
 	return x->pid == e->pid && x->space == e->space &&
 	       x->dev_type == e->dev_type && x->dev == e->dev;
 }
@@ -75,12 +87,9 @@ static bool same_account(const struct account *x, const struct mt_live *e)
 /* the slot of e's account, or the empty slot where it would go */
 static size_t account_slot(const struct accounts *a, const struct mt_live *e)
 {
-	size_t mask = ACCOUNT_SLOTS - 1;
-	size_t i = account_hash(e->pid, e->space, e->dev_type, e->dev) & mask;
-
-	while (a->slots[i] && !same_account(&a->v[a->slots[i] - 1], e))
-		i = (i + 1) & mask;
-	return i;
+	return mt_probe(a, ACCOUNT_SLOTS - 1,
+			account_hash(e->pid, e->space, e->dev_type, e->dev),
+			account_used, account_match, e);
 }
 
 static const struct account *account_find(const struct accounts *a,
@@ -126,14 +135,27 @@ static int groups_init(struct groups *g, size_t max_cap)
 	return 0;
 }
 
+/* the groups' accessors for lib/hashtab.h: tab is the slot array */
+static bool group_used(const void *tab, size_t i)
+{
+	return ((const struct group *)tab)[i].acct;
+}
+
+/* key: a group with the acct and site looked for */
+static bool group_match(const void *tab, size_t i, const void *key)
+{
+	const struct group *x = (const struct group *)tab + i, *k = key;
+
+	return x->acct == k->acct && x->site == k->site;
+}
+
 static struct group *groups_find(struct groups *g, __u32 acct,
 				 const struct mt_site *site)
 {
-	size_t mask = g->cap - 1, i = group_hash(acct, site) & mask;
+	struct group k = { .acct = acct, .site = site };
 
-	while (g->v[i].acct && (g->v[i].acct != acct || g->v[i].site != site))
-		i = (i + 1) & mask;
-	return &g->v[i];
+	return &g->v[mt_probe(g->v, g->cap - 1, group_hash(acct, site),
+			      group_used, group_match, &k)];
 }
 
 /* into a table of cap slots, the groups keep() accepts */
@@ -203,7 +225,8 @@ static struct group *freed_group(struct mt_peak *p, __u32 acct,
 		struct group *x, *old = NULL;
 		size_t cap = g->cap;
 
-		for (; g->v[i].acct; i = (i + 1) & mask) {
+		/* a walk of its own: it also notes the first old slot */
+		for (; g->v[i].acct; i = mt_probe_next(i, mask)) {
 			x = &g->v[i];
 			if (x->acct == acct && x->site == site) {
 				if (is_current(x, p))

@@ -3,10 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/hashing.h"
+#include "lib/hashtab.h"
 #include "analysis/sites.h"
-
-/* the table grows with its sites: a small one stays in the cache */
-#define MIN_CAP 1024
 
 /* a slot keeps its site's hash: a probe reads a site only on a match */
 struct slot {
@@ -29,7 +27,8 @@ struct mt_sites *mt_sites_new(size_t max)
 	if (!s)
 		return NULL;
 	s->max = max;
-	s->cap = MIN_CAP;
+	/* the table grows with its sites: a small one stays in the cache */
+	s->cap = MT_HASH_MIN_CAP;
 	s->slots = calloc(s->cap, sizeof(*s->slots));
 	s->all = calloc(s->cap / 2, sizeof(*s->all));
 	if (!s->slots || !s->all) {
@@ -80,7 +79,8 @@ __u64 mt_frames_hash(const char *const *frames, int depth)
 	return h;
 }
 
-static bool site_equal(const struct mt_site *a, const struct mt_site *b)
+/* inline: the probe of every event's lookup runs it */
+static inline bool site_equal(const struct mt_site *a, const struct mt_site *b)
 {
 	return a->pid == b->pid && a->event == b->event &&
 	       a->caller == b->caller && a->phase == b->phase &&
@@ -89,6 +89,26 @@ static bool site_equal(const struct mt_site *a, const struct mt_site *b)
 	       a->truncated == b->truncated && a->depth == b->depth &&
 	       (!a->depth || !memcmp(a->frames, b->frames,
 				     (size_t)a->depth * sizeof(a->frames[0])));
+}
+
+/* the table's accessors for lib/hashtab.h: tab is the slot array */
+static bool slot_used(const void *tab, size_t i)
+{
+	return ((const struct slot *)tab)[i].site;
+}
+
+/* what a lookup matches: the key's hash and the key */
+struct probe_key {
+	__u64 hash;
+	const struct mt_site *site;
+};
+
+static bool slot_match(const void *tab, size_t i, const void *key)
+{
+	const struct slot *s = (const struct slot *)tab + i;
+	const struct probe_key *k = key;
+
+	return s->hash == k->hash && site_equal(s->site, k->site);
 }
 
 static struct mt_site *make(const struct mt_site *key, __u32 id)
@@ -126,7 +146,7 @@ static struct mt_site *make(const struct mt_site *key, __u32 id)
 /* twice the slots, and room in all[] for half as many sites: 0 or -1 */
 static int grow(struct mt_sites *s)
 {
-	size_t cap = s->cap * 2, mask = cap - 1;
+	size_t cap = s->cap * 2;
 	struct slot *slots = calloc(cap, sizeof(*slots));
 	struct mt_site **all = realloc(s->all, cap / 2 * sizeof(*all));
 
@@ -136,16 +156,10 @@ static int grow(struct mt_sites *s)
 		free(slots);
 		return -1;
 	}
-	for (size_t k = 0; k < s->cap; k++) {
-		size_t i;
-
-		if (!s->slots[k].site)
-			continue;
-		for (i = s->slots[k].hash & mask; slots[i].site;
-		     i = (i + 1) & mask)
-			;
-		slots[i] = s->slots[k];
-	}
+	for (size_t k = 0; k < s->cap; k++)
+		if (s->slots[k].site)
+			slots[mt_probe(slots, cap - 1, s->slots[k].hash,
+				       slot_used, NULL, NULL)] = s->slots[k];
 	free(s->slots);
 	s->slots = slots;
 	s->cap = cap;
@@ -155,22 +169,22 @@ static int grow(struct mt_sites *s)
 struct mt_site *mt_sites_get(struct mt_sites *s, const struct mt_site *key,
 			     bool *is_new)
 {
-	__u64 h = site_hash(key);
-	size_t mask = s->cap - 1, i = h & mask;
+	struct probe_key k = { .hash = site_hash(key), .site = key };
+	size_t i = mt_probe(s->slots, s->cap - 1, k.hash, slot_used, slot_match,
+			    &k);
 
 	*is_new = false;
-	for (; s->slots[i].site; i = (i + 1) & mask)
-		if (s->slots[i].hash == h && site_equal(s->slots[i].site, key))
-			return s->slots[i].site;
+	if (s->slots[i].site)
+		return s->slots[i].site;
 	if (s->n < s->max && (s->n + 1 <= s->cap / 2 || !grow(s))) {
 		struct mt_site *site = make(key, (__u32)s->n + 1);
 
 		if (site) {
 			/* the slot found before a growth is no longer it */
-			for (mask = s->cap - 1, i = h & mask; s->slots[i].site;
-			     i = (i + 1) & mask)
-				;
-			s->slots[i] = (struct slot){ .hash = h, .site = site };
+			i = mt_probe(s->slots, s->cap - 1, k.hash, slot_used,
+				     NULL, NULL);
+			s->slots[i] =
+				(struct slot){ .hash = k.hash, .site = site };
 			s->all[s->n++] = site;
 			*is_new = true;
 			return site;

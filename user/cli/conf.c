@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <string.h>
 #include "cli/conf.h"
-
-/* call sites a session keeps */
-#define MAX_SITES 65536
+#include "lib/limits.h"
 
 void mt_output_conf_from(struct mt_output_conf *c, const struct mt_options *o)
 {
@@ -14,7 +12,7 @@ void mt_output_conf_from(struct mt_output_conf *c, const struct mt_options *o)
 		.no_stack = o->no_stack,
 		.min_size = o->min_size,
 		.max_live = o->max_live,
-		.max_sites = MAX_SITES,
+		.max_sites = MT_MAX_SITES,
 		.top_live = o->top_live,
 		.top_ops = o->top_ops,
 		.leak = { .age_steps = o->leak_age_steps,

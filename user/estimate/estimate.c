@@ -14,11 +14,12 @@
 #include "estimate/estimate.h"
 #include "event/format.h"
 #include "lib/hashing.h"
+#include "lib/hashtab.h"
+#include "lib/limits.h"
 #include "event/kinds.h"
 #include "record/iter.h"
 #include "lib/err.h"
 
-#define MAX_SITES 65536
 #define MAX_DEVS 16
 #define CPU_DEV MAX_DEVS /* the slot of the CPU run */
 #define MAX_GROUPS 256
@@ -77,15 +78,41 @@ struct est {
 	double last_factor;
 };
 
+/* the map's accessors for lib/hashtab.h: tab is the struct ptrmap */
+static bool pm_used(const void *tab, size_t i)
+{
+	return ((const struct ptrmap *)tab)->key[i];
+}
+
+/* key: the pointer looked for */
+static bool pm_match(const void *tab, size_t i, const void *key)
+{
+	return ((const struct ptrmap *)tab)->key[i] == *(const __u64 *)key;
+}
+
+static __u64 pm_hash(const void *tab, size_t i)
+{
+	return mt_mix64(((const struct ptrmap *)tab)->key[i]);
+}
+
+static void pm_move(void *tab, size_t to, size_t from)
+{
+	struct ptrmap *pm = tab;
+
+	pm->key[to] = pm->key[from];
+	pm->val[to] = pm->val[from];
+	pm->key[from] = 0;
+}
+
 static int pm_grow(struct ptrmap *pm)
 {
-	size_t cap = pm->cap ? pm->cap * 2 : 1024;
-	__u64 *key = calloc(cap, sizeof(*key));
-	__u32 *val = calloc(cap, sizeof(*val));
+	struct ptrmap n = { .cap = pm->cap ? pm->cap * 2 : MT_HASH_MIN_CAP };
 
-	if (!key || !val) {
-		free(key);
-		free(val);
+	n.key = calloc(n.cap, sizeof(*n.key));
+	n.val = calloc(n.cap, sizeof(*n.val));
+	if (!n.key || !n.val) {
+		free(n.key);
+		free(n.val);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < pm->cap; i++) {
@@ -93,27 +120,22 @@ static int pm_grow(struct ptrmap *pm)
 
 		if (!pm->key[i])
 			continue;
-		for (j = mt_mix64(pm->key[i]) & (cap - 1); key[j];
-		     j = (j + 1) & (cap - 1))
-			;
-		key[j] = pm->key[i];
-		val[j] = pm->val[i];
+		j = mt_probe(&n, n.cap - 1, mt_mix64(pm->key[i]), pm_used, NULL,
+			     NULL);
+		n.key[j] = pm->key[i];
+		n.val[j] = pm->val[i];
 	}
 	free(pm->key);
 	free(pm->val);
-	pm->key = key;
-	pm->val = val;
-	pm->cap = cap;
+	pm->key = n.key;
+	pm->val = n.val;
+	pm->cap = n.cap;
 	return 0;
 }
 
 static size_t pm_slot(const struct ptrmap *pm, __u64 k)
 {
-	size_t i = mt_mix64(k) & (pm->cap - 1);
-
-	while (pm->key[i] && pm->key[i] != k)
-		i = (i + 1) & (pm->cap - 1);
-	return i;
+	return mt_probe(pm, pm->cap - 1, mt_mix64(k), pm_used, pm_match, &k);
 }
 
 /* 0, or -ENOSPC past max entries, -ENOMEM */
@@ -135,7 +157,7 @@ static int pm_put(struct ptrmap *pm, __u64 k, __u32 v)
 
 static bool pm_take(struct ptrmap *pm, __u64 k, __u32 *v)
 {
-	size_t i, j, h, mask = pm->cap - 1;
+	size_t i;
 
 	if (!pm->cap)
 		return false;
@@ -143,16 +165,8 @@ static bool pm_take(struct ptrmap *pm, __u64 k, __u32 *v)
 	if (!pm->key[i])
 		return false;
 	*v = pm->val[i];
-	/* shift back the entries the hole would cut off from their home */
-	for (j = (i + 1) & mask; pm->key[j]; j = (j + 1) & mask) {
-		h = mt_mix64(pm->key[j]) & mask;
-		if (((j - h) & mask) < ((j - i) & mask))
-			continue;
-		pm->key[i] = pm->key[j];
-		pm->val[i] = pm->val[j];
-		i = j;
-	}
 	pm->key[i] = 0;
+	mt_backshift(pm, pm->cap - 1, i, pm_used, pm_hash, pm_move);
 	pm->n--;
 	return true;
 }
@@ -580,7 +594,7 @@ static int run(struct est *e, struct mt_rec_iter *it, struct mt_sites *sites)
 int mt_estimate(const struct mt_estimate_conf *c)
 {
 	struct est e = { .c = c, .out = stdout, .conf = c->model };
-	struct mt_sites *sites = mt_sites_new(MAX_SITES);
+	struct mt_sites *sites = mt_sites_new(MT_MAX_SITES);
 	struct mt_rec_iter it;
 	int ret = 2;
 

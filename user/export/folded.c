@@ -19,10 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/hashing.h"
+#include "lib/hashtab.h"
 #include "analysis/session.h"
 #include "export/export.h"
 
-#define MIN_CAP 1024
 /* kinds that may share the overflow site, beyond one entry per site */
 #define EXTRA_KEYS 64
 
@@ -65,21 +65,31 @@ static size_t key_hash(const struct mt_site *site, const char *event)
 				mt_mix64((__u64)(uintptr_t)event));
 }
 
+/* tab: a struct mt_index into ents; key: an entry with the site and event */
+static bool slot_match(const void *tab, size_t i, const void *key)
+{
+	const struct mt_index *t = tab;
+	const struct fentry *e =
+		(const struct fentry *)t->ents + t->slots[i] - 1;
+	const struct fentry *k = key;
+
+	return e->site == k->site && e->event == k->event;
+}
+
 static void slot_put(__u32 *slots, size_t cap, const struct fentry *e,
 		     __u32 idx)
 {
-	size_t i = key_hash(e->site, e->event) & (cap - 1);
+	struct mt_index t = { .slots = slots };
 
-	while (slots[i])
-		i = (i + 1) & (cap - 1);
-	slots[i] = idx + 1;
+	slots[mt_probe(&t, cap - 1, key_hash(e->site, e->event), mt_index_used,
+		       NULL, NULL)] = idx + 1;
 }
 
 /* room for one more entry, at half load; false: out of memory */
 static bool grow(struct folded *x)
 {
 	if (x->n == x->capents) {
-		size_t cap = x->capents ? x->capents * 2 : MIN_CAP / 2;
+		size_t cap = x->capents ? x->capents * 2 : MT_HASH_MIN_CAP / 2;
 		struct fentry *e = realloc(x->ents, cap * sizeof(*e));
 
 		if (!e)
@@ -88,7 +98,7 @@ static bool grow(struct folded *x)
 		x->capents = cap;
 	}
 	if ((x->n + 1) * 2 > x->capslots) {
-		size_t cap = x->capslots ? x->capslots * 2 : MIN_CAP;
+		size_t cap = x->capslots ? x->capslots * 2 : MT_HASH_MIN_CAP;
 		__u32 *slots = calloc(cap, sizeof(*slots));
 
 		if (!slots)
@@ -105,16 +115,15 @@ static bool grow(struct folded *x)
 static struct fentry *entry(struct folded *x, const struct mt_session *s,
 			    const struct mt_site *site, const struct mt_call *r)
 {
-	size_t i;
-
 	if (x->capslots) {
-		i = key_hash(site, r->event) & (x->capslots - 1);
-		for (; x->slots[i]; i = (i + 1) & (x->capslots - 1)) {
-			struct fentry *e = &x->ents[x->slots[i] - 1];
+		struct mt_index t = { .slots = x->slots, .ents = x->ents };
+		struct fentry k = { .site = site, .event = r->event };
+		size_t i =
+			mt_probe(&t, x->capslots - 1, key_hash(site, r->event),
+				 mt_index_used, slot_match, &k);
 
-			if (e->site == site && e->event == r->event)
-				return e;
-		}
+		if (x->slots[i])
+			return &x->ents[x->slots[i] - 1];
 	}
 	if (x->n >= s->conf.max_sites + EXTRA_KEYS)
 		return NULL;

@@ -16,6 +16,7 @@
 #include "event/cudaerr.h"
 #include "event/format.h"
 #include "lib/hashing.h"
+#include "lib/hashtab.h"
 #include "export/jsonw.h"
 #include "export/export.h"
 #include "lib/version.h"
@@ -144,13 +145,24 @@ static void follow_slices(struct mt_jw *w, struct thread *t, __u64 ts,
 	t->last_ts = ts;
 }
 
+/* the threads' accessors for lib/hashtab.h: tab is the slot array */
+static bool thread_used(const void *tab, size_t i)
+{
+	return ((const struct thread *)tab)[i].tid;
+}
+
+/* key: the tid looked for */
+static bool thread_match(const void *tab, size_t i, const void *key)
+{
+	return ((const struct thread *)tab)[i].tid == *(const __u32 *)key;
+}
+
 /* tid's slot, taken if new; NULL when MAX_THREADS are known */
 static struct thread *thread_get(struct perfetto *x, __u32 tid, bool *is_new)
 {
-	size_t mask = THREAD_SLOTS - 1, i = mt_mix64(tid) & mask;
+	size_t i = mt_probe(x->threads, THREAD_SLOTS - 1, mt_mix64(tid),
+			    thread_used, thread_match, &tid);
 
-	while (x->threads[i].tid && x->threads[i].tid != tid)
-		i = (i + 1) & mask;
 	*is_new = !x->threads[i].tid;
 	if (!*is_new)
 		return &x->threads[i];

@@ -20,6 +20,7 @@
 #include "event/format.h"
 #include "export/frames.h"
 #include "lib/hashing.h"
+#include "lib/hashtab.h"
 #include "export/jsonw.h"
 #include "export/export.h"
 #include "lib/version.h"
@@ -27,7 +28,6 @@
 #include "analysis/session.h"
 
 #define MAX_ACCOUNTS 256
-#define MIN_CAP 1024
 #define MAX_GROUP_SLOTS (1 << 21) /* (account, site) weights: 48 MiB */
 #define MAX_FRAME_SLOTS (1 << 21) /* distinct frames */
 
@@ -92,8 +92,9 @@ static void *open_speedscope(FILE *f, const struct mt_export_conf *c, char *err,
 		snprintf(err, errlen, "export speedscope: out of memory");
 		return NULL;
 	}
-	x->groups = (struct table){ .v = calloc(MIN_CAP, sizeof(struct group)),
-				    .cap = MIN_CAP };
+	x->groups = (struct table){ .v = calloc(MT_HASH_MIN_CAP,
+						sizeof(struct group)),
+				    .cap = MT_HASH_MIN_CAP };
 	if (!x->groups.v ||
 	    mt_jw_open(&x->w, f, "export speedscope", err, errlen)) {
 		if (!x->groups.v)
@@ -145,14 +146,27 @@ static size_t group_hash(__u32 acct, const struct mt_site *site)
 	return (size_t)mt_mix64((__u64)(uintptr_t)site ^ (__u64)acct << 48);
 }
 
+/* the groups' accessors for lib/hashtab.h: tab is the slot array */
+static bool group_used(const void *tab, size_t i)
+{
+	return ((const struct group *)tab)[i].acct;
+}
+
+/* key: a group with the acct and site looked for */
+static bool group_match(const void *tab, size_t i, const void *key)
+{
+	const struct group *g = (const struct group *)tab + i, *k = key;
+
+	return g->acct == k->acct && g->site == k->site;
+}
+
 static struct group *group_slot(struct group *v, size_t cap, __u32 acct,
 				const struct mt_site *site)
 {
-	size_t mask = cap - 1, i = group_hash(acct, site) & mask;
+	struct group k = { .acct = acct, .site = site };
 
-	while (v[i].acct && (v[i].acct != acct || v[i].site != site))
-		i = (i + 1) & mask;
-	return &v[i];
+	return &v[mt_probe(v, cap - 1, group_hash(acct, site), group_used,
+			   group_match, &k)];
 }
 
 static int groups_grow(struct table *t)
@@ -248,24 +262,28 @@ static size_t frame_hash(const struct frame *f)
 				(__u64)(uintptr_t)f->b ^ (__u64)f->kind << 56);
 }
 
+/* tab: a struct mt_index into the frames; key: the frame looked for */
+static bool frame_match(const void *tab, size_t i, const void *key)
+{
+	const struct mt_index *t = tab;
+	const struct frame *o = (const struct frame *)t->ents + t->slots[i] - 1;
+	const struct frame *f = key;
+
+	return o->kind == f->kind && o->a == f->a && o->b == f->b;
+}
+
 static __u32 *frame_slot(__u32 *slots, size_t cap, const struct frame *fv,
 			 const struct frame *f)
 {
-	size_t mask = cap - 1, i = frame_hash(f) & mask;
+	struct mt_index t = { .slots = slots, .ents = fv };
 
-	while (slots[i]) {
-		const struct frame *o = &fv[slots[i] - 1];
-
-		if (o->kind == f->kind && o->a == f->a && o->b == f->b)
-			break;
-		i = (i + 1) & mask;
-	}
-	return &slots[i];
+	return &slots[mt_probe(&t, cap - 1, frame_hash(f), mt_index_used,
+			       frame_match, f)];
 }
 
 static int frames_grow(struct speedscope *x)
 {
-	size_t cap = x->frames.cap ? x->frames.cap * 2 : MIN_CAP;
+	size_t cap = x->frames.cap ? x->frames.cap * 2 : MT_HASH_MIN_CAP;
 	struct frame *fv;
 	__u32 *slots;
 

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <stdlib.h>
 #include <string.h>
+#include "lib/hashing.h"
+#include "lib/hashtab.h"
 #include "lib/strpool.h"
-
-/* the table grows with its strings: a short replay pays for a short one */
-#define MIN_CAP 1024
 
 /* a slot keeps its string's hash: strcmp only on a match */
 struct slot {
@@ -18,15 +17,6 @@ struct mt_strpool {
 	size_t count, max;
 };
 
-static size_t hash_str(const char *s)
-{
-	size_t h = 14695981039346656037ULL; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
 struct mt_strpool *mt_strpool_new(size_t max)
 {
 	struct mt_strpool *p = calloc(1, sizeof(*p));
@@ -34,7 +24,8 @@ struct mt_strpool *mt_strpool_new(size_t max)
 	if (!p)
 		return NULL;
 	p->max = max;
-	p->cap = MIN_CAP;
+	/* the table grows with its strings: a short replay, a short one */
+	p->cap = MT_HASH_MIN_CAP;
 	p->slots = calloc(p->cap, sizeof(*p->slots));
 	if (!p->slots) {
 		free(p);
@@ -53,14 +44,24 @@ void mt_strpool_free(struct mt_strpool *p)
 	free(p);
 }
 
-static size_t find_slot(const struct slot *slots, size_t cap, size_t h,
-			const char *s)
+/* the table's accessors for lib/hashtab.h: tab is the slot array */
+static bool slot_used(const void *tab, size_t i)
 {
-	size_t mask = cap - 1, i = h & mask;
+	return ((const struct slot *)tab)[i].s;
+}
 
-	while (slots[i].s && (slots[i].hash != h || strcmp(slots[i].s, s)))
-		i = (i + 1) & mask;
-	return i;
+/* what a lookup matches: the string and its hash */
+struct probe_key {
+	size_t hash;
+	const char *s;
+};
+
+static bool slot_match(const void *tab, size_t i, const void *key)
+{
+	const struct slot *x = (const struct slot *)tab + i;
+	const struct probe_key *k = key;
+
+	return x->hash == k->hash && !strcmp(x->s, k->s);
 }
 
 static int grow(struct mt_strpool *p)
@@ -72,8 +73,8 @@ static int grow(struct mt_strpool *p)
 		return -1;
 	for (size_t i = 0; i < p->cap; i++)
 		if (p->slots[i].s)
-			slots[find_slot(slots, cap, p->slots[i].hash,
-					p->slots[i].s)] = p->slots[i];
+			slots[mt_probe(slots, cap - 1, p->slots[i].hash,
+				       slot_used, NULL, NULL)] = p->slots[i];
 	free(p->slots);
 	p->slots = slots;
 	p->cap = cap;
@@ -82,7 +83,9 @@ static int grow(struct mt_strpool *p)
 
 const char *mt_intern(struct mt_strpool *p, const char *s)
 {
-	size_t h = hash_str(s), i = find_slot(p->slots, p->cap, h, s);
+	struct probe_key key = { .hash = mt_fnv1a_str(s), .s = s };
+	size_t i = mt_probe(p->slots, p->cap - 1, key.hash, slot_used,
+			    slot_match, &key);
 
 	if (p->slots[i].s)
 		return p->slots[i].s;
@@ -91,12 +94,13 @@ const char *mt_intern(struct mt_strpool *p, const char *s)
 	if (2 * (p->count + 1) > p->cap) {
 		if (grow(p))
 			return NULL;
-		i = find_slot(p->slots, p->cap, h, s);
+		i = mt_probe(p->slots, p->cap - 1, key.hash, slot_used, NULL,
+			     NULL);
 	}
 	p->slots[i].s = strdup(s);
 	if (!p->slots[i].s)
 		return NULL;
-	p->slots[i].hash = h;
+	p->slots[i].hash = key.hash;
 	p->count++;
 	return p->slots[i].s;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include "lib/hashing.h"
+#include "lib/hashtab.h"
 #include "memtrace.h"
 #include "python/pyproc.h"
 #include "python/stack.h"
@@ -37,16 +38,23 @@ struct mt_pystacks {
 	} roots[MT_MAX_ROOTS]; /* each process's outermost module in forward */
 };
 
-#define MIN_CAP 1024
-
-static size_t hash_of(__u32 pid, __u64 id)
+static __u64 hash_of(__u32 pid, __u64 id)
 {
-	return (size_t)mt_mix64(id ^ ((__u64)pid << 32));
+	return mt_mix64(id ^ ((__u64)pid << 32));
 }
 
-static size_t slot_of(const struct mt_pystacks *ps, __u32 pid, __u64 id)
+/* the table's accessors for lib/hashtab.h: tab is the slot array */
+static bool slot_used(const void *tab, size_t i)
 {
-	return hash_of(pid, id) & (ps->cap - 1);
+	return ((const struct entry *)tab)[i].res;
+}
+
+/* key: an entry with the pid and stack id looked for */
+static bool slot_match(const void *tab, size_t i, const void *key)
+{
+	const struct entry *e = (const struct entry *)tab + i, *k = key;
+
+	return e->pid == k->pid && e->id == k->id;
 }
 
 struct mt_pystacks *mt_pystacks_new(int stacks_fd, size_t max,
@@ -65,7 +73,8 @@ struct mt_pystacks *mt_pystacks_new(int stacks_fd, size_t max,
 	ps->ctx = ctx;
 	ps->max = max;
 	/* the table grows with its stacks: a small one stays in the cache */
-	ps->cap = mt_table_cap(max) < MIN_CAP ? mt_table_cap(max) : MIN_CAP;
+	ps->cap = mt_table_cap(max) < MT_HASH_MIN_CAP ? mt_table_cap(max) :
+							MT_HASH_MIN_CAP;
 	ps->slots = calloc(ps->cap, sizeof(*ps->slots));
 	if (!ps->slots) {
 		free(ps);
@@ -77,7 +86,7 @@ struct mt_pystacks *mt_pystacks_new(int stacks_fd, size_t max,
 /* twice the slots, up to what max needs: 0, or -1 (full size, or no memory) */
 static int grow(struct mt_pystacks *ps)
 {
-	size_t cap = ps->cap * 2, mask = cap - 1;
+	size_t cap = ps->cap * 2;
 	struct entry *slots;
 
 	if (ps->cap >= mt_table_cap(ps->max))
@@ -87,14 +96,10 @@ static int grow(struct mt_pystacks *ps)
 		return -1;
 	for (size_t k = 0; k < ps->cap; k++) {
 		const struct entry *e = &ps->slots[k];
-		size_t i;
 
-		if (!e->res)
-			continue;
-		i = hash_of(e->pid, e->id) & mask;
-		while (slots[i].res)
-			i = (i + 1) & mask;
-		slots[i] = *e;
+		if (e->res)
+			slots[mt_probe(slots, cap - 1, hash_of(e->pid, e->id),
+				       slot_used, NULL, NULL)] = *e;
 	}
 	free(ps->slots);
 	ps->slots = slots;
@@ -357,15 +362,15 @@ const struct mt_pyresolved *mt_pystacks_get(struct mt_pystacks *ps,
 					    struct mt_py *py, __u32 pid,
 					    __u64 stack_id, bool truncated)
 {
+	struct entry key = { .pid = pid, .id = stack_id };
+	__u64 h = hash_of(pid, stack_id);
+	size_t i = mt_probe(ps->slots, ps->cap - 1, h, slot_used, slot_match,
+			    &key);
 	struct mt_pystack st;
-	size_t i = slot_of(ps, pid, stack_id);
 	struct mt_pyresolved *r;
 
-	while (ps->slots[i].res) {
-		if (ps->slots[i].pid == pid && ps->slots[i].id == stack_id)
-			return ps->slots[i].res;
-		i = (i + 1) & (ps->cap - 1);
-	}
+	if (ps->slots[i].res)
+		return ps->slots[i].res;
 	/* left in the map: BPF finds it there and need not store it again */
 	if (bpf_map_lookup_elem(ps->fd, &stack_id, &st))
 		return NULL;
@@ -375,9 +380,7 @@ const struct mt_pyresolved *mt_pystacks_get(struct mt_pystacks *ps,
 	/* at half load: a larger table, or else a new start */
 	if (ps->count >= ps->max || (2 * (ps->count + 1) > ps->cap && grow(ps)))
 		clear(ps);
-	for (i = slot_of(ps, pid, stack_id); ps->slots[i].res;
-	     i = (i + 1) & (ps->cap - 1))
-		;
+	i = mt_probe(ps->slots, ps->cap - 1, h, slot_used, NULL, NULL);
 	ps->slots[i] = (struct entry){ .pid = pid, .id = stack_id, .res = r };
 	ps->count++;
 	return r;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <linux/types.h>
 #include <zlib.h>
+#include "lib/limits.h"
 
 #define MAGIC "MTBPFREC"
 #define MAGIC_LEN 8
@@ -23,8 +24,6 @@
 
 /* what the writer never exceeds and the reader refuses beyond */
 #define MAX_STR 65536 /* bytes of one string */
-#define MAX_STRINGS (1u << 22)
-#define MAX_SITES (1u << 20)
 #define MAX_META 4096
 #define MAX_META_BYTES (1u << 20)
 #define MAX_BLOCK (16u << 20) /* payload bytes */

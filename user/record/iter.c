@@ -2,9 +2,8 @@
 #include <errno.h>
 #include <string.h>
 #include "lib/err.h"
+#include "lib/limits.h"
 #include "record/iter.h"
-
-#define MAX_STRINGS (1 << 20)
 
 int mt_rec_iter_open(struct mt_rec_iter *it, const char *path)
 {
@@ -14,7 +13,7 @@ int mt_rec_iter_open(struct mt_rec_iter *it, const char *path)
 		mt_err("cannot read %s: %s", path, strerror(errno));
 		return 2;
 	}
-	it->pool = mt_strpool_new(MAX_STRINGS);
+	it->pool = mt_strpool_new(MT_MAX_STRINGS);
 	if (!it->pool) {
 		mt_err("out of memory");
 		return 2;

@@ -200,7 +200,7 @@ static int read_strings(struct mt_reader *r, struct cur *c)
 {
 	__u64 n;
 
-	if (!get_count(c, 1, &n) || r->nstr - 1 + n > MAX_STRINGS)
+	if (!get_count(c, 1, &n) || r->nstr - 1 + n > MT_REC_MAX_STRINGS)
 		return fail(r, "bad string count");
 	if (mt_grow((void **)&r->str, &r->str_cap, r->nstr + n,
 		    sizeof(*r->str)))
@@ -237,7 +237,7 @@ static int read_sites(struct mt_reader *r, struct cur *c)
 	__u64 n;
 
 	/* a site is at least eight one-byte numbers */
-	if (!get_count(c, 8, &n) || r->c.n - 1 + n > MAX_SITES)
+	if (!get_count(c, 8, &n) || r->c.n - 1 + n > MT_REC_MAX_SITES)
 		return fail(r, "bad site count");
 	if (mt_grow((void **)&r->site, &r->site_cap, r->c.n + n,
 		    sizeof(*r->site)))

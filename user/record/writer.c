@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "record/coder.h"
+#include "lib/hashing.h"
+#include "lib/hashtab.h"
 #include "record/record.h"
 
 #define FLUSH_AT (64u << 10) /* pending bytes that make a flush */
@@ -74,24 +76,34 @@ struct mt_recorder {
 	struct buf out; /* a flush, written at once */
 };
 
-static __u64 hash_bytes(const char *s, size_t n)
-{
-	__u64 h = 14695981039346656037ULL; /* FNV-1a */
+/* a string looked for in the table: its bytes */
+struct str_key {
+	const char *s;
+	size_t len;
+};
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-	return h;
+static bool str_used(const void *tab, size_t i)
+{
+	return ((const struct str_slot *)tab)[i].s;
 }
 
+static bool str_match(const void *tab, size_t i, const void *key)
+{
+	const struct str_slot *e = &((const struct str_slot *)tab)[i];
+	const struct str_key *k = key;
+
+	return e->len == k->len && !memcmp(e->s, k->s, k->len);
+}
+
+/* the slot of n bytes at s, or the free slot where they would go */
 static struct str_slot *tab_find(struct str_slot *tab, size_t cap,
 				 const char *s, size_t n)
 {
-	size_t mask = cap - 1, i = hash_bytes(s, n) & mask;
+	const struct str_key k = { s, n };
 
-	for (; tab[i].s; i = (i + 1) & mask)
-		if (tab[i].len == n && !memcmp(tab[i].s, s, n))
-			break;
-	return &tab[i];
+	/* the table is at most half full: the probe finds a slot */
+	return &tab[mt_probe(tab, cap - 1, mt_fnv1a(s, n), str_used, str_match,
+			     &k)];
 }
 
 /* at most half full, so that a probe ends */
@@ -130,7 +142,7 @@ static int str_id(struct mt_recorder *w, const char *s, size_t n, __u32 *id)
 			return 0;
 		}
 	}
-	if (w->nstr >= MAX_STRINGS)
+	if (w->nstr >= MT_REC_MAX_STRINGS)
 		return -ENOSPC;
 	err = tab_grow(w);
 	if (!err)
@@ -198,7 +210,7 @@ static int site_id(struct mt_recorder *w, const struct mt_site *site, __u32 *id)
 	depth = site->depth > 0 ? site->depth : 0;
 	if (depth > MT_MAX_FRAMES)
 		return -EINVAL;
-	if (site->id >= MAX_SITES || w->c.n > MAX_SITES)
+	if (site->id >= MT_REC_MAX_SITES || w->c.n > MT_REC_MAX_SITES)
 		return -ENOSPC;
 	if (site->id >= w->nsite_ids) {
 		size_t n = w->nsite_ids ? w->nsite_ids : 256;
