@@ -44,3 +44,101 @@ state() {
 		CMD_PID=
 	done
 }
+
+# A directory like /tmp (sticky, writable by all) where another user,
+# "nobody", planted a link at the output's path to a file of ours outside:
+# the stand-in for /etc/shadow. Also a real record to report on.
+spool() {
+	SPOOL=$BATS_TEST_TMPDIR/spool
+	VICTIM=$BATS_TEST_TMPDIR/victim
+	mkdir -m 1777 "$SPOOL"
+	echo 'root:$6$secret:19000::::::' >"$VICTIM"
+}
+
+# plant NAME: $SPOOL/NAME, a link to $VICTIM owned by nobody
+plant() {
+	ln -s "$VICTIM" "$SPOOL/$1"
+	chown -h nobody "$SPOOL/$1"
+}
+
+# refused PATH WHY: the run ended with exit 2 and one line saying why it
+# refused PATH, and the victim is untouched
+refused() {
+	echo "status $status: $output"
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "${lines[0]}" == "memtrace-bpf: "*"$1: $2; refusing to "*" (remove it or choose another path)" ]]
+	[ "$(cat "$VICTIM")" = 'root:$6$secret:19000::::::' ]
+}
+
+@test "output paths: a link planted in a sticky directory is never followed" {
+	spool
+	plant out.txt
+	run "$MT" -q -d 2 -o "$SPOOL/out.txt" -- sleep 0.2
+	refused "$SPOOL/out.txt" "is a symbolic link"
+
+	plant t.mtb
+	run "$MT" record -q -d 2 -o "$SPOOL/t.mtb" -- sleep 0.2
+	refused "$SPOOL/t.mtb" "is a symbolic link"
+
+	"$MT" record -q -d 2 -o "$BATS_TEST_TMPDIR/r.mtb" -- sleep 0.2
+	plant report.txt
+	run "$MT" report -i "$BATS_TEST_TMPDIR/r.mtb" -o "$SPOOL/report.txt"
+	refused "$SPOOL/report.txt" "is a symbolic link"
+
+	plant t.json
+	run "$MT" -q -d 2 --export json -o "$SPOOL/t.json" -- sleep 0.2
+	refused "$SPOOL/t.json" "is a symbolic link"
+
+	plant mod.log
+	run "$MT" -q -d 20 --module-log "$SPOOL/mod.log" -- "$TORCH_PY" -c 'import torch'
+	refused "$SPOOL/mod.log" "is a symbolic link"
+
+	# the file is written as PATH.tmp, then renamed over PATH
+	plant m.prom.tmp
+	run "$MT" -q -d 2 --metrics-file "$SPOOL/m.prom" -- sleep 0.2
+	refused "$SPOOL/m.prom.tmp" "is a symbolic link"
+	# a link at PATH itself is replaced by the rename, not written through
+	rm "$SPOOL/m.prom.tmp"
+	plant m.prom
+	run "$MT" -q -d 2 --metrics-file "$SPOOL/m.prom" -- sleep 0.2
+	[ "$status" -eq 0 ]
+	[ ! -L "$SPOOL/m.prom" ]
+	grep -q '^memtrace_lost_events_total 0$' "$SPOOL/m.prom"
+	[ "$(cat "$VICTIM")" = 'root:$6$secret:19000::::::' ]
+}
+
+@test "output paths: another user's file or a hard link in a sticky directory is not emptied" {
+	spool
+	echo theirs >"$SPOOL/theirs.txt"
+	chown nobody "$SPOOL/theirs.txt"
+	run "$MT" -q -d 2 -o "$SPOOL/theirs.txt" -- sleep 0.2
+	refused "$SPOOL/theirs.txt" "belongs to another user in a world-writable sticky directory"
+	[ "$(cat "$SPOOL/theirs.txt")" = theirs ]
+
+	# a hard link to a file of ours is ours too: the link count tells
+	ln "$VICTIM" "$SPOOL/hard.mtb"
+	run "$MT" record -q -d 2 -o "$SPOOL/hard.mtb" -- sleep 0.2
+	refused "$SPOOL/hard.mtb" "has other hard links in a world-writable sticky directory"
+
+	# a file of our own there is written over, as before
+	echo old >"$SPOOL/mine.txt"
+	"$MT" -q -d 2 -o "$SPOOL/mine.txt" -- sleep 0.2
+	grep -q '^# summary ' "$SPOOL/mine.txt"
+}
+
+@test "records, outputs and logs are created for their owner only; the metrics file for node_exporter too" {
+	local d=$BATS_TEST_TMPDIR
+	"$MT" -q -d 2 -o "$d/out.txt" -- sleep 0.2
+	"$MT" record -q -d 2 -o "$d/t.mtb" -- sleep 0.2
+	"$MT" report -i "$d/t.mtb" -o "$d/report.txt"
+	"$MT" -q -d 2 --export json -o "$d/t.json" -- sleep 0.2
+	"$MT" -q -d 20 --module-log "$d/mod.log" -- "$TORCH_PY" -c 'import torch'
+	"$MT" -q -d 2 --metrics-file "$d/m.prom" -- sleep 0.2
+	for f in out.txt t.mtb report.txt t.json mod.log; do
+		echo "$f: $(stat -c %a "$d/$f")"
+		[ "$(stat -c %a "$d/$f")" = 600 ]
+	done
+	[ "$(stat -c %a "$d/m.prom")" = 644 ]
+}
+

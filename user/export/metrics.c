@@ -9,11 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "event/format.h"
 #include "export/metrics.h"
 #include "analysis/session.h"
 #include "lib/err.h"
+#include "lib/outfile.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4"
 /* a scraper or two; more only hold memory */
@@ -439,17 +441,37 @@ static int serve(struct mt_metrics *m, const char *addr, char *err,
 	return 0;
 }
 
-/* PATH.tmp, renamed over PATH: the textfile collector never reads half */
+/*
+ * A PATH.tmp left by a tracer killed between its write and its rename is
+ * ours to remove, so that the new one is created, not reused: never
+ * another user's, nor a link, which mt_create_output then refuses.
+ */
+static void remove_stale(const char *tmp)
+{
+	struct stat st;
+
+	if (!lstat(tmp, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    st.st_nlink == 1)
+		(void)unlink(tmp); /* if it fails, the create says why */
+}
+
+/*
+ * PATH.tmp, renamed over PATH: the textfile collector never reads half.
+ * The rename replaces whatever is at PATH, link or not, without writing
+ * through it. Readable by all: node_exporter runs as its own user.
+ */
 static int write_file(struct mt_metrics *m, struct mt_session *const *ses,
 		      size_t n, __u64 lost, char *err, size_t errlen)
 {
-	FILE *f = fopen(m->tmp, "we");
+	char why[512];
 	int ret = 0;
+	FILE *f;
 
+	remove_stale(m->tmp);
+	f = mt_create_output_file(m->tmp, MT_OUT_SHARED, why, sizeof(why));
 	if (!f) {
 		ret = -errno;
-		snprintf(err, errlen, "metrics: write %s: %s", m->tmp,
-			 strerror(-ret));
+		snprintf(err, errlen, "metrics: write %s", why);
 		return ret;
 	}
 	mt_metrics_write(f, ses, n, lost);
