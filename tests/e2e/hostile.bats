@@ -7,6 +7,7 @@ load helpers
 teardown() {
 	[ -n "${MT_PID:-}" ] && kill -9 "$MT_PID" 2>/dev/null || true
 	[ -n "${CMD_PID:-}" ] && kill -9 "$CMD_PID" 2>/dev/null || true
+	[ -n "${SLOW_PID:-}" ] && kill "$SLOW_PID" 2>/dev/null || true
 }
 
 # state PID: the one-letter state of PID (R, S, T...), empty once it is gone
@@ -43,4 +44,210 @@ state() {
 		grep -qx DONE "$BATS_TEST_TMPDIR/cmd.out"
 		CMD_PID=
 	done
+}
+
+# A directory like /tmp (sticky, writable by all) where another user,
+# "nobody", planted a link at the output's path to a file of ours outside:
+# the stand-in for /etc/shadow. Also a real record to report on.
+spool() {
+	SPOOL=$BATS_TEST_TMPDIR/spool
+	VICTIM=$BATS_TEST_TMPDIR/victim
+	mkdir -m 1777 "$SPOOL"
+	echo 'root:$6$secret:19000::::::' >"$VICTIM"
+}
+
+# plant NAME: $SPOOL/NAME, a link to $VICTIM owned by nobody
+plant() {
+	ln -s "$VICTIM" "$SPOOL/$1"
+	chown -h nobody "$SPOOL/$1"
+}
+
+# refused PATH WHY: the run ended with exit 2 and one line saying why it
+# refused PATH, and the victim is untouched
+refused() {
+	echo "status $status: $output"
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "${lines[0]}" == "memtrace-bpf: "*"$1: $2; refusing to "*" (remove it or choose another path)" ]]
+	[ "$(cat "$VICTIM")" = 'root:$6$secret:19000::::::' ]
+}
+
+@test "output paths: a link planted in a sticky directory is never followed" {
+	spool
+	plant out.txt
+	run "$MT" -q -d 2 -o "$SPOOL/out.txt" -- sleep 0.2
+	refused "$SPOOL/out.txt" "is a symbolic link"
+
+	plant t.mtb
+	run "$MT" record -q -d 2 -o "$SPOOL/t.mtb" -- sleep 0.2
+	refused "$SPOOL/t.mtb" "is a symbolic link"
+
+	"$MT" record -q -d 2 -o "$BATS_TEST_TMPDIR/r.mtb" -- sleep 0.2
+	plant report.txt
+	run "$MT" report -i "$BATS_TEST_TMPDIR/r.mtb" -o "$SPOOL/report.txt"
+	refused "$SPOOL/report.txt" "is a symbolic link"
+
+	plant t.json
+	run "$MT" -q -d 2 --export json -o "$SPOOL/t.json" -- sleep 0.2
+	refused "$SPOOL/t.json" "is a symbolic link"
+
+	plant mod.log
+	run "$MT" -q -d 20 --module-log "$SPOOL/mod.log" -- "$TORCH_PY" -c 'import torch'
+	refused "$SPOOL/mod.log" "is a symbolic link"
+
+	# the file is written as PATH.tmp, then renamed over PATH
+	plant m.prom.tmp
+	run "$MT" -q -d 2 --metrics-file "$SPOOL/m.prom" -- sleep 0.2
+	refused "$SPOOL/m.prom.tmp" "is a symbolic link"
+	# a link at PATH itself is replaced by the rename, not written through
+	rm "$SPOOL/m.prom.tmp"
+	plant m.prom
+	run "$MT" -q -d 2 --metrics-file "$SPOOL/m.prom" -- sleep 0.2
+	[ "$status" -eq 0 ]
+	[ ! -L "$SPOOL/m.prom" ]
+	grep -q '^memtrace_lost_events_total 0$' "$SPOOL/m.prom"
+	[ "$(cat "$VICTIM")" = 'root:$6$secret:19000::::::' ]
+}
+
+@test "output paths: another user's file or a hard link in a sticky directory is not emptied" {
+	spool
+	echo theirs >"$SPOOL/theirs.txt"
+	chown nobody "$SPOOL/theirs.txt"
+	run "$MT" -q -d 2 -o "$SPOOL/theirs.txt" -- sleep 0.2
+	refused "$SPOOL/theirs.txt" "belongs to another user in a world-writable sticky directory"
+	[ "$(cat "$SPOOL/theirs.txt")" = theirs ]
+
+	# a hard link to a file of ours is ours too: the link count tells
+	ln "$VICTIM" "$SPOOL/hard.mtb"
+	run "$MT" record -q -d 2 -o "$SPOOL/hard.mtb" -- sleep 0.2
+	refused "$SPOOL/hard.mtb" "has other hard links in a world-writable sticky directory"
+
+	# a file of our own there is written over, as before
+	echo old >"$SPOOL/mine.txt"
+	"$MT" -q -d 2 -o "$SPOOL/mine.txt" -- sleep 0.2
+	grep -q '^# summary ' "$SPOOL/mine.txt"
+}
+
+@test "records, outputs and logs are created for their owner only; the metrics file for node_exporter too" {
+	local d=$BATS_TEST_TMPDIR
+	"$MT" -q -d 2 -o "$d/out.txt" -- sleep 0.2
+	"$MT" record -q -d 2 -o "$d/t.mtb" -- sleep 0.2
+	"$MT" report -i "$d/t.mtb" -o "$d/report.txt"
+	"$MT" -q -d 2 --export json -o "$d/t.json" -- sleep 0.2
+	"$MT" -q -d 20 --module-log "$d/mod.log" -- "$TORCH_PY" -c 'import torch'
+	"$MT" -q -d 2 --metrics-file "$d/m.prom" -- sleep 0.2
+	for f in out.txt t.mtb report.txt t.json mod.log; do
+		echo "$f: $(stat -c %a "$d/$f")"
+		[ "$(stat -c %a "$d/$f")" = 600 ]
+	done
+	[ "$(stat -c %a "$d/m.prom")" = 644 ]
+}
+
+# a TCP port free on loopback now
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# serve_metrics ADDR: a tracer serving ADDR for up to 60 s, once it listens
+serve_metrics() {
+	local i
+	"$MT" -q -d 60 --metrics-addr "$1" -- sleep 60 \
+		>"$BATS_TEST_TMPDIR/trace.out" 2>"$BATS_TEST_TMPDIR/trace.err" &
+	MT_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		curl -sf --max-time 2 -o /dev/null "http://127.0.0.1:$PORT/metrics" && return 0
+		sleep 0.1
+	done
+	cat "$BATS_TEST_TMPDIR/trace.err" >&2
+	return 1
+}
+
+# slow_clients PORT N: N connections to loopback PORT, each sending a
+# request line and then one header line every 2 s, never the end of it;
+# for at most 20 s. Says how many the server ended and the longest one held.
+slow_clients() {
+	python3 - "$1" "$2" <<'PY'
+import socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+conns = []
+for _ in range(n):
+    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+    s.sendall(b"GET /metrics HTTP/1.1\r\n")
+    s.setblocking(False)
+    conns.append({"s": s, "t0": time.monotonic(), "next": time.monotonic() + 2, "held": None})
+start = time.monotonic()
+while time.monotonic() - start < 20 and any(c["held"] is None for c in conns):
+    now = time.monotonic()
+    for c in conns:
+        if c["held"] is not None:
+            continue
+        try:
+            if c["s"].recv(4096) == b"":
+                c["held"] = now - c["t0"]
+                continue
+        except BlockingIOError:
+            pass
+        except OSError:
+            c["held"] = now - c["t0"]
+            continue
+        if now >= c["next"]:
+            c["next"] = now + 2
+            try:
+                c["s"].sendall(b"X-Slow: 1\r\n")
+            except OSError:
+                c["held"] = now - c["t0"]
+    time.sleep(0.05)
+ended = [c["held"] for c in conns if c["held"] is not None]
+print("ended %d of %d, longest %.1f s" % (len(ended), n, max(ended, default=0)))
+PY
+}
+
+@test "--metrics-addr: 16 slow clients neither starve a scrape nor stay" {
+	local t0 t1
+	PORT=$(free_port)
+	serve_metrics ":$PORT"
+	slow_clients "$PORT" 16 >"$BATS_TEST_TMPDIR/slow.out" &
+	SLOW_PID=$!
+	sleep 1
+	# a scraper at another address gets in while they hold their share
+	t0=$(date +%s%N)
+	curl -sf --max-time 3 --interface 127.0.0.2 "http://127.0.0.1:$PORT/metrics" |
+		grep -q '^memtrace_lost_events_total 0$'
+	t1=$(date +%s%N)
+	echo "scrape from elsewhere: $(((t1 - t0) / 1000000)) ms"
+	[ $(((t1 - t0) / 1000000)) -lt 2000 ]
+	# and at theirs once their 5 s are up
+	curl -sf --max-time 3 --retry 10 --retry-delay 1 --retry-all-errors \
+		"http://127.0.0.1:$PORT/metrics" | grep -q '^memtrace_lost_events_total 0$'
+	t1=$(date +%s%N)
+	echo "scrape from their address: $(((t1 - t0) / 1000000)) ms"
+	[ $(((t1 - t0) / 1000000)) -lt 8000 ]
+	wait "$SLOW_PID"
+	cat "$BATS_TEST_TMPDIR/slow.out"
+	read -r _ ended _ n _ longest _ < <(tr -d , <"$BATS_TEST_TMPDIR/slow.out")
+	[ "$ended" -eq 16 ] && [ "$n" -eq 16 ]
+	awk -v l="$longest" 'BEGIN { exit !(l < 7) }'
+	grep -q '^memtrace_lost_events_total 0$' <(curl -sf --max-time 3 "http://127.0.0.1:$PORT/metrics")
+	kill -INT "$MT_PID"
+	wait "$MT_PID"
+}
+
+@test "--metrics-addr: no host is loopback; every interface is asked for, and warned of" {
+	PORT=$(free_port)
+	serve_metrics ":$PORT"
+	ss -ltnH "sport = :$PORT" | awk '{print $4}' >"$BATS_TEST_TMPDIR/ss.out"
+	cat "$BATS_TEST_TMPDIR/ss.out"
+	[ "$(cat "$BATS_TEST_TMPDIR/ss.out")" = "127.0.0.1:$PORT" ]
+	[ ! -s "$BATS_TEST_TMPDIR/trace.err" ]
+	kill -INT "$MT_PID"
+	wait "$MT_PID"
+
+	PORT=$(free_port)
+	serve_metrics "0.0.0.0:$PORT"
+	[ "$(ss -ltnH "sport = :$PORT" | awk '{print $4}')" = "0.0.0.0:$PORT" ]
+	cat "$BATS_TEST_TMPDIR/trace.err"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/trace.err")" -eq 1 ]
+	grep -qx "memtrace-bpf: metrics: 0.0.0.0:$PORT serves every interface, without authentication: anyone who reaches this host reads /metrics (give 127.0.0.1:PORT or filter the port)" "$BATS_TEST_TMPDIR/trace.err"
+	kill -INT "$MT_PID"
+	wait "$MT_PID"
 }

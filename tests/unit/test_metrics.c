@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -454,6 +455,154 @@ static void test_http(void **state)
 	assert_int_equal(mt_metrics_close(m, ses, 1, 0, err, sizeof(err)), 0);
 }
 
+/* a connection from SRC (an address of loopback) to PORT, or -errno */
+static int dial(const char *src, const char *dst, int port)
+{
+	struct sockaddr_in from = { .sin_family = AF_INET };
+	struct sockaddr_in to = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ret;
+
+	assert_true(fd >= 0);
+	assert_int_equal(inet_pton(AF_INET, src, &from.sin_addr), 1);
+	assert_int_equal(inet_pton(AF_INET, dst, &to.sin_addr), 1);
+	assert_int_equal(bind(fd, (struct sockaddr *)&from, sizeof(from)), 0);
+	if (connect(fd, (struct sockaddr *)&to, sizeof(to))) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	assert_int_equal(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+	return fd;
+}
+
+static void say(int fd, const char *text)
+{
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+}
+
+/* whether the server ended fd's connection, polling m at now_ns meanwhile */
+static bool ended(struct mt_metrics *m, struct mt_session *const *ses, int fd,
+		  __u64 now_ns)
+{
+	char buf[4096];
+	ssize_t n;
+
+	for (int i = 0; i < 50; i++) {
+		mt_metrics_poll(m, now_ns, ses, 1, 0);
+		n = read(fd, buf, sizeof(buf));
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return true;
+		if (n < 0 && errno != EAGAIN)
+			fail_msg("read: %s", strerror(errno));
+		usleep(1000);
+	}
+	return false;
+}
+
+static struct mt_metrics *serve_at(const char *host, int port)
+{
+	struct mt_metrics_conf c = { 0 };
+	char addr[64], err[256];
+	struct mt_metrics *m;
+
+	snprintf(addr, sizeof(addr), "%s:%d", host, port);
+	c.addr = addr;
+	m = mt_metrics_open(&c, err, sizeof(err));
+	if (!m)
+		fail_msg("%s", err);
+	return m;
+}
+
+/*
+ * A client sending a header line now and then is ended 5 s after it
+ * connected, however often it sends: the deadline is the request's, not
+ * MHD's idle timeout, which each byte restarts.
+ */
+static void test_slow_client(void **state)
+{
+	struct fixture *f = *state;
+	struct mt_session *const ses[] = { &f->ses };
+	int port = free_port(NULL);
+	struct mt_metrics *m = serve_at("127.0.0.1", port);
+	const __u64 s = 1000000000ULL;
+	int fd = dial("127.0.0.1", "127.0.0.1", port);
+	char *resp;
+
+	assert_true(fd >= 0);
+	say(fd, "GET /metrics HTTP/1.1\r\n");
+	assert_false(ended(m, ses, fd, 100 * s));
+	for (__u64 t = 101; t < 105; t++) {
+		say(fd, "X-Slow: 1\r\n");
+		assert_false(ended(m, ses, fd, t * s));
+	}
+	assert_true(ended(m, ses, fd, 105 * s + 1));
+	close(fd);
+	/* one that sends its request in time is answered */
+	resp = request(m, ses, port, "GET /metrics HTTP/1.0\r\n\r\n");
+	assert_non_null(strstr(resp, " 200 OK\r\n"));
+	free(resp);
+	assert_int_equal(mt_metrics_close(m, ses, 1, 0, NULL, 0), 0);
+}
+
+/* one source holds 4 connections at most: another one still gets in */
+static void test_per_source(void **state)
+{
+	struct fixture *f = *state;
+	struct mt_session *const ses[] = { &f->ses };
+	int port = free_port(NULL), fds[5], other;
+	struct mt_metrics *m = serve_at("0.0.0.0", port);
+	char buf[4096] = "";
+	ssize_t n = 0;
+
+	for (int i = 0; i < 5; i++) {
+		fds[i] = dial("127.0.0.1", "127.0.0.1", port);
+		assert_true(fds[i] >= 0);
+		say(fds[i], "GET /metrics HTTP/1.1\r\n");
+		mt_metrics_poll(m, 0, ses, 1, 0);
+	}
+	for (int i = 0; i < 4; i++)
+		assert_false(ended(m, ses, fds[i], 0));
+	assert_true(ended(m, ses, fds[4], 0));
+	other = dial("127.0.0.2", "127.0.0.1", port);
+	assert_true(other >= 0);
+	say(other, "GET /metrics HTTP/1.0\r\n\r\n");
+	for (int i = 0; i < 2000 && n <= 0; i++) {
+		mt_metrics_poll(m, 0, ses, 1, 0);
+		n = read(other, buf, sizeof(buf) - 1);
+		if (n < 0 && errno != EAGAIN)
+			fail_msg("read: %s", strerror(errno));
+		usleep(1000);
+	}
+	assert_true(n > 0);
+	assert_non_null(strstr(buf, " 200 OK\r\n"));
+	for (int i = 0; i < 5; i++)
+		close(fds[i]);
+	close(other);
+	assert_int_equal(mt_metrics_close(m, ses, 1, 0, NULL, 0), 0);
+}
+
+/* no host: loopback only; 0.0.0.0: every interface, asked for */
+static void test_default_loopback(void **state)
+{
+	struct fixture *f = *state;
+	struct mt_session *const ses[] = { &f->ses };
+	int port = free_port(NULL), fd;
+	struct mt_metrics *m = serve_at("", port);
+
+	assert_int_equal(dial("127.0.0.1", "127.0.0.2", port), -ECONNREFUSED);
+	fd = dial("127.0.0.1", "127.0.0.1", port);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(mt_metrics_close(m, ses, 1, 0, NULL, 0), 0);
+	port = free_port(NULL);
+	m = serve_at("0.0.0.0", port);
+	fd = dial("127.0.0.1", "127.0.0.2", port);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(mt_metrics_close(m, ses, 1, 0, NULL, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -465,6 +614,12 @@ int main(void)
 		cmocka_unit_test(test_bad_addr),
 		cmocka_unit_test(test_addr_in_use),
 		cmocka_unit_test_setup_teardown(test_http, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slow_client, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_per_source, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_default_loopback, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -112,7 +112,9 @@ static const struct argp_option watch_opts[] = {
 	{ "alert-pct", OPT_ALERT_PCT, "PCT", 0,
 	  "--watch: alert when usage crosses PCT % of the device", 0 },
 	{ "metrics-addr", OPT_METRICS_ADDR, "HOST:PORT", 0,
-	  "Serve Prometheus metrics on http://HOST:PORT/metrics", 0 },
+	  "Serve Prometheus metrics on http://HOST:PORT/metrics, without "
+	  "authentication (no HOST: 127.0.0.1; 0.0.0.0: every interface)",
+	  0 },
 	{ "metrics-file", OPT_METRICS_FILE, "PATH", 0,
 	  "Write Prometheus metrics to PATH every second (node_exporter's "
 	  "textfile collector)",

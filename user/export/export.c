@@ -4,6 +4,7 @@
 #include <string.h>
 #include "export/export.h"
 #include "analysis/session.h"
+#include "lib/outfile.h"
 
 static const struct mt_exporter *const exporters[] = {
 	&mt_export_memviz, &mt_export_perfetto, &mt_export_speedscope,
@@ -46,6 +47,7 @@ int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
 {
 	const struct mt_exporter *e = mt_exporter_find(c->kind);
 	struct export_run *x;
+	char why[512];
 	FILE *f;
 
 	if (!e) {
@@ -53,12 +55,11 @@ int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
 			 mt_export_names());
 		return -EINVAL;
 	}
-	f = fopen(c->path, "we");
+	f = mt_create_output_file(c->path, MT_OUT_PRIVATE, why, sizeof(why));
 	if (!f) {
 		int ret = -errno;
 
-		snprintf(err, errlen, "cannot write %s: %s", c->path,
-			 strerror(errno));
+		snprintf(err, errlen, "cannot write %s", why);
 		return ret;
 	}
 	x = calloc(1, sizeof(*x));

@@ -9,16 +9,28 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "event/format.h"
 #include "export/metrics.h"
 #include "analysis/session.h"
 #include "lib/err.h"
+#include "lib/outfile.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4"
 /* a scraper or two; more only hold memory */
-#define MAX_CONNECTIONS 16
-#define CONNECTION_TIMEOUT_S 10
+#define MAX_CONNECTIONS 32
+/* one address cannot take them all: a scraper elsewhere still gets in */
+#define MAX_PER_SOURCE 4
+/*
+ * A connection's whole life, from accept to close: MHD answers each
+ * request with "Connection: close", and a scrape's request is one packet,
+ * so a client that takes longer is slow on purpose and holds a connection
+ * another scraper may need. MHD's own timeout cannot do this: it restarts
+ * at each byte received, so a client sending a header line every few
+ * seconds would hold its connection for ever.
+ */
+#define CONNECTION_DEADLINE_NS (5 * 1000000000ULL)
 
 /*
  * libmicrohttpd, loaded when --metrics-addr asks for it: Debian builds it
@@ -34,6 +46,15 @@ struct mhd {
 	__typeof__(MHD_add_response_header) *add_header;
 	__typeof__(MHD_queue_response) *queue_response;
 	__typeof__(MHD_destroy_response) *destroy_response;
+	__typeof__(MHD_get_connection_info) *conn_info;
+};
+
+/* an open connection and when it must be over */
+struct conn {
+	bool used;
+	bool shut; /* shut down: MHD closes it at its next run */
+	int fd;
+	__u64 deadline_ns;
 };
 
 struct mt_metrics {
@@ -45,6 +66,8 @@ struct mt_metrics {
 	size_t n;
 	__u64 lost;
 	bool serve_failed; /* told once, not on every poll */
+	__u64 now_ns; /* of this poll, for the connections' deadlines */
+	struct conn conns[MAX_CONNECTIONS];
 	/* --metrics-file */
 	char *path, *tmp;
 	__u64 interval_ns, next_write_ns;
@@ -271,6 +294,56 @@ static enum MHD_Result reply(const struct mhd *api, struct MHD_Connection *c,
 	return ret;
 }
 
+/* each connection gets a slot with its deadline, from start to close */
+static void on_connection(void *cls, struct MHD_Connection *c,
+			  void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct mt_metrics *m = cls;
+	const union MHD_ConnectionInfo *ci;
+	struct conn *k = *socket_context;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (k)
+			k->used = false;
+		return;
+	}
+	ci = m->mhd.conn_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	/* no descriptor to end it by: the caps on connections still hold */
+	if (!ci)
+		return;
+	for (size_t i = 0; i < MAX_CONNECTIONS; i++) {
+		k = &m->conns[i];
+		if (k->used)
+			continue;
+		*k = (struct conn){ .used = true,
+				    .fd = ci->connect_fd,
+				    .deadline_ns = m->now_ns +
+						   CONNECTION_DEADLINE_NS };
+		*socket_context = k;
+		return;
+	}
+	/* more than MAX_CONNECTIONS: MHD's limit says it cannot happen */
+	(void)shutdown(ci->connect_fd, SHUT_RDWR);
+}
+
+/*
+ * Connections past their deadline are shut down, not closed: the socket
+ * stays MHD's, which sees the stream end at its next run and closes it.
+ */
+static void end_late(struct mt_metrics *m)
+{
+	for (size_t i = 0; i < MAX_CONNECTIONS; i++) {
+		struct conn *k = &m->conns[i];
+
+		if (!k->used || k->shut || m->now_ns < k->deadline_ns)
+			continue;
+		/* a failure (ENOTCONN) means the peer is gone: MHD sees it */
+		(void)shutdown(k->fd, SHUT_RDWR);
+		k->shut = true;
+	}
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 				  const char *url, const char *method,
 				  const char *version, const char *upload,
@@ -310,7 +383,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 	return ret;
 }
 
-/* HOST:PORT, HOST "localhost", an IPv4 address or empty (every address) */
+/*
+ * HOST:PORT, HOST "localhost", an IPv4 address, or empty: loopback, since
+ * the endpoint has no authentication; every interface must be asked for.
+ */
 static int parse_addr(const char *addr, struct sockaddr_in *sa, char *err,
 		      size_t errlen)
 {
@@ -337,9 +413,7 @@ static int parse_addr(const char *addr, struct sockaddr_in *sa, char *err,
 		return -EINVAL;
 	}
 	sa->sin_port = htons((uint16_t)port);
-	if (!host[0])
-		sa->sin_addr.s_addr = htonl(INADDR_ANY);
-	else if (!strcmp(host, "localhost"))
+	if (!host[0] || !strcmp(host, "localhost"))
 		sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1) {
 		snprintf(err, errlen,
@@ -393,9 +467,10 @@ static int mhd_load(struct mhd *api, char *err, size_t errlen)
 	api->add_header = dlsym(api->lib, "MHD_add_response_header");
 	api->queue_response = dlsym(api->lib, "MHD_queue_response");
 	api->destroy_response = dlsym(api->lib, "MHD_destroy_response");
+	api->conn_info = dlsym(api->lib, "MHD_get_connection_info");
 	if (!api->start_daemon || !api->stop_daemon || !api->run ||
 	    !api->create_response || !api->add_header || !api->queue_response ||
-	    !api->destroy_response) {
+	    !api->destroy_response || !api->conn_info) {
 		snprintf(err, errlen,
 			 "metrics: libmicrohttpd.so.12 lacks a function we "
 			 "use");
@@ -428,28 +503,55 @@ static int serve(struct mt_metrics *m, const char *addr, char *err,
 	m->httpd = m->mhd.start_daemon(
 		MHD_USE_EPOLL, 0, NULL, NULL, on_request, m,
 		MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned int)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
-		(unsigned int)CONNECTION_TIMEOUT_S, MHD_OPTION_END);
+		(unsigned int)MAX_CONNECTIONS,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned int)MAX_PER_SOURCE, MHD_OPTION_NOTIFY_CONNECTION,
+		on_connection, m, MHD_OPTION_END);
 	if (!m->httpd) {
 		close(fd); /* still ours: MHD closes it only once started */
 		snprintf(err, errlen, "metrics: serve on %s: cannot start",
 			 addr);
 		return -EIO;
 	}
+	if (sa.sin_addr.s_addr == htonl(INADDR_ANY))
+		mt_err("metrics: %s serves every interface, without "
+		       "authentication: anyone who reaches this host reads "
+		       "/metrics (give 127.0.0.1:PORT or filter the port)",
+		       addr);
 	return 0;
 }
 
-/* PATH.tmp, renamed over PATH: the textfile collector never reads half */
+/*
+ * A PATH.tmp left by a tracer killed between its write and its rename is
+ * ours to remove, so that the new one is created, not reused: never
+ * another user's, nor a link, which mt_create_output then refuses.
+ */
+static void remove_stale(const char *tmp)
+{
+	struct stat st;
+
+	if (!lstat(tmp, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    st.st_nlink == 1)
+		(void)unlink(tmp); /* if it fails, the create says why */
+}
+
+/*
+ * PATH.tmp, renamed over PATH: the textfile collector never reads half.
+ * The rename replaces whatever is at PATH, link or not, without writing
+ * through it. Readable by all: node_exporter runs as its own user.
+ */
 static int write_file(struct mt_metrics *m, struct mt_session *const *ses,
 		      size_t n, __u64 lost, char *err, size_t errlen)
 {
-	FILE *f = fopen(m->tmp, "we");
+	char why[512];
 	int ret = 0;
+	FILE *f;
 
+	remove_stale(m->tmp);
+	f = mt_create_output_file(m->tmp, MT_OUT_SHARED, why, sizeof(why));
 	if (!f) {
 		ret = -errno;
-		snprintf(err, errlen, "metrics: write %s: %s", m->tmp,
-			 strerror(-ret));
+		snprintf(err, errlen, "metrics: write %s", why);
 		return ret;
 	}
 	mt_metrics_write(f, ses, n, lost);
@@ -523,6 +625,8 @@ void mt_metrics_poll(struct mt_metrics *m, __u64 now_ns,
 	bool ok;
 
 	if (m->httpd) {
+		m->now_ns = now_ns;
+		end_late(m);
 		m->ses = ses;
 		m->n = n;
 		m->lost = lost;

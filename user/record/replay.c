@@ -5,6 +5,7 @@
 #include "record/iter.h"
 #include "record/replay.h"
 #include "lib/err.h"
+#include "lib/outfile.h"
 
 struct replay {
 	const struct mt_replay_conf *c;
@@ -108,10 +109,10 @@ int mt_replay(const struct mt_replay_conf *c)
 		return 2;
 	}
 	if (c->output) {
-		rp.out = fopen(c->output, "we");
+		rp.out = mt_create_output_file(c->output, MT_OUT_PRIVATE, err,
+					       sizeof(err));
 		if (!rp.out) {
-			mt_err("cannot write %s: %s", c->output,
-			       strerror(errno));
+			mt_err("cannot write %s", err);
 			mt_rec_iter_close(&rp.it);
 			return 2;
 		}

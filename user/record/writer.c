@@ -4,7 +4,6 @@
  * as checksummed blocks (docs/FORMAT.md).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include "lib/hashing.h"
 #include "lib/hashtab.h"
 #include "record/record.h"
+#include "lib/outfile.h"
 
 #define FLUSH_AT (64u << 10) /* pending bytes that make a flush */
 
@@ -365,16 +365,16 @@ struct mt_recorder *mt_recorder_open(const char *path, char *err, size_t errlen)
 {
 	struct mt_recorder *w = calloc(1, sizeof(*w));
 	unsigned char h[FILE_HDR];
+	char why[512];
 
 	if (!w || mt_rec_coder_init(&w->c)) {
 		free(w);
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	w->fd = mt_create_output(path, MT_OUT_PRIVATE, why, sizeof(why));
 	if (w->fd < 0) {
-		snprintf(err, errlen, "cannot create %s: %s", path,
-			 strerror(errno));
+		snprintf(err, errlen, "cannot create %s", why);
 		free(w->c.s);
 		free(w);
 		return NULL;

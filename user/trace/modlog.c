@@ -5,6 +5,7 @@
 #include <string.h>
 #include "trace/modlog.h"
 #include "proc/rank.h"
+#include "lib/outfile.h"
 
 #define MAX_RECORDS 8192
 #define MAX_DEPTH 32
@@ -49,7 +50,7 @@ struct mt_modlog *mt_modlog_open(const char *pattern, int pid, bool with_time,
 {
 	struct mt_modlog *ml;
 	struct mt_rank rank;
-	char path[4096];
+	char path[4096], why[512];
 
 	mt_rank_read(pid, &rank); /* no environ to read: rank 0 */
 	if (mt_path_expand(pattern, pid, &rank, path, sizeof(path))) {
@@ -65,10 +66,9 @@ struct mt_modlog *mt_modlog_open(const char *pattern, int pid, bool with_time,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	ml->f = fopen(path, "we");
+	ml->f = mt_create_output_file(path, MT_OUT_PRIVATE, why, sizeof(why));
 	if (!ml->f) {
-		snprintf(err, errlen, "cannot write %s: %s", path,
-			 strerror(errno));
+		snprintf(err, errlen, "cannot write %s", why);
 		free(ml->recs);
 		free(ml);
 		return NULL;

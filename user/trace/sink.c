@@ -10,6 +10,7 @@
 #include "trace/sink.h"
 #include "proc/target.h"
 #include "lib/err.h"
+#include "lib/outfile.h"
 #include "lib/version.h"
 
 static void write_failed(struct mt_sink *k, int err)
@@ -34,10 +35,11 @@ int mt_sink_open(struct mt_sink *k, const struct mt_output_conf *c, bool record,
 			return 2;
 		}
 	} else if (path) {
-		k->out = fopen(path, "we");
+		k->out = mt_create_output_file(path, MT_OUT_PRIVATE, err,
+					       sizeof(err));
 		if (!k->out) {
 			k->out = stdout;
-			mt_err("cannot write %s: %s", path, strerror(errno));
+			mt_err("cannot write %s", err);
 			return 2;
 		}
 	}
