@@ -32,7 +32,7 @@ static const char trace_doc[] =
 	"    memtrace-bpf report -i trace.mtb --at 12.5\n"
 	"    memtrace-bpf report -i trace.mtb --export perfetto -o t.json\n"
 	"    memtrace-bpf --children 812 -q -o 'trace_rank{rank}.log'\n"
-	"    memtrace-bpf --all -q --metrics-addr 0.0.0.0:9400\n"
+	"    memtrace-bpf --all -q --metrics-addr :9400\n"
 	"    memtrace-bpf estimate -i trace.mtb --device-mem 80GiB\n"
 	"\n"
 	"One line per event on stdout, perf-script style; lines starting with\n"
