@@ -115,6 +115,17 @@ field() {
 	sed -nE "s/.* $2=([^ ]+).*/\1/p" <<<"$1"
 }
 
+# the stack lines under the first cudaMalloc event of size $1, as
+# "function file:line" (the qualname's last part, so that 3.10's co_name
+# compares)
+stack_of() {
+	awk -v size="$1" '
+		!found && /^[^#\t].*: cudart:cudaMalloc: / && index($0, " size=" size " ") { found = 1; next }
+		found && /^\t/ { sub(/^\t/, ""); print; next }
+		found { exit }' "$TRACE" |
+		sed -E 's/^([^ ]*\.)?([^. ]+) \((.*):([0-9]+)\)$/\2 \3:\4/'
+}
+
 # debian_root SUITE: the directory of the Debian SUITE root (trixie, sid)
 # that scripts/debian-root.sh builds once per machine and caches; fails
 # with its reason when it cannot be had (no root, no network)

@@ -22,11 +22,6 @@ line_of() {
 	grep -n -- "$2" "$ROOT/tests/fixtures/$1" | head -1 | cut -d: -f1
 }
 
-# the stack lines under the first cudaMalloc event of size $1, as
-# "function file:line" (the qualname's last part)
-stack_of() {
-	awk -v size="$1" '
-		!found && /^[^#\t].*: cudart:cudaMalloc: / && index($0, " size=" size " ") { found = 1; next }
 		found && /^\t/ { sub(/^\t/, ""); print; next }
 		found { exit }' "$TRACE" |
 		sed -E 's/^([^ ]*\.)?([^. ]+) \((.*):([0-9]+)\)$/\2 \3:\4/'

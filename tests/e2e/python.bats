@@ -35,11 +35,6 @@ check_python() {
 
 FIXPY=$ROOT/tests/fixtures/ctypes_cudart.py
 
-# the stack lines under the first cudaMalloc event of size $1, as
-# "function:line" (the qualname's last part, so 3.10's co_name compares)
-stack_of() {
-	awk -v size="$1" '
-		!found && /^[^#\t].*: cudart:cudaMalloc: / && index($0, " size=" size " ") { found = 1; next }
 		found && /^\t/ { sub(/^\t/, ""); print; next }
 		found { exit }' "$TRACE" |
 		sed -E 's/^([^ ]*\.)?([^. ]+) \((.*):([0-9]+)\)$/\2 \3:\4/'
