@@ -2,6 +2,9 @@
 /* A raw event given its meaning by its kind's entry in the probe table. */
 #include "event/kinds.h"
 
+/* c10::DeviceType::CUDA (c10/core/DeviceType.h); CPU is 0 */
+#define C10_DEVICE_CUDA 1
+
 static __u64 arg(const struct mt_event *ev, int i)
 {
 	if (i >= MT_A(0) && i <= MT_A(MT_NARGS - 1))
@@ -50,7 +53,8 @@ static void decode_dev(const struct mt_event *ev, const struct mt_kind_info *ki,
 	case MT_DS_C10ARG:
 		/* c10::Device in the low bytes: DeviceType, then index */
 		d = arg(ev, ki->dev_arg);
-		r->dev_type = (d & 0xff) == 1 ? MT_DT_CUDA : MT_DT_CPU;
+		r->dev_type =
+			(d & 0xff) == C10_DEVICE_CUDA ? MT_DT_CUDA : MT_DT_CPU;
 		r->dev_index = (signed char)((d >> 8) & 0xff);
 		if (r->dev_type == MT_DT_CPU)
 			r->dev_index = -1;

@@ -28,6 +28,9 @@
 #define MAX_META_BYTES (1u << 20)
 #define MAX_BLOCK (16u << 20) /* payload bytes */
 #define MAX_VARINT 10
+/* a site's flag bits (docs/FORMAT.md); other bits must be 0 */
+#define SITE_RECOMPUTE 1u
+#define SITE_TRUNCATED 2u
 
 enum block_type {
 	B_META = 1,

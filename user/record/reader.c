@@ -253,7 +253,8 @@ static int read_sites(struct mt_reader *r, struct cur *c)
 		    !get_strid(r, c, &key.phase) ||
 		    !get_strid(r, c, &key.module) ||
 		    !get_strid(r, c, &key.node) ||
-		    !get_strid(r, c, &key.detail) || !get_max(c, 3, &bits) ||
+		    !get_strid(r, c, &key.detail) ||
+		    !get_max(c, SITE_RECOMPUTE | SITE_TRUNCATED, &bits) ||
 		    !get_max(c, MT_MAX_FRAMES, &depth))
 			return fail(r, "bad site %zu", r->c.n);
 		for (__u64 d = 0; d < depth; d++)
@@ -261,8 +262,8 @@ static int read_sites(struct mt_reader *r, struct cur *c)
 				return fail(r, "bad frame %llu of site %zu",
 					    (unsigned long long)d, r->c.n);
 		key.pid = (__u32)pid;
-		key.recompute = bits & 1;
-		key.truncated = bits & 2;
+		key.recompute = bits & SITE_RECOMPUTE;
+		key.truncated = bits & SITE_TRUNCATED;
 		key.depth = (int)depth;
 		if (mt_rec_coder_add_site(&r->c))
 			return fail(r, "out of memory");

@@ -250,7 +250,8 @@ static int site_id(struct mt_recorder *w, const struct mt_site *site, __u32 *id)
 	put_varint(b, site->pid);
 	for (int i = 0; i < 6; i++)
 		put_varint(b, sid[i]);
-	put_varint(b, (__u64)site->recompute | (__u64)site->truncated << 1);
+	put_varint(b, (site->recompute ? SITE_RECOMPUTE : 0) |
+			      (site->truncated ? SITE_TRUNCATED : 0));
 	put_varint(b, (__u64)depth);
 	for (int i = 0; i < depth; i++)
 		put_varint(b, fid[i]);
