@@ -115,7 +115,7 @@ e2e: memtrace-bpf fixtures npm-tools $(OUTPUT)/fuzz/seeds
 FUZZ_DIR := $(OUTPUT)/fuzz
 FUZZ_SECS ?= 300
 FUZZ_LIB := user/record/coder.c user/record/reader.c user/record/writer.c \
-	user/analysis/sites.c user/lib/strpool.c
+	user/analysis/sites.c user/lib/strpool.c user/lib/outfile.c
 FUZZ_DEPS := $(FUZZ_LIB) $(wildcard user/*/*.h) bpf/memtrace.h
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all $(USER_CFLAGS)
