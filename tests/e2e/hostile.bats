@@ -251,3 +251,43 @@ PY
 	kill -INT "$MT_PID"
 	wait "$MT_PID"
 }
+
+@test "a container that swaps a mapped library for a link to a host library: the mapped file is probed" {
+	ns=$BATS_TEST_TMPDIR/nslib
+	mkdir -p "$ns"
+	# the library on a tmpfs of the target's own mount namespace
+	fixture fx unshare -m --propagation private sh -c "
+		mount -t tmpfs none '$ns' && cp '$FIX/fake/libcudart.so.13' '$ns/' &&
+		LD_LIBRARY_PATH='$ns' exec '$FIX/cudart_calls' malloc 3434"
+	# inside its namespace, the path now points at the host's libc
+	nsenter -t "$fx_PID" -m sh -c "rm '$ns/libcudart.so.13' &&
+		ln -s /lib/x86_64-linux-gnu/libc.so.6 '$ns/libcudart.so.13'"
+	trace 1 -p "$fx_PID"
+	release fx
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	cat "$BATS_TEST_TMPDIR/trace.err"
+	grep -q "^# attach pid=$fx_PID lib=$ns/libcudart\.so\.13 (deleted) probes=" "$TRACE"
+	! grep -q "^# attach .*libc\.so" "$TRACE"
+	# the probes are in the file it mapped: its calls are seen
+	events cudart:cudaMalloc | grep -q " size=3434 dev=cuda:? ret=0 "
+}
+
+@test "a FIFO put at a mapped library's path neither hangs the tracer nor is opened" {
+	dir=$BATS_TEST_TMPDIR/lib
+	mkdir -p "$dir"
+	cp "$FIX/fake/libcudart.so.13" "$dir/"
+	LD_LIBRARY_PATH=$dir fixture fx "$FIX/cudart_calls" malloc 3535
+	rm "$dir/libcudart.so.13"
+	mkfifo "$dir/libcudart.so.13"
+	# bounded: an open of the FIFO would block until the kill
+	MT_OUT=$BATS_TEST_TMPDIR/trace.out
+	timeout -s KILL 30 "$MT" -p "$fx_PID" >"$MT_OUT" 2>"$BATS_TEST_TMPDIR/trace.err" &
+	MT_PID=$!
+	wait_for "$MT_OUT" "^# attach pid=$fx_PID lib=.*libcudart" 20
+	release fx
+	finish
+	cat "$BATS_TEST_TMPDIR/trace.err"
+	[ "$MT_STATUS" -eq 0 ]
+	events cudart:cudaMalloc | grep -q " size=3535 dev=cuda:? ret=0 "
+}
