@@ -22,11 +22,6 @@ line_of() {
 	grep -n -- "$2" "$ROOT/tests/fixtures/$1" | head -1 | cut -d: -f1
 }
 
-		found && /^\t/ { sub(/^\t/, ""); print; next }
-		found { exit }' "$TRACE" |
-		sed -E 's/^([^ ]*\.)?([^. ]+) \((.*):([0-9]+)\)$/\2 \3:\4/'
-}
-
 # stage ROOTDIR FIXTURE...: the fixtures and the toolkit's libcudart in a
 # stage of ROOTDIR, entered as a container; sets FIXPY to ctypes_cudart.py
 # there

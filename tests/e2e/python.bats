@@ -35,11 +35,6 @@ check_python() {
 
 FIXPY=$ROOT/tests/fixtures/ctypes_cudart.py
 
-		found && /^\t/ { sub(/^\t/, ""); print; next }
-		found { exit }' "$TRACE" |
-		sed -E 's/^([^ ]*\.)?([^. ]+) \((.*):([0-9]+)\)$/\2 \3:\4/'
-}
-
 # held_trace N PY ARGS...: trace ctypes_cudart.py ARGS under PY, keeping it
 # alive until N allocations of 1310723 bytes are in the trace
 held_trace() {
