@@ -126,7 +126,7 @@ static const char *print(struct sim *s, bool stacks)
 	s->buf = NULL;
 	f = open_memstream(&s->buf, &s->len);
 	assert_non_null(f);
-	mt_leaks_print(s->leaks, stacks, f);
+	mt_leaks_print(s->leaks, s->live, stacks, f);
 	assert_int_equal(fclose(f), 0);
 	return s->buf;
 }
