@@ -166,3 +166,33 @@ section() {
 	done
 	[ "$n" -ge 2 ]
 }
+
+# the peak title of process $fx_PID's CPU account in $TRACE
+peak_title() {
+	grep "^# peak pid=$fx_PID cpu cpu allocated: " "$TRACE"
+}
+
+@test "--max-live overflow marks the peak incomplete and advises a size that holds it" {
+	trace_model --steps 3
+	full=$(peak_title | sed -nE 's/.* bytes=([0-9]+) groups=.*/\1/p')
+	[ -n "$full" ]
+	! grep -q 'incomplete=' "$TRACE"
+
+	MTARGS="--max-live 10" trace_model --steps 3
+	title=$(peak_title)
+	echo "$title"
+	grep -qE ' incomplete=live_table untracked_allocs=[1-9][0-9]* untracked_bytes=[1-9][0-9]* advise_max_live=[0-9]+$' <<<"$title"
+	advise=$(sed -nE 's/.* advise_max_live=([0-9]+)$/\1/p' <<<"$title")
+	[ "$advise" -gt 10 ]
+	# the low peak is no longer silent anywhere it is used
+	grep -qE "^# device pid=$fx_PID dev=cpu source=cpu .* incomplete=live_table .* advise_max_live=$advise\$" "$TRACE"
+	grep -qE '^# event c10:cpu_free count=[0-9]+ bytes=[0-9]+ incomplete=live_table unpaired=[1-9]' "$TRACE"
+	grep -qE "^# live allocations=[0-9]+ groups=[0-9]+ incomplete=live_table .* advise_max_live=$advise\$" "$TRACE"
+	grep -qE "^# untracked stats=[0-9]+ live_table_full=[1-9][0-9]* max_live=10 live_high=[0-9]+ advise_max_live=$advise\$" "$TRACE"
+
+	MTARGS="--max-live $advise" trace_model --steps 3
+	peak_title
+	! grep 'incomplete=' "$TRACE"
+	! grep -q '^# untracked' "$TRACE"
+	peak_title | grep -q " bytes=$full groups="
+}

@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +127,7 @@ static const char *print(struct sim *s, bool stacks)
 	s->buf = NULL;
 	f = open_memstream(&s->buf, &s->len);
 	assert_non_null(f);
-	mt_leaks_print(s->leaks, stacks, f);
+	mt_leaks_print(s->leaks, s->live, stacks, f);
 	assert_int_equal(fclose(f), 0);
 	return s->buf;
 }
@@ -185,6 +186,23 @@ static void test_steady_loop_is_no_leak(void **state)
 	train(s, 7, 8, false);
 	assert_string_equal(print(s, true),
 			    "# leaks: none (8 boundaries seen)\n");
+}
+
+/* counted from a live table that refused one: the headline says so */
+static void test_live_table_full(void **state)
+{
+	struct sim *s = *state;
+	struct mt_live e = { .ptr = 0x1000, .size = 64, .pid = 7 };
+
+	train(s, 7, 8, false);
+	mt_live_free(s->live);
+	s->live = mt_live_new(0);
+	assert_non_null(s->live);
+	assert_int_equal(mt_live_insert(s->live, &e), -ENOSPC);
+	assert_string_equal(print(s, true),
+			    "# leaks: none (8 boundaries seen) "
+			    "incomplete=live_table untracked_allocs=1 "
+			    "untracked_live=1 advise_max_live=2\n");
 }
 
 /* Adam's state is still settling at the 4th boundary: not a leak yet */
@@ -454,6 +472,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_steady_loop_is_no_leak,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_live_table_full, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_settling_is_no_leak, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_too_few_boundaries, setup,

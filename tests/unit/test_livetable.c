@@ -200,6 +200,60 @@ static void test_bound_zero(void **state)
 	mt_live_free(t);
 }
 
+static void test_stats(void **state)
+{
+	struct mt_livetable *t = mt_live_new(3);
+	struct mt_live_stats st;
+	struct mt_live e;
+
+	/* within the bound: the most held at once, no advice */
+	for (__u64 i = 1; i <= 3; i++) {
+		e = entry(1, MT_SP_CPU, 0x1000 * i, i);
+		assert_int_equal(mt_live_insert(t, &e), 0);
+	}
+	assert_true(mt_live_remove(t, 1, MT_SP_CPU, 0x1000, NULL));
+	mt_live_stats(t, &st);
+	assert_int_equal(st.max, 3);
+	assert_int_equal(st.refused, 0);
+	assert_int_equal(st.high, 3);
+	assert_int_equal(st.advise, 0);
+
+	/* two refused: 2 held + 1 room + 2 refused were alive at once */
+	e = entry(1, MT_SP_CPU, 0x1000, 1);
+	assert_int_equal(mt_live_insert(t, &e), 0);
+	e = entry(1, MT_SP_CPU, 0x9000, 100);
+	assert_int_equal(mt_live_insert(t, &e), -ENOSPC);
+	e = entry(1, MT_SP_CPU, 0xa000, 200);
+	assert_int_equal(mt_live_insert(t, &e), -ENOSPC);
+	mt_live_stats(t, &st);
+	assert_int_equal(st.refused, 2);
+	assert_int_equal(st.refused_bytes, 300);
+	assert_int_equal(st.unfreed, 2);
+	assert_int_equal(st.high, 5);
+	/* a quarter more, and one */
+	assert_int_equal(st.advise, 7);
+
+	/* their frees match nothing; a replacement takes no room */
+	mt_live_unpaired(t);
+	mt_live_unpaired(t);
+	mt_live_unpaired(t);
+	e = entry(1, MT_SP_CPU, 0x2000, 7);
+	assert_int_equal(mt_live_insert(t, &e), 0);
+	mt_live_stats(t, &st);
+	assert_int_equal(st.unfreed, 0);
+	assert_int_equal(st.refused, 2);
+	assert_int_equal(st.high, 5);
+
+	/* one more refused on top of a full table is no new high */
+	e = entry(1, MT_SP_CPU, 0xb000, 1);
+	assert_int_equal(mt_live_insert(t, &e), -ENOSPC);
+	mt_live_stats(t, &st);
+	assert_int_equal(st.refused, 3);
+	assert_int_equal(st.unfreed, 1);
+	assert_int_equal(st.high, 5);
+	mt_live_free(t);
+}
+
 struct sum {
 	size_t n;
 	__u64 size;
@@ -404,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_keys_by_pid_and_space),
 		cmocka_unit_test(test_bound),
 		cmocka_unit_test(test_bound_zero),
+		cmocka_unit_test(test_stats),
 		cmocka_unit_test(test_growth),
 		cmocka_unit_test(test_random_against_reference),
 	};

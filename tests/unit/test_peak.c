@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -588,6 +589,42 @@ static void test_group_table_full(void **state)
 	free(names);
 }
 
+/* a live table of two: the third allocation marks its account's peak */
+static void test_live_table_full(void **state)
+{
+	struct sim *s = *state;
+	struct mt_site *a = site(s, 1, MOD_FC1, PH_FWD, NULL, 0);
+	struct mt_live e;
+	const char *out;
+
+	mt_live_free(s->live);
+	s->live = mt_live_new(2);
+	assert_non_null(s->live);
+	alloc(s, 0x1000, 100, a);
+	alloc(s, 0x2000, 200, a);
+	out = print(s, 10, false);
+	assert_null(strstr(out, "incomplete="));
+
+	e = entry(s, 1, MT_SP_C10, 0x3000, 400, a);
+	assert_int_equal(mt_live_insert(s->live, &e), -ENOSPC);
+	mt_peak_untracked(s->peak, &e);
+	/* another account's refusal is not this one's */
+	e = entry(s, 1, MT_SP_CPU, 0x4000, 50, a);
+	assert_int_equal(mt_live_insert(s->live, &e), -ENOSPC);
+	mt_peak_untracked(s->peak, &e);
+
+	out = print(s, 10, false);
+	assert_non_null(
+		strstr(out, " bytes=300 groups=1 sum=300 incomplete=live_table"
+			    " untracked_allocs=1 untracked_bytes=400"
+			    " advise_max_live=6\n"));
+	/* the CPU account has no peak of its own: no title, no mark */
+	assert_null(strstr(out, " untracked_bytes=50 "));
+	out = print_now(s, T0 + 10 * MS, 10);
+	assert_non_null(
+		strstr(out, " incomplete=live_table advise_max_live=6\n"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -606,6 +643,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_random_against_brute_force,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_table_full, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_live_table_full, setup,
 						teardown),
 	};
 

@@ -341,9 +341,23 @@ size_t mt_leaks_count(const struct mt_leaks *l, __u32 pid)
 	return n;
 }
 
-void mt_leaks_print(const struct mt_leaks *l, bool stacks, FILE *out)
+/* the end of a headline: the allocations the live table never held */
+static void print_incomplete(const struct mt_live_stats *st, FILE *out)
+{
+	if (st->refused)
+		fprintf(out,
+			" incomplete=live_table untracked_allocs=%" PRIu64
+			" untracked_live=%" PRIu64 " advise_max_live=%" PRIu64,
+			(uint64_t)st->refused, (uint64_t)st->unfreed,
+			(uint64_t)st->advise);
+	fputc('\n', out);
+}
+
+void mt_leaks_print(const struct mt_leaks *l, const struct mt_livetable *live,
+		    bool stacks, FILE *out)
 {
 	struct leak *v = malloc((l->used ? l->used : 1) * sizeof(*v));
+	struct mt_live_stats st;
 	size_t n = 0;
 	__u64 seen = 0;
 	bool any_judged = false;
@@ -371,19 +385,23 @@ void mt_leaks_print(const struct mt_leaks *l, bool stacks, FILE *out)
 		};
 	}
 	qsort(v, n, sizeof(*v), by_growth);
+	mt_live_stats(live, &st);
 	for (size_t i = 0; i < l->npids; i++) {
 		seen += l->pids[i].n;
 		if (judged(&l->pids[i]))
 			any_judged = true;
 	}
-	if (n)
+	if (n) {
 		fprintf(out,
 			"# leaks: %zu growing site%s (%" PRIu64
-			" boundaries seen)\n",
+			" boundaries seen)",
 			n, n == 1 ? "" : "s", (uint64_t)seen);
-	else if (any_judged)
-		fprintf(out, "# leaks: none (%" PRIu64 " boundaries seen)\n",
+		print_incomplete(&st, out);
+	} else if (any_judged) {
+		fprintf(out, "# leaks: none (%" PRIu64 " boundaries seen)",
 			(uint64_t)seen);
+		print_incomplete(&st, out);
+	}
 	for (size_t i = 0; i < n && i < MAX_SHOWN; i++)
 		print_leak(&v[i], stacks, out);
 	if (n > MAX_SHOWN)

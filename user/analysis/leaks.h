@@ -35,7 +35,11 @@ void mt_leaks_boundary(struct mt_leaks *l, __u32 pid, __u32 step, __u64 ts,
 /* how many of pid's sites are leaks by now */
 size_t mt_leaks_count(const struct mt_leaks *l, __u32 pid);
 
-/* the sites that grew at every one of the last boundaries */
-void mt_leaks_print(const struct mt_leaks *l, bool stacks, FILE *out);
+/*
+ * The sites that grew at every one of the last boundaries; the headline
+ * is marked incomplete when the live table (counted from) refused entries.
+ */
+void mt_leaks_print(const struct mt_leaks *l, const struct mt_livetable *live,
+		    bool stacks, FILE *out);
 
 #endif /* __LEAKS_H */

@@ -11,6 +11,9 @@ struct mt_livetable {
 	size_t cap; /* power of two */
 	size_t count;
 	size_t max;
+	__u64 refused, refused_bytes;
+	__u64 hidden; /* refused entries not seen freed yet */
+	__u64 high; /* the most of count + hidden */
 };
 
 static size_t hash(__u32 pid, __u16 space, __u64 ptr)
@@ -108,6 +111,14 @@ static int grow(struct mt_livetable *t)
 	return 0;
 }
 
+static void note_high(struct mt_livetable *t)
+{
+	__u64 alive = (__u64)t->count + t->hidden;
+
+	if (alive > t->high)
+		t->high = alive;
+}
+
 int mt_live_insert(struct mt_livetable *t, const struct mt_live *e)
 {
 	struct mt_live *s;
@@ -118,8 +129,13 @@ int mt_live_insert(struct mt_livetable *t, const struct mt_live *e)
 		*s = *e;
 		return 0;
 	}
-	if (t->count >= t->max)
+	if (t->count >= t->max) {
+		t->refused++;
+		t->refused_bytes += e->size;
+		t->hidden++;
+		note_high(t);
 		return -ENOSPC;
+	}
 	/* keep the load under 1/2 so probes stay short */
 	if ((t->count + 1) * 2 > t->cap) {
 		err = grow(t);
@@ -129,6 +145,7 @@ int mt_live_insert(struct mt_livetable *t, const struct mt_live *e)
 	}
 	*s = *e;
 	t->count++;
+	note_high(t);
 	return 0;
 }
 
@@ -152,6 +169,27 @@ bool mt_live_remove(struct mt_livetable *t, __u32 pid, __u16 space, __u64 ptr,
 size_t mt_live_count(const struct mt_livetable *t)
 {
 	return t->count;
+}
+
+void mt_live_unpaired(struct mt_livetable *t)
+{
+	if (t->hidden)
+		t->hidden--;
+}
+
+void mt_live_stats(const struct mt_livetable *t, struct mt_live_stats *st)
+{
+	*st = (struct mt_live_stats){ .max = t->max,
+				      .refused = t->refused,
+				      .refused_bytes = t->refused_bytes,
+				      .unfreed = t->hidden,
+				      .high = t->high };
+	/*
+	 * A quarter more than seen: a rerun allocates a little differently,
+	 * and frees of allocations older than the trace make high low.
+	 */
+	if (t->refused)
+		st->advise = t->high + t->high / 4 + 1;
 }
 
 void mt_live_foreach(const struct mt_livetable *t,

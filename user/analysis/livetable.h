@@ -32,7 +32,8 @@ void mt_live_free(struct mt_livetable *t);
 
 /*
  * Insert or replace (an address reused after a free we did not see).
- * Returns 0, -ENOSPC when full (the caller counts it), -ENOMEM.
+ * Returns 0, -ENOSPC when full (counted in the table's mt_live_stats),
+ * -ENOMEM.
  */
 int mt_live_insert(struct mt_livetable *t, const struct mt_live *e);
 
@@ -41,6 +42,34 @@ bool mt_live_remove(struct mt_livetable *t, __u32 pid, __u16 space, __u64 ptr,
 		    struct mt_live *out);
 
 size_t mt_live_count(const struct mt_livetable *t);
+
+/*
+ * A free that matched no entry. After the table first refused an entry it
+ * is taken to be the free of one it refused, so that the estimate of the
+ * size needed follows the allocations that are really alive.
+ */
+void mt_live_unpaired(struct mt_livetable *t);
+
+/*
+ * What a full table left out, for the analyses to say which of their
+ * figures are incomplete and what --max-live would have held them all.
+ */
+struct mt_live_stats {
+	size_t max; /* the bound the table was made with */
+	__u64 refused; /* allocations it had no room for */
+	__u64 refused_bytes;
+	__u64 unfreed; /* of the refused, those not seen freed (estimated) */
+	/*
+	 * The most allocations alive at once: entries plus the refused ones
+	 * not seen freed since. Low when frees of allocations made before
+	 * the trace began are taken for frees of refused ones.
+	 */
+	__u64 high;
+	/* a --max-live with headroom over high, only when refused */
+	__u64 advise;
+};
+
+void mt_live_stats(const struct mt_livetable *t, struct mt_live_stats *st);
 
 void mt_live_foreach(const struct mt_livetable *t,
 		     void (*fn)(const struct mt_live *e, void *ctx), void *ctx);

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "event/format.h"
 #include "lib/hashing.h"
 #include "lib/hashtab.h"
@@ -33,6 +34,8 @@ struct account {
 	__u32 gen; /* of the groups freed since the peak */
 	__u32 ngroups; /* freed groups of this generation */
 	__u64 unfit_bytes, unfit_count; /* freed, no group slot left */
+	/* allocations the live table had no room for: not in cur or peak */
+	__u64 untracked_count, untracked_bytes;
 };
 
 struct accounts {
@@ -304,6 +307,18 @@ void mt_peak_alloc(struct mt_peak *p, const struct mt_live *e)
 	a->unfit_bytes = a->unfit_count = 0;
 }
 
+void mt_peak_untracked(struct mt_peak *p, const struct mt_live *e)
+{
+	struct account *a = account_get(&p->a, e);
+
+	if (!a) {
+		p->unfit_events++;
+		return;
+	}
+	a->untracked_count++;
+	a->untracked_bytes += e->size;
+}
+
 void mt_peak_release(struct mt_peak *p, const struct mt_live *e)
 {
 	size_t i = account_slot(&p->a, e);
@@ -436,8 +451,31 @@ struct print_conf {
 	__u64 t0;
 	size_t top;
 	bool stacks;
+	struct mt_live_stats live; /* what the live table left out */
 	FILE *out;
 };
+
+/*
+ * After an account's title: the live table's overflow, which makes its
+ * peak (and, --at, what lives now) low by up to the bytes it refused.
+ */
+static void print_incomplete(const struct account *a,
+			     const struct print_conf *c)
+{
+	if (!c->live.refused)
+		return;
+	if (a->untracked_count)
+		fprintf(c->out,
+			" incomplete=live_table untracked_allocs=%" PRIu64
+			" untracked_bytes=%" PRIu64 " advise_max_live=%" PRIu64,
+			(uint64_t)a->untracked_count,
+			(uint64_t)a->untracked_bytes, (uint64_t)c->live.advise);
+	else if (!strcmp(c->tag, "at"))
+		/* its accounts are made from the table: no count of their own */
+		fprintf(c->out,
+			" incomplete=live_table advise_max_live=%" PRIu64,
+			(uint64_t)c->live.advise);
+}
 
 /* one account: its title, then its n groups g, largest first */
 static void print_account(const struct view *v, const struct account *a,
@@ -459,9 +497,11 @@ static void print_account(const struct view *v, const struct account *a,
 	if (!v->own)
 		fprintf(out, " (event %" PRIu64 ")", (uint64_t)a->peak_seq);
 	/* a reader checks the lines below against bytes= */
-	fprintf(out, " bytes=%" PRIu64 " groups=%zu sum=%" PRIu64 "%s\n",
+	fprintf(out, " bytes=%" PRIu64 " groups=%zu sum=%" PRIu64 "%s",
 		(uint64_t)a->peak, n, (uint64_t)sum,
 		sum == a->peak ? "" : " (mismatch)");
+	print_incomplete(a, c);
+	fputc('\n', out);
 	for (i = 0; i < n && i < top; i++)
 		print_group(&g[i], c->stacks, out);
 	for (; i < n; i++) {
@@ -545,12 +585,15 @@ out:
 	return ret;
 }
 
-static void print_view(struct view *v, const char *tag, __u64 t0, size_t top,
-		       bool stacks, FILE *out)
+static void print_view(struct view *v, const struct mt_livetable *live,
+		       const char *tag, __u64 t0, size_t top, bool stacks,
+		       FILE *out)
 {
 	struct print_conf c = {
 		.tag = tag, .t0 = t0, .top = top, .stacks = stacks, .out = out
 	};
+
+	mt_live_stats(live, &c.live);
 
 	if (view_walk(v, true, print_account, &c)) {
 		fprintf(out, "# %s: out of memory\n", tag);
@@ -614,7 +657,7 @@ void mt_peak_print(const struct mt_peak *p, const struct mt_livetable *live,
 		fprintf(out, "# peak: out of memory\n");
 		return;
 	}
-	print_view(v, "peak", t0, top, stacks, out);
+	print_view(v, live, "peak", t0, top, stacks, out);
 	if (p->unfit_events)
 		fprintf(out,
 			"# peak: %" PRIu64 " events of accounts beyond %d "
@@ -685,7 +728,7 @@ void mt_peak_print_now(const struct mt_livetable *live, __u64 t0, __u64 ts,
 	mt_live_foreach(live, view_live, v);
 	for (size_t i = 0; i < a->n; i++)
 		a->v[i].peak_ts = ts;
-	print_view(v, "at", t0, top, stacks, out);
+	print_view(v, live, "at", t0, top, stacks, out);
 	view_free(v);
 	free(a);
 }

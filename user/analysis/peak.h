@@ -23,6 +23,12 @@ void mt_peak_free(struct mt_peak *p);
 /* e became live (after the live table took it) */
 void mt_peak_alloc(struct mt_peak *p, const struct mt_live *e);
 
+/*
+ * e could not become live: the live table had no room. Its account's peak
+ * is marked incomplete by up to the bytes so refused.
+ */
+void mt_peak_untracked(struct mt_peak *p, const struct mt_live *e);
+
 /* e, live until now, was freed (after the live table let it go) */
 void mt_peak_release(struct mt_peak *p, const struct mt_live *e);
 

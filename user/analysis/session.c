@@ -44,7 +44,7 @@ static struct mt_proc *proc_of(struct mt_session *s, __u32 pid)
 
 	if (p->pid != pid) {
 		if (p->pid)
-			s->procs_evicted++;
+			s->sum.procs_evicted++;
 		*p = (struct mt_proc){ .pid = pid,
 				       .rank = { .rank = -1,
 						 .local_rank = -1,
@@ -147,6 +147,16 @@ static void forget(struct mt_session *s, const struct mt_live *old)
 				old->space, -(__s64)old->size);
 }
 
+/* e had no room in the live table: each figure it is missing from says so */
+static void untracked(struct mt_session *s, const struct mt_live *e)
+{
+	s->sum.live_full++;
+	mt_peak_untracked(s->peak, e);
+	if (e->space != MT_SP_C10)
+		mt_summary_untracked(&s->sum, e->pid, e->dev_type, e->dev,
+				     e->space, e->size);
+}
+
 static void track_live(struct mt_session *s, struct mt_call *r,
 		       struct mt_site *site)
 {
@@ -175,7 +185,7 @@ static void track_live(struct mt_session *s, struct mt_call *r,
 		if (mt_live_remove(s->live, ev->pid, e.space, e.ptr, &old))
 			forget(s, &old);
 		if (mt_live_insert(s->live, &e)) {
-			s->sum.live_full++;
+			untracked(s, &e);
 			return;
 		}
 		mt_peak_alloc(s->peak, &e);
@@ -187,8 +197,10 @@ static void track_live(struct mt_session *s, struct mt_call *r,
 					(__s64)r->size);
 	} else if (r->role == MT_ROLE_FREE && r->has_ptr && !r->failed) {
 		if (!mt_live_remove(s->live, ev->pid, (__u16)r->ki->space,
-				    r->ptr, &e))
+				    r->ptr, &e)) {
+			mt_live_unpaired(s->live);
 			return;
+		}
 		if (r->size_state == MT_SIZE_UNKNOWN) {
 			r->size_state = MT_SIZE_KNOWN;
 			r->size = e.size;
@@ -237,6 +249,8 @@ bool mt_session_event(struct mt_session *s, struct mt_call *r,
 		s->t0 = r->ev->ts;
 	s->last_ts = r->ev->ts;
 	count_calls(proc_of(s, r->ev->pid), r);
+	if (mt_site_is_overflow(site))
+		s->sum.sites_full++;
 	/* a process without Python still gets leak boundaries by time */
 	count_steps(s, r, site->phase);
 	track_live(s, r, site);
@@ -331,7 +345,7 @@ void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
 	mt_oom_print(s->oom, s->out);
 	mt_peak_print(s->peak, s->live, s->t0, s->conf.top_live, stacks,
 		      s->out);
-	mt_leaks_print(s->leaks, stacks, s->out);
+	mt_leaks_print(s->leaks, s->live, stacks, s->out);
 	mt_frag_print(s->frag, s->live, s->t0, s->out);
 	mt_ops_print(s->sites, s->conf.top_ops, s->out);
 }

@@ -68,7 +68,6 @@ struct mt_session {
 	struct mt_oom *oom;
 	struct mt_proc procs[MT_PROCS]; /* by pid % size; 0 pid: free */
 	struct mt_session_observer obs;
-	__u64 procs_evicted; /* processes whose slot went to another */
 	__u64 seq; /* events seen */
 	__u64 t0; /* ts of the first event */
 	__u64 last_ts;

@@ -37,8 +37,15 @@ struct mt_sites *mt_sites_new(size_t max)
 		free(s);
 		return NULL;
 	}
-	s->overflow.event = "[sites table full]";
+	s->overflow.event = MT_SITES_OVERFLOW;
 	return s;
+}
+
+bool mt_site_is_overflow(const struct mt_site *site)
+{
+	/* no call's event name starts with '[': one byte for most events */
+	return !site->id || (site->event && site->event[0] == '[' &&
+			     !strcmp(site->event, MT_SITES_OVERFLOW));
 }
 
 void mt_sites_free(struct mt_sites *s)

@@ -33,7 +33,16 @@ struct mt_site {
 	__u64 mark_bytes; /* live_bytes when --watch last looked */
 };
 
+/* the overflow site's event: a record carries the writer's under it too */
+#define MT_SITES_OVERFLOW "[sites table full]"
+
 struct mt_sites;
+
+/*
+ * site is the overflow site: this table's (id 0) or a record writer's,
+ * read back as a site of its own.
+ */
+bool mt_site_is_overflow(const struct mt_site *site);
 
 /* at most max sites; then every new one shares the overflow site */
 struct mt_sites *mt_sites_new(size_t max);

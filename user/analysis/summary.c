@@ -62,6 +62,16 @@ static __u64 max_u64(__u64 a, __u64 b)
 	return a > b ? a : b;
 }
 
+/*
+ * A free whose size only the live table could have told, once the table
+ * refused an entry: its bytes are missing from the freed figures.
+ */
+static bool unpaired(const struct mt_summary *s, const struct mt_call *r)
+{
+	return s->live_full && r->role == MT_ROLE_FREE && !r->failed &&
+	       r->has_ptr && r->size_state != MT_SIZE_KNOWN;
+}
+
 void mt_summary_event(struct mt_summary *s, const struct mt_call *r)
 {
 	struct mt_kind_stat *k = kind_stat(s, r->event);
@@ -76,6 +86,8 @@ void mt_summary_event(struct mt_summary *s, const struct mt_call *r)
 	k->count++;
 	if (!r->failed)
 		k->bytes += bytes;
+	if (unpaired(s, r))
+		k->unpaired++;
 	if (r->failed) {
 		struct mt_fail_stat *f = fail_stat(s, r);
 
@@ -116,15 +128,37 @@ void mt_summary_live(struct mt_summary *s, __u32 pid, enum mt_dev_type type,
 	d->peak = max_u64(d->peak, d->cur);
 }
 
-/* allocated memory of the event's device when it happened */
-static __u64 current_allocated(struct mt_summary *s, const struct mt_call *r)
+void mt_summary_untracked(struct mt_summary *s, __u32 pid,
+			  enum mt_dev_type type, int index, enum mt_space space,
+			  __u64 size)
+{
+	struct mt_dev_stat *d = dev_stat(s, pid, type, index, space);
+
+	if (!d) {
+		s->untracked++;
+		return;
+	}
+	d->untracked++;
+	d->untracked_bytes += size;
+}
+
+/*
+ * Allocated memory of the event's device when it happened; *incomplete
+ * when that is our own count and the live table missed some of it.
+ */
+static __u64 current_allocated(struct mt_summary *s, const struct mt_call *r,
+			       bool *incomplete)
 {
 	struct mt_dev_stat *d;
 
+	*incomplete = false;
 	if (r->has_totals)
 		return r->allocated;
 	d = dev_stat(s, r->ev->pid, r->dev_type, r->dev_index, r->ki->space);
-	return d ? d->cur : 0;
+	if (!d)
+		return 0;
+	*incomplete = d->untracked;
+	return d->cur;
 }
 
 static struct mt_module_stat *module_stat(struct mt_summary *s, __u32 pid,
@@ -174,9 +208,10 @@ void mt_summary_attrib(struct mt_summary *s, const struct mt_call *r,
 {
 	struct mt_thread_last *t = &s->threads[r->ev->tid % MT_SUM_THREADS];
 	__u64 bytes = r->size_state == MT_SIZE_KNOWN ? r->size : 0;
-	__u64 cur = current_allocated(s, r);
 	struct mt_module_stat *m;
 	struct mt_phase_stat *p;
+	bool incomplete;
+	__u64 cur = current_allocated(s, r, &incomplete);
 
 	s->attributed = true;
 	m = module_stat(s, r->ev->pid, phase, module);
@@ -193,9 +228,13 @@ void mt_summary_attrib(struct mt_summary *s, const struct mt_call *r,
 	} else if (r->role == MT_ROLE_FREE && !r->failed) {
 		m->frees++;
 		m->bytes_freed += bytes;
+		if (unpaired(s, r))
+			m->unpaired++;
 	}
 	m->peak = max_u64(m->peak, cur);
 	p->peak = max_u64(p->peak, cur);
+	m->incomplete |= incomplete;
+	p->incomplete |= incomplete;
 	if (t->tid == r->ev->tid && t->phase == phase && t->module == module &&
 	    r->ev->ts > t->ts)
 		m->time_ns += r->ev->ts - t->ts;
@@ -257,18 +296,24 @@ static void print_modules(struct mt_summary *s, FILE *out)
 			"# module pid=%u phase=%s module=%s allocs=%" PRIu64
 			" frees=%" PRIu64 " bytes_allocated=%" PRIu64
 			" bytes_freed=%" PRIu64 " net=%" PRId64 " peak=%" PRIu64
-			" time=%.6fs recompute_bytes=%" PRIu64 "\n",
+			" time=%.6fs recompute_bytes=%" PRIu64,
 			m->pid, m->phase, m->module, (uint64_t)m->allocs,
 			(uint64_t)m->frees, (uint64_t)m->bytes_alloc,
 			(uint64_t)m->bytes_freed,
 			(int64_t)(m->bytes_alloc - m->bytes_freed),
 			(uint64_t)m->peak, (double)m->time_ns / 1e9,
 			(uint64_t)m->recompute_bytes);
+		if (m->incomplete || m->unpaired)
+			fprintf(out, " incomplete=live_table unpaired=%" PRIu64,
+				(uint64_t)m->unpaired);
+		fputc('\n', out);
 	}
 	for (size_t i = 0; i < s->nphases; i++)
-		fprintf(out, "# phase pid=%u phase=%s peak=%" PRIu64 "\n",
+		fprintf(out, "# phase pid=%u phase=%s peak=%" PRIu64 "%s\n",
 			s->phases[i].pid, s->phases[i].phase,
-			(uint64_t)s->phases[i].peak);
+			(uint64_t)s->phases[i].peak,
+			s->phases[i].incomplete ? " incomplete=live_table" :
+						  "");
 }
 
 /* live allocations at exit, grouped by what a reader acts on */
@@ -331,7 +376,8 @@ static int by_bytes_desc(const void *a, const void *b)
 	return bx < by ? 1 : bx > by ? -1 : 0;
 }
 
-static void print_live(const struct mt_livetable *live, size_t top, FILE *out)
+static void print_live(const struct mt_livetable *live,
+		       const struct mt_live_stats *st, size_t top, FILE *out)
 {
 	struct live_groups g = { 0 };
 	char dev[32];
@@ -341,8 +387,16 @@ static void print_live(const struct mt_livetable *live, size_t top, FILE *out)
 	if (g.oom)
 		fprintf(out, "# live: out of memory grouping allocations\n");
 	qsort(g.v, g.n, sizeof(*g.v), by_bytes_desc);
-	fprintf(out, "# live allocations=%zu groups=%zu\n", mt_live_count(live),
+	fprintf(out, "# live allocations=%zu groups=%zu", mt_live_count(live),
 		g.n);
+	/* the refused ones still alive are missing from the list */
+	if (st->refused)
+		fprintf(out,
+			" incomplete=live_table untracked_allocs=%" PRIu64
+			" untracked_live=%" PRIu64 " advise_max_live=%" PRIu64,
+			(uint64_t)st->refused, (uint64_t)st->unfreed,
+			(uint64_t)st->advise);
+	fputc('\n', out);
 	for (i = 0; i < g.n && i < top; i++) {
 		const struct live_group *v = &g.v[i];
 
@@ -360,10 +414,47 @@ static void print_live(const struct mt_livetable *live, size_t top, FILE *out)
 	free(g.v);
 }
 
+/* after the device line of d: what the live table missed of it */
+static void print_dev_untracked(const struct mt_dev_stat *d,
+				const struct mt_live_stats *st, FILE *out)
+{
+	if (d->untracked)
+		fprintf(out,
+			" incomplete=live_table untracked_allocs=%" PRIu64
+			" untracked_bytes=%" PRIu64 " advise_max_live=%" PRIu64,
+			(uint64_t)d->untracked, (uint64_t)d->untracked_bytes,
+			(uint64_t)st->advise);
+}
+
+static void print_untracked(const struct mt_summary *s,
+			    const struct mt_live_stats *st, FILE *out)
+{
+	if (!s->untracked && !s->live_full && !s->sites_full &&
+	    !s->procs_evicted)
+		return;
+	fprintf(out, "# untracked stats=%" PRIu64 " live_table_full=%" PRIu64,
+		(uint64_t)s->untracked, (uint64_t)s->live_full);
+	if (s->live_full)
+		fprintf(out,
+			" max_live=%zu live_high=%" PRIu64
+			" advise_max_live=%" PRIu64,
+			st->max, (uint64_t)st->high, (uint64_t)st->advise);
+	if (s->sites_full)
+		fprintf(out, " sites_table_full=%" PRIu64,
+			(uint64_t)s->sites_full);
+	if (s->procs_evicted)
+		fprintf(out, " procs_evicted=%" PRIu64,
+			(uint64_t)s->procs_evicted);
+	fputc('\n', out);
+}
+
 void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
 		      const struct mt_summary_end *end, FILE *out)
 {
+	struct mt_live_stats st;
 	char dev[32];
+
+	mt_live_stats(live, &st);
 
 	fprintf(out,
 		"# summary duration=%.3fs events=%" PRIu64
@@ -371,10 +462,16 @@ void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
 		end->seconds, (uint64_t)s->events,
 		end->seconds > 0 ? (double)s->events / end->seconds : 0.0,
 		(uint64_t)end->lost);
-	for (size_t i = 0; i < s->nkinds; i++)
-		fprintf(out, "# event %s count=%" PRIu64 " bytes=%" PRIu64 "\n",
-			s->kinds[i].event, (uint64_t)s->kinds[i].count,
-			(uint64_t)s->kinds[i].bytes);
+	for (size_t i = 0; i < s->nkinds; i++) {
+		const struct mt_kind_stat *k = &s->kinds[i];
+
+		fprintf(out, "# event %s count=%" PRIu64 " bytes=%" PRIu64,
+			k->event, (uint64_t)k->count, (uint64_t)k->bytes);
+		if (k->unpaired)
+			fprintf(out, " incomplete=live_table unpaired=%" PRIu64,
+				(uint64_t)k->unpaired);
+		fputc('\n', out);
+	}
 	for (size_t i = 0; i < s->ndevs; i++) {
 		const struct mt_dev_stat *d = &s->devs[i];
 
@@ -388,12 +485,15 @@ void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
 				(uint64_t)d->allocated_peak,
 				(uint64_t)d->reserved,
 				(uint64_t)d->reserved_peak);
-		if (d->space != MT_SP_C10 && d->space != MT_SP_VAMAP)
+		if (d->space != MT_SP_C10 && d->space != MT_SP_VAMAP) {
 			fprintf(out,
 				"# device pid=%u dev=%s source=%s current=%" PRIu64
-				" peak=%" PRIu64 "\n",
+				" peak=%" PRIu64,
 				d->pid, dev, mt_space_name(d->space),
 				(uint64_t)d->cur, (uint64_t)d->peak);
+			print_dev_untracked(d, &st, out);
+			fputc('\n', out);
+		}
 	}
 	for (size_t i = 0; i < s->nfails; i++) {
 		const struct mt_fail_stat *f = &s->fails[i];
@@ -406,12 +506,8 @@ void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
 			(uint64_t)f->count, (uint64_t)f->bytes);
 	}
 	print_modules(s, out);
-	print_live(live, end->top_live, out);
-	if (s->untracked || s->live_full)
-		fprintf(out,
-			"# untracked stats=%" PRIu64 " live_table_full=%" PRIu64
-			"\n",
-			(uint64_t)s->untracked, (uint64_t)s->live_full);
+	print_live(live, &st, end->top_live, out);
+	print_untracked(s, &st, out);
 	if (end->stacks_lost)
 		fprintf(out, "# lost python_stacks=%" PRIu64 "\n",
 			(uint64_t)end->stacks_lost);

@@ -17,6 +17,8 @@
 struct mt_kind_stat {
 	const char *event;
 	__u64 count, bytes;
+	/* frees of no known size after the live table refused an entry */
+	__u64 unpaired;
 };
 
 struct mt_fail_stat {
@@ -35,6 +37,8 @@ struct mt_dev_stat {
 	__u64 cur, peak; /* live bytes we saw allocated */
 	__u64 allocated, allocated_peak; /* c10's own running totals */
 	__u64 reserved, reserved_peak;
+	/* allocations the live table had no room for: not in cur or peak */
+	__u64 untracked, untracked_bytes;
 };
 
 /* one (process, module, phase) account */
@@ -45,12 +49,15 @@ struct mt_module_stat {
 	__u64 peak; /* highest allocated seen at its events */
 	__u64 time_ns; /* between consecutive events of a thread inside it */
 	__u64 recompute_bytes; /* allocated re-running forward in backward */
+	__u64 unpaired; /* frees of no known size, as in mt_kind_stat */
+	bool incomplete; /* peak read from an account missing allocations */
 };
 
 struct mt_phase_stat {
 	__u32 pid;
 	const char *phase;
 	__u64 peak;
+	bool incomplete; /* as in mt_module_stat */
 };
 
 /* a thread's last attributed event, to add up time inside a module */
@@ -76,6 +83,8 @@ struct mt_summary {
 	__u64 events;
 	__u64 untracked; /* stats that did not fit the fixed tables */
 	__u64 live_full; /* allocations the live table had no room for */
+	__u64 sites_full; /* events given the sites table's overflow site */
+	__u64 procs_evicted; /* processes whose slot went to another */
 };
 
 /* Count a decoded event (its size already completed from the live table). */
@@ -84,6 +93,11 @@ void mt_summary_event(struct mt_summary *s, const struct mt_call *r);
 /* Live bytes of (pid, device, source) change by delta. */
 void mt_summary_live(struct mt_summary *s, __u32 pid, enum mt_dev_type type,
 		     int index, enum mt_space space, __s64 delta);
+
+/* An allocation of size bytes the live table had no room for. */
+void mt_summary_untracked(struct mt_summary *s, __u32 pid,
+			  enum mt_dev_type type, int index, enum mt_space space,
+			  __u64 size);
 
 /*
  * Account an event to the module and phase that made it (after

@@ -131,7 +131,11 @@ static const struct argp_option output_opts[] = {
 	{ "no-stack", OPT_NO_STACK, NULL, 0,
 	  "No Python stack lines (phase= and module= stay)", 0 },
 	{ "max-live", OPT_MAX_LIVE, "N", 0,
-	  "Track at most N live allocations (default 4194304)", 0 },
+	  "Track at most N live allocations (default 4194304); past it the "
+	  "figures that pair a free with its allocation are marked "
+	  "incomplete=live_table and advise_max_live= gives an N that holds "
+	  "them all",
+	  0 },
 	{ "top-live", OPT_TOP_LIVE, "N", 0,
 	  "Live-at-exit groups in the summary (default 20)", 0 },
 	{ "top-ops", OPT_TOP_OPS, "N", 0,
