@@ -109,39 +109,54 @@ npm-tools:
 e2e: memtrace-bpf fixtures npm-tools $(OUTPUT)/fuzz/seeds
 	bats --print-output-on-failure tests/e2e
 
-# The record reader under libFuzzer, ASan and UBSan (clang throughout):
-# `make fuzz` runs it for FUZZ_SECS, `make fuzz-short` for 30 s. The seeds
-# are records the writer makes; the corpus and any crash stay in FUZZ_DIR.
+# Readers of outside input under libFuzzer, ASan and UBSan (clang
+# throughout), one target a reader: the record reader (record). `make fuzz`
+# splits FUZZ_SECS between them, `make fuzz-short` gives them 40 s in all;
+# FUZZ_TARGETS=record runs one. Seeds are made at build time (records the
+# writer makes); the corpora and any crash (FUZZ_DIR/<target>-crash-...)
+# stay in FUZZ_DIR.
 FUZZ_DIR := $(OUTPUT)/fuzz
 FUZZ_SECS ?= 300
+FUZZ_ALL := record
+FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_LIB := user/record/coder.c user/record/reader.c user/record/writer.c \
 	user/analysis/sites.c user/lib/strpool.c user/lib/outfile.c
-FUZZ_DEPS := $(FUZZ_LIB) $(wildcard user/*/*.h) bpf/memtrace.h
+FUZZ_LIB_record := $(FUZZ_LIB)
+FUZZ_LDLIBS_record := -lz
+FUZZ_DEPS := $(wildcard user/*/*.h) bpf/memtrace.h
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all $(USER_CFLAGS)
+define fuzz_rule
+$(FUZZ_DIR)/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(FUZZ_LIB_$(1)) $(FUZZ_DEPS)
+	@mkdir -p $$(@D)
+	$(CLANG) $(FUZZ_CFLAGS) $$< $(FUZZ_LIB_$(1)) $(FUZZ_LDLIBS_$(1)) -o $$@
+endef
+$(foreach t,$(FUZZ_ALL),$(eval $(call fuzz_rule,$(t))))
 
-$(FUZZ_DIR)/fuzz_record: tests/fuzz/fuzz_record.c $(FUZZ_DEPS)
-	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_CFLAGS) $< $(FUZZ_LIB) -lz -o $@
-
-$(FUZZ_DIR)/seeds: tests/fuzz/seeds.c $(FUZZ_DEPS)
+$(FUZZ_DIR)/seeds: tests/fuzz/seeds.c $(FUZZ_LIB) $(FUZZ_DEPS)
 	@mkdir -p $(@D)
 	$(CLANG) -O1 -g $(USER_CFLAGS) $< $(FUZZ_LIB) -lz -o $@
 
-$(FUZZ_DIR)/seeds.stamp: $(FUZZ_DIR)/seeds
-	rm -rf $(FUZZ_DIR)/seed-corpus
-	mkdir -p $(FUZZ_DIR)/seed-corpus
-	$< $(FUZZ_DIR)/seed-corpus
+$(FUZZ_DIR)/seeds-record.stamp: $(FUZZ_DIR)/seeds
+	rm -rf $(FUZZ_DIR)/seeds-record
+	mkdir -p $(FUZZ_DIR)/seeds-record
+	$< $(FUZZ_DIR)/seeds-record
 	touch $@
 
-fuzz: $(FUZZ_DIR)/fuzz_record $(FUZZ_DIR)/seeds.stamp
-	@mkdir -p $(FUZZ_DIR)/corpus
-	$< -max_total_time=$(FUZZ_SECS) -timeout=10 -rss_limit_mb=2048 \
-		-print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/ \
-		$(FUZZ_DIR)/corpus $(FUZZ_DIR)/seed-corpus
+fuzz: $(foreach t,$(FUZZ_TARGETS),$(FUZZ_DIR)/fuzz_$(t) \
+	$(FUZZ_DIR)/seeds-$(t).stamp)
+	@set -e; secs=$$(( $(FUZZ_SECS) / $(words $(FUZZ_TARGETS)) )); \
+	for t in $(FUZZ_TARGETS); do \
+		echo "== fuzz_$$t ($$secs s)"; \
+		mkdir -p $(FUZZ_DIR)/corpus-$$t; \
+		$(FUZZ_DIR)/fuzz_$$t -max_total_time=$$secs -timeout=10 \
+			-rss_limit_mb=2048 -print_final_stats=1 \
+			-artifact_prefix=$(FUZZ_DIR)/$$t- \
+			$(FUZZ_DIR)/corpus-$$t $(FUZZ_DIR)/seeds-$$t; \
+	done
 
 fuzz-short:
-	$(MAKE) fuzz FUZZ_SECS=30
+	$(MAKE) fuzz FUZZ_SECS=40
 
 C_SOURCES := $(wildcard user/*/*.c user/*/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/fuzz/*.c tests/fixtures/*.c tests/fixtures/*.cpp)
 
