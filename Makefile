@@ -110,22 +110,29 @@ e2e: memtrace-bpf fixtures npm-tools $(OUTPUT)/fuzz/seeds
 	bats --print-output-on-failure tests/e2e
 
 # Readers of outside input under libFuzzer, ASan and UBSan (clang
-# throughout), one target a reader: the record reader (record). `make fuzz`
-# splits FUZZ_SECS between them, `make fuzz-short` gives them 40 s in all;
-# FUZZ_TARGETS=record runs one. Seeds are made at build time (records the
-# writer makes); the corpora and any crash (FUZZ_DIR/<target>-crash-...)
-# stay in FUZZ_DIR.
+# throughout), one target a reader: the record reader (record) and ELF
+# symbol tables (elf). `make fuzz` splits FUZZ_SECS between them, `make
+# fuzz-short` gives them 40 s in all; FUZZ_TARGETS=elf runs one. Seeds are
+# made at build time (records the writer makes, small ELF files of this
+# system); the corpora and any crash (FUZZ_DIR/<target>-crash-...) stay in
+# FUZZ_DIR.
 FUZZ_DIR := $(OUTPUT)/fuzz
 FUZZ_SECS ?= 300
-FUZZ_ALL := record
+FUZZ_ALL := record elf
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_LIB := user/record/coder.c user/record/reader.c user/record/writer.c \
 	user/analysis/sites.c user/lib/strpool.c user/lib/outfile.c
 FUZZ_LIB_record := $(FUZZ_LIB)
 FUZZ_LDLIBS_record := -lz
+FUZZ_LIB_elf := user/proc/elfsym.c user/proc/mapfile.c
+FUZZ_LDLIBS_elf := -lelf
 FUZZ_DEPS := $(wildcard user/*/*.h) bpf/memtrace.h
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all $(USER_CFLAGS)
+# system ELF files small enough to mutate well, those this system has
+FUZZ_ELF_SEEDS := $(wildcard /usr/lib/x86_64-linux-gnu/libdl.so.2 \
+	/usr/lib/x86_64-linux-gnu/librt.so.1 /usr/bin/true)
+
 define fuzz_rule
 $(FUZZ_DIR)/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(FUZZ_LIB_$(1)) $(FUZZ_DEPS)
 	@mkdir -p $$(@D)
@@ -141,6 +148,16 @@ $(FUZZ_DIR)/seeds-record.stamp: $(FUZZ_DIR)/seeds
 	rm -rf $(FUZZ_DIR)/seeds-record
 	mkdir -p $(FUZZ_DIR)/seeds-record
 	$< $(FUZZ_DIR)/seeds-record
+	touch $@
+
+# besides the system's files, a wrapper that jumps to the function it
+# wraps, as mt_elf_tail_target_fd follows
+$(FUZZ_DIR)/seeds-elf.stamp: tests/fuzz/elf_seed.c $(FUZZ_ELF_SEEDS)
+	rm -rf $(FUZZ_DIR)/seeds-elf
+	mkdir -p $(FUZZ_DIR)/seeds-elf
+	$(CC) -O2 -fPIC -shared -fcf-protection=full $< \
+		-o $(FUZZ_DIR)/seeds-elf/wrapper.so
+	$(if $(FUZZ_ELF_SEEDS),cp $(FUZZ_ELF_SEEDS) $(FUZZ_DIR)/seeds-elf/)
 	touch $@
 
 fuzz: $(foreach t,$(FUZZ_TARGETS),$(FUZZ_DIR)/fuzz_$(t) \
