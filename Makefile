@@ -110,15 +110,15 @@ e2e: memtrace-bpf fixtures npm-tools $(OUTPUT)/fuzz/seeds
 	bats --print-output-on-failure tests/e2e
 
 # Readers of outside input under libFuzzer, ASan and UBSan (clang
-# throughout), one target a reader: the record reader (record) and ELF
-# symbol tables (elf). `make fuzz` splits FUZZ_SECS between them, `make
-# fuzz-short` gives them 40 s in all; FUZZ_TARGETS=elf runs one. Seeds are
-# made at build time (records the writer makes, small ELF files of this
-# system); the corpora and any crash (FUZZ_DIR/<target>-crash-...) stay in
-# FUZZ_DIR.
+# throughout), one target a reader: the record reader (record), ELF symbol
+# tables (elf) and /proc text (proc). `make fuzz` splits FUZZ_SECS between
+# them, `make fuzz-short` gives them 40 s in all; FUZZ_TARGETS=elf runs
+# one. Seeds are made at build time (records the writer makes, small ELF
+# files of this system, this system's /proc text); the corpora and any
+# crash (FUZZ_DIR/<target>-crash-...) stay in FUZZ_DIR.
 FUZZ_DIR := $(OUTPUT)/fuzz
 FUZZ_SECS ?= 300
-FUZZ_ALL := record elf
+FUZZ_ALL := record elf proc
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_LIB := user/record/coder.c user/record/reader.c user/record/writer.c \
 	user/analysis/sites.c user/lib/strpool.c user/lib/outfile.c
@@ -126,6 +126,7 @@ FUZZ_LIB_record := $(FUZZ_LIB)
 FUZZ_LDLIBS_record := -lz
 FUZZ_LIB_elf := user/proc/elfsym.c user/proc/mapfile.c
 FUZZ_LDLIBS_elf := -lelf
+FUZZ_LIB_proc := user/proc/maps.c user/proc/procinfo.c user/proc/rank.c
 FUZZ_DEPS := $(wildcard user/*/*.h) bpf/memtrace.h
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all $(USER_CFLAGS)
@@ -158,6 +159,17 @@ $(FUZZ_DIR)/seeds-elf.stamp: tests/fuzz/elf_seed.c $(FUZZ_ELF_SEEDS)
 	$(CC) -O2 -fPIC -shared -fcf-protection=full $< \
 		-o $(FUZZ_DIR)/seeds-elf/wrapper.so
 	$(if $(FUZZ_ELF_SEEDS),cp $(FUZZ_ELF_SEEDS) $(FUZZ_DIR)/seeds-elf/)
+	touch $@
+
+# this system's own maps, command line and a launcher's environment
+$(FUZZ_DIR)/seeds-proc.stamp:
+	rm -rf $(FUZZ_DIR)/seeds-proc
+	mkdir -p $(FUZZ_DIR)/seeds-proc
+	cat /proc/self/maps > $(FUZZ_DIR)/seeds-proc/maps
+	cat /proc/self/cmdline > $(FUZZ_DIR)/seeds-proc/cmdline
+	printf 'PATH=/bin\0RANK=3\0LOCAL_RANK=1\0WORLD_SIZE=8\0' \
+		> $(FUZZ_DIR)/seeds-proc/environ
+	printf "__version__ = '2.5.1+cu124'\n" > $(FUZZ_DIR)/seeds-proc/version
 	touch $@
 
 fuzz: $(foreach t,$(FUZZ_TARGETS),$(FUZZ_DIR)/fuzz_$(t) \
