@@ -109,16 +109,17 @@ npm-tools:
 e2e: memtrace-bpf fixtures npm-tools $(OUTPUT)/fuzz/seeds
 	bats --print-output-on-failure tests/e2e
 
-# Readers of outside input under libFuzzer, ASan and UBSan (clang
+# Every reader of outside input under libFuzzer, ASan and UBSan (clang
 # throughout), one target a reader: the record reader (record), ELF symbol
-# tables (elf) and /proc text (proc). `make fuzz` splits FUZZ_SECS between
-# them, `make fuzz-short` gives them 40 s in all; FUZZ_TARGETS=elf runs
-# one. Seeds are made at build time (records the writer makes, small ELF
-# files of this system, this system's /proc text); the corpora and any
-# crash (FUZZ_DIR/<target>-crash-...) stay in FUZZ_DIR.
+# tables (elf), /proc text (proc) and the target's CPython objects read
+# through a stand-in for process_vm_readv (python). `make fuzz` splits
+# FUZZ_SECS between them, `make fuzz-short` gives them 40 s in all;
+# FUZZ_TARGETS=elf runs one. Seeds are made at build time (records the
+# writer makes, small ELF files of this system, this system's /proc text);
+# the corpora and any crash (FUZZ_DIR/<target>-crash-...) stay in FUZZ_DIR.
 FUZZ_DIR := $(OUTPUT)/fuzz
 FUZZ_SECS ?= 300
-FUZZ_ALL := record elf proc
+FUZZ_ALL := record elf proc python
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_LIB := user/record/coder.c user/record/reader.c user/record/writer.c \
 	user/analysis/sites.c user/lib/strpool.c user/lib/outfile.c
@@ -127,6 +128,11 @@ FUZZ_LDLIBS_record := -lz
 FUZZ_LIB_elf := user/proc/elfsym.c user/proc/mapfile.c
 FUZZ_LDLIBS_elf := -lelf
 FUZZ_LIB_proc := user/proc/maps.c user/proc/procinfo.c user/proc/rank.c
+FUZZ_LIB_python := user/python/objects.c user/python/line.c \
+	user/python/dbgoff.c user/python/layout.c
+# the target's memory is the fuzz input: the one syscall that reads it is
+# replaced at link time (tests/fuzz/fuzz_python.c), the readers unchanged
+FUZZ_LDLIBS_python := -Wl,--wrap=process_vm_readv
 FUZZ_DEPS := $(wildcard user/*/*.h) bpf/memtrace.h
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all $(USER_CFLAGS)
@@ -170,6 +176,12 @@ $(FUZZ_DIR)/seeds-proc.stamp:
 	printf 'PATH=/bin\0RANK=3\0LOCAL_RANK=1\0WORLD_SIZE=8\0' \
 		> $(FUZZ_DIR)/seeds-proc/environ
 	printf "__version__ = '2.5.1+cu124'\n" > $(FUZZ_DIR)/seeds-proc/version
+	touch $@
+
+$(FUZZ_DIR)/seeds-python.stamp: $(FUZZ_DIR)/fuzz_python
+	rm -rf $(FUZZ_DIR)/seeds-python
+	mkdir -p $(FUZZ_DIR)/seeds-python
+	MT_FUZZ_SEEDS=$(FUZZ_DIR)/seeds-python $< -runs=0 >/dev/null 2>&1
 	touch $@
 
 fuzz: $(foreach t,$(FUZZ_TARGETS),$(FUZZ_DIR)/fuzz_$(t) \
