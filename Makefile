@@ -109,39 +109,95 @@ npm-tools:
 e2e: memtrace-bpf fixtures npm-tools $(OUTPUT)/fuzz/seeds
 	bats --print-output-on-failure tests/e2e
 
-# The record reader under libFuzzer, ASan and UBSan (clang throughout):
-# `make fuzz` runs it for FUZZ_SECS, `make fuzz-short` for 30 s. The seeds
-# are records the writer makes; the corpus and any crash stay in FUZZ_DIR.
+# Every reader of outside input under libFuzzer, ASan and UBSan (clang
+# throughout), one target a reader: the record reader (record), ELF symbol
+# tables (elf), /proc text (proc) and the target's CPython objects read
+# through a stand-in for process_vm_readv (python). `make fuzz` splits
+# FUZZ_SECS between them, `make fuzz-short` gives them 40 s in all;
+# FUZZ_TARGETS=elf runs one. Seeds are made at build time (records the
+# writer makes, small ELF files of this system, this system's /proc text);
+# the corpora and any crash (FUZZ_DIR/<target>-crash-...) stay in FUZZ_DIR.
 FUZZ_DIR := $(OUTPUT)/fuzz
 FUZZ_SECS ?= 300
+FUZZ_ALL := record elf proc python
+FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_LIB := user/record/coder.c user/record/reader.c user/record/writer.c \
 	user/analysis/sites.c user/lib/strpool.c user/lib/outfile.c
-FUZZ_DEPS := $(FUZZ_LIB) $(wildcard user/*/*.h) bpf/memtrace.h
+FUZZ_LIB_record := $(FUZZ_LIB)
+FUZZ_LDLIBS_record := -lz
+FUZZ_LIB_elf := user/proc/elfsym.c user/proc/mapfile.c
+FUZZ_LDLIBS_elf := -lelf
+FUZZ_LIB_proc := user/proc/maps.c user/proc/procinfo.c user/proc/rank.c
+FUZZ_LIB_python := user/python/objects.c user/python/line.c \
+	user/python/dbgoff.c user/python/layout.c
+# the target's memory is the fuzz input: the one syscall that reads it is
+# replaced at link time (tests/fuzz/fuzz_python.c), the readers unchanged
+FUZZ_LDLIBS_python := -Wl,--wrap=process_vm_readv
+FUZZ_DEPS := $(wildcard user/*/*.h) bpf/memtrace.h
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all $(USER_CFLAGS)
+# system ELF files small enough to mutate well, those this system has
+FUZZ_ELF_SEEDS := $(wildcard /usr/lib/x86_64-linux-gnu/libdl.so.2 \
+	/usr/lib/x86_64-linux-gnu/librt.so.1 /usr/bin/true)
 
-$(FUZZ_DIR)/fuzz_record: tests/fuzz/fuzz_record.c $(FUZZ_DEPS)
-	@mkdir -p $(@D)
-	$(CLANG) $(FUZZ_CFLAGS) $< $(FUZZ_LIB) -lz -o $@
+define fuzz_rule
+$(FUZZ_DIR)/fuzz_$(1): tests/fuzz/fuzz_$(1).c $(FUZZ_LIB_$(1)) $(FUZZ_DEPS)
+	@mkdir -p $$(@D)
+	$(CLANG) $(FUZZ_CFLAGS) $$< $(FUZZ_LIB_$(1)) $(FUZZ_LDLIBS_$(1)) -o $$@
+endef
+$(foreach t,$(FUZZ_ALL),$(eval $(call fuzz_rule,$(t))))
 
-$(FUZZ_DIR)/seeds: tests/fuzz/seeds.c $(FUZZ_DEPS)
+$(FUZZ_DIR)/seeds: tests/fuzz/seeds.c $(FUZZ_LIB) $(FUZZ_DEPS)
 	@mkdir -p $(@D)
 	$(CLANG) -O1 -g $(USER_CFLAGS) $< $(FUZZ_LIB) -lz -o $@
 
-$(FUZZ_DIR)/seeds.stamp: $(FUZZ_DIR)/seeds
-	rm -rf $(FUZZ_DIR)/seed-corpus
-	mkdir -p $(FUZZ_DIR)/seed-corpus
-	$< $(FUZZ_DIR)/seed-corpus
+$(FUZZ_DIR)/seeds-record.stamp: $(FUZZ_DIR)/seeds
+	rm -rf $(FUZZ_DIR)/seeds-record
+	mkdir -p $(FUZZ_DIR)/seeds-record
+	$< $(FUZZ_DIR)/seeds-record
 	touch $@
 
-fuzz: $(FUZZ_DIR)/fuzz_record $(FUZZ_DIR)/seeds.stamp
-	@mkdir -p $(FUZZ_DIR)/corpus
-	$< -max_total_time=$(FUZZ_SECS) -timeout=10 -rss_limit_mb=2048 \
-		-print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/ \
-		$(FUZZ_DIR)/corpus $(FUZZ_DIR)/seed-corpus
+# besides the system's files, a wrapper that jumps to the function it
+# wraps, as mt_elf_tail_target_fd follows
+$(FUZZ_DIR)/seeds-elf.stamp: tests/fuzz/elf_seed.c $(FUZZ_ELF_SEEDS)
+	rm -rf $(FUZZ_DIR)/seeds-elf
+	mkdir -p $(FUZZ_DIR)/seeds-elf
+	$(CC) -O2 -fPIC -shared -fcf-protection=full $< \
+		-o $(FUZZ_DIR)/seeds-elf/wrapper.so
+	$(if $(FUZZ_ELF_SEEDS),cp $(FUZZ_ELF_SEEDS) $(FUZZ_DIR)/seeds-elf/)
+	touch $@
+
+# this system's own maps, command line and a launcher's environment
+$(FUZZ_DIR)/seeds-proc.stamp:
+	rm -rf $(FUZZ_DIR)/seeds-proc
+	mkdir -p $(FUZZ_DIR)/seeds-proc
+	cat /proc/self/maps > $(FUZZ_DIR)/seeds-proc/maps
+	cat /proc/self/cmdline > $(FUZZ_DIR)/seeds-proc/cmdline
+	printf 'PATH=/bin\0RANK=3\0LOCAL_RANK=1\0WORLD_SIZE=8\0' \
+		> $(FUZZ_DIR)/seeds-proc/environ
+	printf "__version__ = '2.5.1+cu124'\n" > $(FUZZ_DIR)/seeds-proc/version
+	touch $@
+
+$(FUZZ_DIR)/seeds-python.stamp: $(FUZZ_DIR)/fuzz_python
+	rm -rf $(FUZZ_DIR)/seeds-python
+	mkdir -p $(FUZZ_DIR)/seeds-python
+	MT_FUZZ_SEEDS=$(FUZZ_DIR)/seeds-python $< -runs=0 >/dev/null 2>&1
+	touch $@
+
+fuzz: $(foreach t,$(FUZZ_TARGETS),$(FUZZ_DIR)/fuzz_$(t) \
+	$(FUZZ_DIR)/seeds-$(t).stamp)
+	@set -e; secs=$$(( $(FUZZ_SECS) / $(words $(FUZZ_TARGETS)) )); \
+	for t in $(FUZZ_TARGETS); do \
+		echo "== fuzz_$$t ($$secs s)"; \
+		mkdir -p $(FUZZ_DIR)/corpus-$$t; \
+		$(FUZZ_DIR)/fuzz_$$t -max_total_time=$$secs -timeout=10 \
+			-rss_limit_mb=2048 -print_final_stats=1 \
+			-artifact_prefix=$(FUZZ_DIR)/$$t- \
+			$(FUZZ_DIR)/corpus-$$t $(FUZZ_DIR)/seeds-$$t; \
+	done
 
 fuzz-short:
-	$(MAKE) fuzz FUZZ_SECS=30
+	$(MAKE) fuzz FUZZ_SECS=40
 
 C_SOURCES := $(wildcard user/*/*.c user/*/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/fuzz/*.c tests/fixtures/*.c tests/fixtures/*.cpp)
 

@@ -42,18 +42,22 @@ bool mt_elf_name_matches(const char *symname, const char *pattern)
 /*
  * File offset of vaddr. With bss_ok, a vaddr in the zero-filled tail of a
  * segment (.bss) has no file bytes and gets offset 0 (the ELF header, never
- * a symbol) instead of failing.
+ * a symbol) instead of failing. A segment that claims bytes past the end of
+ * the file gives none: a probe there would be refused by the kernel, after
+ * we had called the symbol found.
  */
 static int vaddr_to_offset(Elf *elf, __u64 vaddr, bool bss_ok, __u64 *off)
 {
-	size_t nph;
+	size_t nph, size = 0;
 	GElf_Phdr ph;
 
-	if (elf_getphdrnum(elf, &nph))
+	if (elf_getphdrnum(elf, &nph) || !elf_rawfile(elf, &size))
 		return -EINVAL;
 	for (size_t i = 0; i < nph; i++) {
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
+		if (ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
+			ph.p_filesz = 0;
 		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
 			*off = vaddr - ph.p_vaddr + ph.p_offset;
 			return 0;

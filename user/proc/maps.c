@@ -72,17 +72,12 @@ static int maps_push(struct mt_maps *maps, const struct mt_mapping *m,
 	return 0;
 }
 
-int mt_maps_read(int pid, struct mt_maps *maps)
+int mt_maps_parse(FILE *f, struct mt_maps *maps)
 {
-	char fname[64], line[4096 + 128], path[4096];
+	char line[4096 + 128], path[4096];
 	struct mt_mapping m;
-	FILE *f;
 	int err = 0;
 
-	snprintf(fname, sizeof(fname), "/proc/%d/maps", pid);
-	f = fopen(fname, "re");
-	if (!f)
-		return -errno;
 	mt_maps_free(maps);
 	while (fgets(line, sizeof(line), f)) {
 		if (mt_maps_parse_line(line, &m, path, sizeof(path)))
@@ -96,6 +91,20 @@ int mt_maps_read(int pid, struct mt_maps *maps)
 	}
 	if (!err && ferror(f))
 		err = -EIO;
+	return err;
+}
+
+int mt_maps_read(int pid, struct mt_maps *maps)
+{
+	char fname[64];
+	FILE *f;
+	int err;
+
+	snprintf(fname, sizeof(fname), "/proc/%d/maps", pid);
+	f = fopen(fname, "re");
+	if (!f)
+		return -errno;
+	err = mt_maps_parse(f, maps);
 	fclose(f);
 	return err;
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <linux/types.h>
 
 struct mt_mapping {
@@ -29,6 +30,12 @@ int mt_maps_parse_line(const char *line, struct mt_mapping *m, char *path,
 
 /* Read /proc/PID/maps into *maps (replacing what it held). Returns -errno. */
 int mt_maps_read(int pid, struct mt_maps *maps);
+
+/*
+ * The same from f, open on maps text: what mt_maps_read does once the file
+ * is open (and what the fuzzer feeds). Returns 0, -ENOMEM or -EIO.
+ */
+int mt_maps_parse(FILE *f, struct mt_maps *maps);
 void mt_maps_free(struct mt_maps *maps);
 
 /* The mapping that contains addr, or NULL. */

@@ -4,10 +4,21 @@
 #include "proc/maps.h"
 #include "proc/procinfo.h"
 
+void mt_cmdline_parse(FILE *f, char *buf, size_t len)
+{
+	size_t n = fread(buf, 1, len - 1, f);
+
+	for (size_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	while (n && buf[n - 1] == ' ')
+		n--;
+	buf[n] = '\0';
+}
+
 void mt_proc_cmdline(int pid, char *buf, size_t len)
 {
 	char path[64];
-	size_t n = 0;
 	FILE *f;
 
 	buf[0] = '\0';
@@ -15,14 +26,8 @@ void mt_proc_cmdline(int pid, char *buf, size_t len)
 	f = fopen(path, "re");
 	if (!f)
 		return;
-	n = fread(buf, 1, len - 1, f);
+	mt_cmdline_parse(f, buf, len);
 	fclose(f);
-	for (size_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = ' ';
-	while (n && buf[n - 1] == ' ')
-		n--;
-	buf[n] = '\0';
 }
 
 void mt_join_args(char **argv, char *buf, size_t len)
@@ -43,8 +48,8 @@ void mt_join_args(char **argv, char *buf, size_t len)
 bool mt_torch_version(int pid, const char *path, char *buf, size_t len)
 {
 	const char *base = mt_basename(path), *v;
-	char vpath[4096], line[256];
-	bool found = false;
+	char vpath[4096];
+	bool found;
 	FILE *f;
 
 	if (strncmp(base, "libc10.so", 9))
@@ -59,14 +64,22 @@ bool mt_torch_version(int pid, const char *path, char *buf, size_t len)
 	f = fopen(vpath, "re");
 	if (!f)
 		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
+	found = mt_version_py_parse(f, buf, len);
+	fclose(f);
+	return found;
+}
+
+bool mt_version_py_parse(FILE *f, char *buf, size_t len)
+{
+	char line[256];
+
+	while (fgets(line, sizeof(line), f)) {
 		char ver[128];
 
 		if (sscanf(line, "__version__ = '%127[^']'", ver) == 1) {
 			snprintf(buf, len, "%s", ver);
-			found = true;
+			return true;
 		}
 	}
-	fclose(f);
-	return found;
+	return false;
 }

@@ -8,9 +8,16 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* pid's command line, arguments joined by spaces ("" if unreadable) */
 void mt_proc_cmdline(int pid, char *buf, size_t len);
+
+/*
+ * The same from f, open on a cmdline file (len > 0): what
+ * mt_proc_cmdline does once the file is open.
+ */
+void mt_cmdline_parse(FILE *f, char *buf, size_t len);
 
 /* argv (NULL-terminated) joined by spaces: a command not yet exec'd */
 void mt_join_args(char **argv, char *buf, size_t len);
@@ -21,5 +28,8 @@ void mt_join_args(char **argv, char *buf, size_t len);
  * if path is no libc10 or the version cannot be read.
  */
 bool mt_torch_version(int pid, const char *path, char *buf, size_t len);
+
+/* the __version__ of a torch/version.py open as f; false if none */
+bool mt_version_py_parse(FILE *f, char *buf, size_t len);
 
 #endif /* __PROCINFO_H */

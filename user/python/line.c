@@ -4,6 +4,16 @@
 /* 3.10: the line delta that means "no line" */
 #define NO_LINE_310 (-128)
 
+/*
+ * line + delta as CPython computes it, in an int wrapping on overflow (it
+ * builds with -fwrapv): a table from the target can hold any deltas, and
+ * their sum must not be undefined behaviour here.
+ */
+static int add_line(int line, int delta)
+{
+	return (int)((unsigned int)line + (unsigned int)delta);
+}
+
 int mt_pyline_310(const __u8 *tab, size_t len, int firstlineno, __s64 addrq)
 {
 	__s64 end = 0;
@@ -18,7 +28,7 @@ int mt_pyline_310(const __u8 *tab, size_t len, int firstlineno, __s64 addrq)
 
 		end += tab[i];
 		if (ldelta != NO_LINE_310)
-			line += ldelta;
+			line = add_line(line, ldelta);
 		if (addrq >= start && addrq < end)
 			return ldelta == NO_LINE_310 ? -1 : line;
 	}
@@ -88,7 +98,7 @@ int mt_pyline_311(const __u8 *tab, size_t len, int firstlineno, __s64 addrq)
 		/* a table that lost sync: no answer rather than a wrong one */
 		if (!(tab[i] & LOC_START))
 			return -1;
-		line += line_delta(tab, len, i);
+		line = add_line(line, line_delta(tab, len, i));
 		end += LOC_UNITS(tab[i]) * CODE_UNIT_BYTES;
 		if (addrq >= start && addrq < end)
 			return code == LOC_NONE ? -1 : line;

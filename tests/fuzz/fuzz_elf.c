@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libFuzzer target: any bytes, as the file a process maps, read by the ELF
+ * symbol reader through a descriptor as the tracer does (a memfd is a
+ * regular file): functions, data symbols and a wrapper's jump target.
+ * Besides not crashing, it must keep its word: an error says why, and a
+ * symbol found lies in the file's loaded bytes.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "proc/elfsym.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* names the tracer asks for, of each kind: plain, versioned, {int64}, data */
+static const char *const names[] = {
+	"cudaMalloc",
+	"_ZN3c104cuda20CUDACachingAllocator9raw_allocE{int64}",
+	"PyErr_SetObject",
+	"mt_seed_set",
+	"_PyRuntime",
+	"Py_Version",
+	"dlopen",
+	"clock_gettime",
+	"main",
+};
+#define NNAMES (sizeof(names) / sizeof(names[0]))
+
+static int memfd = -1;
+
+static void check(int ret, const char *err, const struct mt_sym *out, size_t n,
+		  size_t size)
+{
+	if (ret < 0 && !err[0])
+		abort();
+	for (size_t i = 0; !ret && i < n; i++)
+		if (out[i].vaddr && out[i].offset >= size)
+			abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct mt_sym out[NNAMES], tail;
+	char err[256] = "";
+	int ret;
+
+	if (memfd < 0)
+		memfd = memfd_create("fuzz-elf", MFD_CLOEXEC);
+	if (memfd < 0 || ftruncate(memfd, 0) ||
+	    pwrite(memfd, data, size, 0) != (ssize_t)size)
+		abort();
+	ret = mt_elf_resolve_fd(memfd, "fuzz", names, NNAMES, out, err,
+				sizeof(err));
+	check(ret, err, out, NNAMES, size);
+	err[0] = '\0';
+	ret = mt_elf_resolve_any_fd(memfd, "fuzz", names, NNAMES, out, err,
+				    sizeof(err));
+	check(ret, err, out, NNAMES, size);
+	err[0] = '\0';
+	ret = mt_elf_tail_target_fd(memfd, "fuzz", "PyErr_SetObject", &tail,
+				    err, sizeof(err));
+	check(ret, err, &tail, 1, size);
+	/* a jump is followed to code, and never to the file's header */
+	if (!ret && tail.vaddr && !tail.offset)
+		abort();
+	return 0;
+}
