@@ -42,7 +42,7 @@ section() {
 @test "a clean loop of the same model reports no leak" {
 	trace_model --steps 8
 	grep '^# leak' "$TRACE" || true
-	grep -q '^# leaks: none (8 boundaries seen)$' "$TRACE"
+	grep -q '^# leaks verdict=none boundaries=8$' "$TRACE"
 }
 
 @test "the peak view sums to the peak and names its largest allocation's owner" {
