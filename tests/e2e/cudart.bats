@@ -22,6 +22,9 @@ load helpers
 	host=$(events cudart:cudaMallocHost)
 	[[ "$host" == *" size=4096 dev=host ret=35 err=cudaErrorInsufficientDriver "* ]]
 	grep -q '^# failed event=cudart:cudaMalloc ret=35 err=cudaErrorInsufficientDriver count=2 bytes=1051909$' "$TRACE"
+	# no driver is no shortage of memory: failed calls, not OOMs
+	[ "$(grep -c '^# OOM' "$TRACE")" -eq 0 ]
+	grep -q '^# oom failed_allocations=0 ' "$TRACE"
 	grep -q '^# live allocations=0 ' "$TRACE"
 }
 
@@ -68,6 +71,9 @@ load helpers
 	finish
 	events cudart:cudaMalloc | grep -q " size=5000000 dev=cuda:0 ret=2 err=cudaErrorMemoryAllocation "
 	grep -q '^# failed event=cudart:cudaMalloc ret=2 err=cudaErrorMemoryAllocation count=1 bytes=5000000$' "$TRACE"
+	# cudaErrorMemoryAllocation is an OOM: its block and its count
+	grep -qE "^# OOM pid=$fx_PID tid=$fx_PID dev=cuda:0 at [0-9.]+ s: cudart:cudaMalloc size=5000000 \\(4.77 MiB\\) failed: cudaErrorMemoryAllocation \\(2\\)$" "$TRACE"
+	grep -q '^# oom failed_allocations=1 ' "$TRACE"
 }
 
 @test "a free of an allocation made before the attach shows size=?" {

@@ -62,8 +62,6 @@ t.join()' >"$BATS_TEST_TMPDIR/py.out" &
 		[ "$status" -eq 2 ]
 		[[ "$output" == "memtrace-bpf: invalid duration: '$d' (see --help)" ]]
 	done
-	run "$MT" -p 1 --min-size 12k
-	[ "$status" -eq 2 ]
 	run "$MT" -p 1 --ringbuf-mb 3
 	[ "$status" -eq 2 ]
 	run "$MT"
@@ -110,4 +108,117 @@ t.join()' >"$BATS_TEST_TMPDIR/py.out" &
 	run "$MT" record -o x.mtb --export json -p 1
 	[ "$status" -eq 2 ]
 	[ "$output" = "memtrace-bpf: --export is for trace, report and script, not for record (see --help)" ]
+}
+
+# accepted OPTION... : the options parse, and the run goes on to the pid
+accepted() {
+	run "$MT" -p 99999999 "$@"
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: no such process: 99999999 (check the pid with ps)" ]
+}
+
+# refused WHAT OPTION VALUE [OPTION...]: one line naming the value, exit 2
+refused() {
+	local what=$1 opt=$2 val=$3
+	shift 3
+	run "$MT" -p 99999999 "$@" "$opt" "$val"
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: invalid $what: '$val' (see --help)" ]
+}
+
+@test "sizes: one grammar for every size option, bytes or a unit" {
+	local v
+	for v in 4096 0 1k 12K 1KB 1KiB 1M 1MiB 1.5M 80GiB 1g 2T 1b 1e3; do
+		accepted --min-size "$v"
+	done
+	for v in 1 1k 1M 80GiB 1.5G 2tib; do
+		accepted --watch 1 --device-mem "$v"
+	done
+	# named in MB: a bare number is MiB, a unit says otherwise
+	for v in 1 16 64 64M 64MiB 1G 1GiB 1024; do
+		accepted --ringbuf-mb "$v"
+	done
+	for v in 1.3 -1 12x 1MB2 " 1M" 1M\  inf nan 0x10 1Ki 1KiBB 1iB 99999999999T; do
+		refused size --min-size "$v"
+	done
+	for v in 0 0k 0.5 1Q; do
+		refused size --device-mem "$v" --watch 1
+	done
+	run "$MT" -p 99999999 --min-size 1M --min-size 1.3
+	[ "$output" = "memtrace-bpf: invalid size: '1.3' (see --help)" ]
+	for v in 3 3M 512K 1.5 2G 0; do
+		run "$MT" -p 99999999 --ringbuf-mb "$v"
+		[ "$status" -eq 2 ]
+		[[ "$output" == "memtrace-bpf: invalid ring buffer size"*": '$v' (see --help)" ]]
+	done
+	# estimate's: --device-mem and --max-split-size-mb (MiB when bare)
+	for v in 21 21M 1GiB 20.5M; do
+		run "$MT" estimate -i /nonexistent --max-split-size-mb "$v" --device-mem 80GiB
+		[ "$status" -eq 2 ]
+		[ "$output" = "memtrace-bpf: cannot read /nonexistent: No such file or directory" ]
+	done
+	for v in 20 20M 1k; do
+		run "$MT" estimate -i /nonexistent --max-split-size-mb "$v"
+		[ "$status" -eq 2 ]
+		[ "$output" = "memtrace-bpf: invalid max split size (> 20 MiB): '$v' (see --help)" ]
+	done
+}
+
+@test "durations: one grammar for -d, --watch, --watch-window and --leak-age" {
+	local v
+	for v in 2 2s 0.5 500ms 1m 1.5m 1h 1us 1e-6 100000000 2.5s; do
+		accepted -d "$v"
+	done
+	for v in 1 1s 0.5 500ms 10ms 1m 2.5s 1h; do
+		accepted --watch "$v"
+	done
+	for v in 1 30 30s 500ms 2m; do
+		accepted --watch 1 --watch-window "$v"
+	done
+	# a bare number is steps; with a unit, a time
+	for v in 2 5s 500ms 1m 1h 0.5s; do
+		accepted --leak-age "$v"
+	done
+	# -d's bounds: 1 us to 1e8 s; inf, nan and the like refused
+	for v in 0 0s 0.5us 2e10 1e9s 2000000m inf nan -3 +3 2x 2S 2sec "2 s" "" 0x10 1e400; do
+		refused duration -d "$v"
+	done
+	for v in 0 5ms 2x 1e7m; do
+		refused interval --watch "$v"
+	done
+	for v in 5ms 1e9 2y; do
+		refused window --watch-window "$v" --watch 1
+	done
+	for v in 0 2.5 0s 0.5ms 5x -1; do
+		refused "leak age" --leak-age "$v"
+	done
+}
+
+@test "a mistyped mode is not run as a command; the program goes after --" {
+	run "$MT" reprot -i x.mtb
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: 'reprot' is not a command (trace, record, report, script, estimate; a program to trace goes after --)" ]
+	run "$MT" -q python3 train.py
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: 'python3' is not a command (trace, record, report, script, estimate; a program to trace goes after --)" ]
+	# trace is the default mode's name too
+	run "$MT" trace -p 99999999
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: no such process: 99999999 (check the pid with ps)" ]
+	run "$MT" trace --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"--pid=PID"* ]]
+	# after --, a word is the program
+	run "$MT" -p 1 -- true
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: give one of -p PID, --children PID, --all or -- COMMAND (see --help)" ]
+}
+
+@test "--export twice is refused with both named" {
+	run "$MT" -p 99999999 --export json --export perfetto -o x
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: --export given twice ('json', then 'perfetto'): give one" ]
+	run "$MT" report -i x.mtb --export folded -o x --export folded
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: --export given twice ('folded', then 'folded'): give one" ]
 }

@@ -49,6 +49,10 @@ for t, o in zip(text, objs):
             got = f'{got:.6f}'
         elif k == 'comm':
             got = got.replace(' ', '_')
+        elif k == 'size' and v == '?':
+            # not known: null, never a string
+            assert got is None, o
+            got = v
         elif k != 'stack':
             got = str(got)
         assert got == v, (k, v, o)
@@ -93,6 +97,22 @@ EOF
 	same_events "$TRACE" "$BATS_TEST_TMPDIR/t.jsonl" 4
 	grep -q '"event":"cudart:cudaMalloc","size":5000000,"dev":"cuda:0","ret":2,"err":"cudaErrorMemoryAllocation","caller":"cudart_calls","stack":\[\]}$' "$BATS_TEST_TMPDIR/t.jsonl"
 	grep -q '"event":"cudart:cudaFreeAsync","ptr":"0x[0-9a-f]*","size":524288,"dev":"cuda:0","ret":0,"stream":"0x5a5a",' "$BATS_TEST_TMPDIR/t.jsonl"
+}
+
+@test "json: the size of a free of memory allocated before the attach is null" {
+	LD_LIBRARY_PATH=$FIX/fake fixture fx "$FIX/cudart_calls" \
+		malloc 777 sleep 1500 free 0
+	# let the first malloc happen before attaching
+	release fx
+	wait_for "$BATS_TEST_TMPDIR/fx.out" '^op=malloc '
+	trace 1 -p "$fx_PID" --export json -o "$BATS_TEST_TMPDIR/t.jsonl"
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	events cudart:cudaFree | grep -q " size=? "
+	grep -q '"event":"cudart:cudaFree","ptr":"0x[0-9a-f]*","size":null,' "$BATS_TEST_TMPDIR/t.jsonl"
+	# no value is a string of a number or a "?"
+	[ -z "$(grep -E '":"\?"|"(size|ret|pid|tid|cpu)":"' "$BATS_TEST_TMPDIR/t.jsonl")" ]
+	same_events "$TRACE" "$BATS_TEST_TMPDIR/t.jsonl" 1
 }
 
 # check_perfetto FILE SUMMARY: the trace loads; its counters end and peak

@@ -129,6 +129,19 @@ static void test_table_consistent(void **state)
 	assert_true(n_cu >= 90);
 }
 
+/* only running out of memory is an OOM: no driver is a failed call */
+static void test_is_oom(void **state)
+{
+	(void)state;
+	assert_true(mt_cuda_err_is_oom(MT_ERR_CUDART, 2));
+	assert_true(mt_cuda_err_is_oom(MT_ERR_CU, 2));
+	assert_false(mt_cuda_err_is_oom(MT_ERR_CUDART, 35));
+	assert_false(mt_cuda_err_is_oom(MT_ERR_CUDART, 0));
+	assert_false(mt_cuda_err_is_oom(MT_ERR_CU, 34)); /* stub library */
+	assert_false(mt_cuda_err_is_oom(MT_ERR_NCCL, 2));
+	assert_false(mt_cuda_err_is_oom(MT_ERR_NONE, 2));
+}
+
 static void test_matches_headers(void **state)
 {
 #if HAVE_CUDA_HEADERS
@@ -143,6 +156,9 @@ static void test_matches_headers(void **state)
 		"cudaErrorMemoryAllocation");
 	assert_string_equal(mt_cuda_err_name(MT_ERR_CU, CUDA_ERROR_UNKNOWN),
 			    "CUDA_ERROR_UNKNOWN");
+	assert_true(
+		mt_cuda_err_is_oom(MT_ERR_CUDART, cudaErrorMemoryAllocation));
+	assert_true(mt_cuda_err_is_oom(MT_ERR_CU, CUDA_ERROR_OUT_OF_MEMORY));
 	print_message("table checked against the CUDA %d headers\n",
 		      CUDA_VERSION);
 #else
@@ -252,6 +268,7 @@ int main(void)
 		cmocka_unit_test(test_known_driver_codes),
 		cmocka_unit_test(test_unknown_codes),
 		cmocka_unit_test(test_table_consistent),
+		cmocka_unit_test(test_is_oom),
 		cmocka_unit_test(test_matches_headers),
 		cmocka_unit_test(test_headers_complete),
 	};

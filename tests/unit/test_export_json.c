@@ -474,6 +474,31 @@ static void test_json_lines(void **state)
 	assert_int_equal(n, NOPS);
 }
 
+/* a free of memory allocated before the attach: size null, not "?" */
+static void test_json_unknown_size(void **state)
+{
+	struct sim *m = *state;
+	struct mt_export_conf c = { .kind = "json", .path = m->path };
+	char err[256], line[512];
+	yajl_val v, size;
+	FILE *f;
+
+	assert_int_equal(mt_export_start(&m->s, &c, err, sizeof(err)), 0);
+	feed(m, false, 0xbef0e, 0, 0);
+	assert_int_equal(mt_export_finish(&m->s, err, sizeof(err)), 0);
+	f = fopen(m->path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	assert_non_null(strstr(line, "\"size\":null,"));
+	v = yajl_tree_parse(line, err, sizeof(err));
+	assert_non_null(v);
+	size = get(v, "size");
+	assert_non_null(size);
+	assert_true(YAJL_IS_NULL(size));
+	yajl_tree_free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -484,6 +509,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_perfetto_counters, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_json_lines, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_json_unknown_size, setup,
 						teardown),
 	};
 

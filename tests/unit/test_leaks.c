@@ -170,7 +170,7 @@ static void test_planted_leak(void **state)
 	out = print(s, true);
 	assert_string_equal(
 		out,
-		"# leaks: 1 growing site (8 boundaries seen)\n"
+		"# leaks verdict=growing sites=1 boundaries=8\n"
 		"# leak pid=7 growth=+1.00/step bytes_growth=+4096/step "
 		"(+4.00 KiB) count=8 bytes=32768 (32.00 KiB) counts=5,6,7,8 "
 		"event=c10:malloc module=Net.cache phase=forward node=-\n"
@@ -185,7 +185,7 @@ static void test_steady_loop_is_no_leak(void **state)
 
 	train(s, 7, 8, false);
 	assert_string_equal(print(s, true),
-			    "# leaks: none (8 boundaries seen)\n");
+			    "# leaks verdict=none boundaries=8\n");
 }
 
 /* counted from a live table that refused one: the headline says so */
@@ -200,7 +200,7 @@ static void test_live_table_full(void **state)
 	assert_non_null(s->live);
 	assert_int_equal(mt_live_insert(s->live, &e), -ENOSPC);
 	assert_string_equal(print(s, true),
-			    "# leaks: none (8 boundaries seen) "
+			    "# leaks verdict=none boundaries=8 "
 			    "incomplete=live_table untracked_allocs=1 "
 			    "untracked_live=1 advise_max_live=2\n");
 }
@@ -212,7 +212,7 @@ static void test_settling_is_no_leak(void **state)
 
 	train(s, 7, 4, false);
 	assert_string_equal(print(s, true),
-			    "# leaks: none (4 boundaries seen)\n");
+			    "# leaks verdict=none boundaries=4\n");
 }
 
 static void test_too_few_boundaries(void **state)
@@ -220,12 +220,12 @@ static void test_too_few_boundaries(void **state)
 	struct sim *s = *state;
 
 	assert_string_equal(print(s, true),
-			    "# leaks: too few boundaries to judge "
-			    "(0 seen, 4 needed)\n");
+			    "# leaks verdict=unjudged boundaries=0 "
+			    "needed=4\n");
 	train(s, 7, 3, true);
 	assert_string_equal(print(s, true),
-			    "# leaks pid=7: too few boundaries to judge "
-			    "(3 seen, 4 needed)\n");
+			    "# leaks pid=7 verdict=unjudged boundaries=3 "
+			    "needed=4\n");
 	mt_leaks_free(NULL);
 }
 
@@ -278,8 +278,8 @@ static void test_absent_counts_zero(void **state)
 		mt_leaks_boundary(s->leaks, 7, step + 1, 0, s->live);
 		if (step == 4)
 			assert_string_equal(print(s, false),
-					    "# leaks: none (5 boundaries "
-					    "seen)\n");
+					    "# leaks verdict=none "
+					    "boundaries=5\n");
 		if (step == 6)
 			/* 0 at step 4, then 1, 2: not three rises yet */
 			assert_null(strstr(print(s, false), "# leak pid"));
@@ -302,7 +302,7 @@ static void test_seconds(void **state)
 		mt_leaks_boundary(s->leaks, 9, 0, t * 10 * SEC, s->live);
 	}
 	assert_string_equal(print(s, false),
-			    "# leaks: 1 growing site (6 boundaries seen)\n"
+			    "# leaks verdict=growing sites=1 boundaries=6\n"
 			    "# leak pid=9 growth=+2.00/10s "
 			    "bytes_growth=+1024/10s (+1.00 KiB) count=10 "
 			    "bytes=5120 (5.00 KiB) counts=4,6,8,10 "
@@ -326,8 +326,8 @@ static void test_kind_change(void **state)
 		mt_leaks_boundary(s->leaks, 7, step, 200 * SEC, s->live);
 	}
 	assert_non_null(strstr(print(s, false),
-			       "# leaks pid=7: too few boundaries to judge "
-			       "(3 seen, 4 needed)\n"));
+			       "# leaks pid=7 verdict=unjudged boundaries=3 "
+			       "needed=4\n"));
 	alloc(s, 7, st, 8, 3, 0);
 	mt_leaks_boundary(s->leaks, 7, 4, 200 * SEC, s->live);
 	assert_non_null(strstr(print(s, false), "growth=+1.00/step"));
@@ -342,8 +342,8 @@ static void test_pids(void **state)
 	train(s, 7, 6, false);
 	train(s, 8, 6, true);
 	out = print(s, false);
-	assert_non_null(strstr(out, "# leaks: 1 growing site "
-				    "(12 boundaries seen)\n"));
+	assert_non_null(strstr(out, "# leaks verdict=growing sites=1 "
+				    "boundaries=12\n"));
 	assert_non_null(strstr(out, "# leak pid=8 growth=+1.00/step"));
 	assert_null(strstr(out, "pid=7"));
 }
@@ -364,8 +364,8 @@ static void test_site_table_full(void **state)
 	}
 	mt_leaks_boundary(s->leaks, 7, 1, SEC, s->live);
 	assert_non_null(strstr(print(s, false),
-			       "# leaks pid=7: 3616 allocations not counted "
-			       "(site table full at 16384)\n"));
+			       "# leaks pid=7 uncounted_allocations=3616 "
+			       "site_table=16384\n"));
 	mt_sites_free(many);
 }
 
@@ -390,8 +390,8 @@ static void test_many_leaks(void **state)
 		mt_leaks_boundary(s->leaks, 7, step + 1, 0, s->live);
 	}
 	out = print(s, false);
-	assert_non_null(strstr(out, "# leaks: 23 growing sites "
-				    "(4 boundaries seen)\n"
+	assert_non_null(strstr(out, "# leaks verdict=growing sites=23 "
+				    "boundaries=4\n"
 				    "# leak pid=7 growth=+22.00/step "
 				    "bytes_growth=+2200/step (+2.15 KiB) "
 				    "count=88 bytes=8800 (8.59 KiB) "
@@ -442,7 +442,7 @@ static void test_null_site_and_cut_stack(void **state)
 	}
 	assert_string_equal(
 		print(s, true),
-		"# leaks: 2 growing sites (4 boundaries seen)\n"
+		"# leaks verdict=growing sites=2 boundaries=4\n"
 		"# leak pid=7 growth=+1.00/step bytes_growth=+20/step (+20 B) "
 		"count=4 bytes=80 (80 B) counts=1,2,3,4 event=c10:malloc "
 		"module=Net.cache phase=forward node=-\n"
@@ -461,8 +461,8 @@ static void test_too_many_pids(void **state)
 	for (__u32 pid = 1; pid <= 66; pid++)
 		mt_leaks_boundary(s->leaks, pid, 1, 0, s->live);
 	assert_non_null(strstr(print(s, false),
-			       "# leaks: processes beyond 64 not tracked "
-			       "(2 boundaries)\n"));
+			       "# leaks untracked_boundaries=2 "
+			       "max_pids=64\n"));
 }
 
 int main(void)

@@ -391,14 +391,14 @@ void mt_leaks_print(const struct mt_leaks *l, const struct mt_livetable *live,
 		if (judged(&l->pids[i]))
 			any_judged = true;
 	}
+	/* the verdict: growing, none, or unjudged (per process, below) */
 	if (n) {
 		fprintf(out,
-			"# leaks: %zu growing site%s (%" PRIu64
-			" boundaries seen)",
-			n, n == 1 ? "" : "s", (uint64_t)seen);
+			"# leaks verdict=growing sites=%zu boundaries=%" PRIu64,
+			n, (uint64_t)seen);
 		print_incomplete(&st, out);
 	} else if (any_judged) {
-		fprintf(out, "# leaks: none (%" PRIu64 " boundaries seen)",
+		fprintf(out, "# leaks verdict=none boundaries=%" PRIu64,
 			(uint64_t)seen);
 		print_incomplete(&st, out);
 	}
@@ -413,22 +413,22 @@ void mt_leaks_print(const struct mt_leaks *l, const struct mt_livetable *live,
 
 		if (!judged(p))
 			fprintf(out,
-				"# leaks pid=%u: too few boundaries to judge "
-				"(%u seen, %d needed)\n",
+				"# leaks pid=%u verdict=unjudged boundaries=%u "
+				"needed=%d\n",
 				p->pid, p->n - p->kind_since + 1, HISTORY);
 		if (p->unfit)
 			fprintf(out,
-				"# leaks pid=%u: %" PRIu64 " allocations not "
-				"counted (site table full at %d)\n",
+				"# leaks pid=%u uncounted_allocations=%" PRIu64
+				" site_table=%d\n",
 				p->pid, (uint64_t)p->unfit, MT_MAX_LEAK_SITES);
 	}
 	if (!l->npids)
 		fprintf(out,
-			"# leaks: too few boundaries to judge (0 seen, %d needed)\n",
+			"# leaks verdict=unjudged boundaries=0 needed=%d\n",
 			HISTORY);
 	if (l->unfit_boundaries)
 		fprintf(out,
-			"# leaks: processes beyond %d not tracked (%" PRIu64
-			" boundaries)\n",
-			MAX_PIDS, (uint64_t)l->unfit_boundaries);
+			"# leaks untracked_boundaries=%" PRIu64
+			" max_pids=%d\n",
+			(uint64_t)l->unfit_boundaries, MAX_PIDS);
 }

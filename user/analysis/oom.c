@@ -214,7 +214,9 @@ void mt_oom_event(struct mt_oom *o, const struct mt_call *r,
 		print_block(r, site, sum, sites, t0, stacks, out);
 		return;
 	}
-	if (r->role != MT_ROLE_ALLOC || !r->failed || retry)
+	/* other failures are failed calls: the `# failed` lines name them */
+	if (r->role != MT_ROLE_ALLOC || !r->failed ||
+	    !mt_cuda_err_is_oom(r->ki->errdomain, r->ret) || retry)
 		return;
 	o->failures++;
 	print_block(r, site, sum, sites, t0, stacks, out);

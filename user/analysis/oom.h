@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Failed allocations, printed the moment they happen: the request, its
+ * Allocations that failed for want of memory (cudaErrorMemoryAllocation,
+ * CUDA_ERROR_OUT_OF_MEMORY, c10's OOM report; other failures are failed
+ * calls, not OOMs), printed the moment they happen: the request, its
  * Python stack, module and phase, the allocator's state, the top live
  * sites of the process; then the caching allocator's retry (cached
  * segments freed, the same request again) as it unfolds.
@@ -23,7 +25,7 @@ void mt_oom_event(struct mt_oom *o, const struct mt_call *r,
 		  const struct mt_site *site, struct mt_summary *sum,
 		  struct mt_sites *sites, __u64 t0, bool stacks, FILE *out);
 
-/* failures and retries of the whole run */
+/* out-of-memory failures and retries of the whole run */
 void mt_oom_print(const struct mt_oom *o, FILE *out);
 
 #endif /* __OOM_H */

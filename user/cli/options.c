@@ -5,6 +5,7 @@
  * that mode takes and an option of another mode is refused by name.
  */
 #include <argp.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -70,14 +71,16 @@ static const struct argp_option target_opts[] = {
 	  "Every process that maps libcudart, libcuda or libc10, also the "
 	  "ones that start later",
 	  0 },
-	{ "duration", 'd', "SECS", 0, "Stop after SECS seconds", 0 },
+	{ "duration", 'd', "TIME", 0, "Stop after TIME (2, 2s, 500ms, 1m)", 0 },
 	{ "no-cpu", OPT_NO_CPU, NULL, 0, "Do not trace CPU tensor memory", 0 },
 	{ "no-cuda", OPT_NO_CUDA, NULL, 0,
 	  "Do not trace CUDA (runtime, driver, caching allocator)", 0 },
 	{ "wait", OPT_WAIT, NULL, 0,
 	  "Wait for the libraries if a process maps none yet", 0 },
-	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0,
-	  "Ring buffer size in MiB, a power of two (default 16)", 0 },
+	{ "ringbuf-mb", OPT_RINGBUF, "SIZE", 0,
+	  "Ring buffer size, a power of two MiB; a bare number is MiB "
+	  "(default 16)",
+	  0 },
 	{ "verbose", 'v', NULL, 0, "Print libbpf debug output", 0 },
 	{ 0 },
 };
@@ -103,10 +106,10 @@ static const struct argp_option python_opts[] = {
 };
 
 static const struct argp_option watch_opts[] = {
-	{ "watch", OPT_WATCH, "SECS", 0,
-	  "A line every SECS with usage, growth and time to OOM", 0 },
-	{ "watch-window", OPT_WATCH_WINDOW, "SECS", 0,
-	  "Seconds of samples the growth is fitted on (default 30)", 0 },
+	{ "watch", OPT_WATCH, "TIME", 0,
+	  "A line every TIME with usage, growth and time to OOM", 0 },
+	{ "watch-window", OPT_WATCH_WINDOW, "TIME", 0,
+	  "The span of samples the growth is fitted on (default 30s)", 0 },
 	{ "device-mem", OPT_DEVICE_MEM, "SIZE", 0,
 	  "Device memory for --watch, e.g. 80GiB (default: from NVML)", 0 },
 	{ "alert-pct", OPT_ALERT_PCT, "PCT", 0,
@@ -126,8 +129,8 @@ static const struct argp_option output_opts[] = {
 	{ "output", 'o', "FILE", 0,
 	  "Write events and summary to FILE (record: the record)", 0 },
 	{ "quiet", 'q', NULL, 0, "Print the summary only", 0 },
-	{ "min-size", OPT_MIN_SIZE, "BYTES", 0,
-	  "Print only events of at least BYTES (all are counted)", 0 },
+	{ "min-size", OPT_MIN_SIZE, "SIZE", 0,
+	  "Print only events of at least SIZE, e.g. 1M (all are counted)", 0 },
 	{ "no-stack", OPT_NO_STACK, NULL, 0,
 	  "No Python stack lines (phase= and module= stay)", 0 },
 	{ "max-live", OPT_MAX_LIVE, "N", 0,
@@ -140,9 +143,9 @@ static const struct argp_option output_opts[] = {
 	  "Live-at-exit groups in the summary (default 20)", 0 },
 	{ "top-ops", OPT_TOP_OPS, "N", 0,
 	  "Call sites in the operators table (default 20)", 0 },
-	{ "leak-age", OPT_LEAK_AGE, "N|Ns", 0,
-	  "Leaks live across N optimizer steps (default 2), or N seconds "
-	  "where a process has no steps (default 10s)",
+	{ "leak-age", OPT_LEAK_AGE, "N|TIME", 0,
+	  "Leaks live across N optimizer steps (default 2), or TIME (5s, "
+	  "1m) where a process has no steps (default 10s)",
 	  0 },
 	{ 0 },
 };
@@ -179,8 +182,9 @@ static const struct argp_option estimate_opts[] = {
 	  "Sizes of allocations whose stack, module or phase contains "
 	  "PATTERN times FACTOR (repeatable, first match wins)",
 	  0 },
-	{ "max-split-size-mb", OPT_MAX_SPLIT, "MB", 0,
-	  "Model max_split_size_mb (default: no limit)", 0 },
+	{ "max-split-size-mb", OPT_MAX_SPLIT, "SIZE", 0,
+	  "Model max_split_size_mb; a bare number is MiB (default: no limit)",
+	  0 },
 	{ "roundup-power2-divisions", OPT_ROUNDUP_DIV, "N", 0,
 	  "Model roundup_power2_divisions (a power of two)", 0 },
 	{ "gc-threshold", OPT_GC_THRESHOLD, "FRACTION", 0,
@@ -266,51 +270,128 @@ static double parse_double(struct argp_state *state, const char *what,
 	return v;
 }
 
-/* bytes, with an optional K/M/G/T suffix (KiB... too: powers of 1024) */
-static unsigned long long parse_size(struct argp_state *state, const char *arg)
+/*
+ * The number at the start of arg, its unit suffix left in *suffix. A
+ * number is digits with an optional fraction and exponent: no sign, no
+ * blank, no inf, nan or hex, which strtod alone would take. One of digits
+ * only is read exactly (*exact), past the 53 bits of a double. Returns
+ * false if arg does not start with one.
+ */
+static bool parse_number(const char *arg, double *v, unsigned long long *exact,
+			 bool *is_exact, const char **suffix)
 {
-	static const char *const sfx[] = { "", "K", "M", "G", "T" };
+	size_t digits = strspn(arg, "0123456789");
 	char *end;
+
+	if (!digits && arg[0] != '.')
+		return false;
+	errno = 0;
+	*v = strtod(arg, &end);
+	if (errno || end == arg ||
+	    strspn(arg, "0123456789.eE+-") < (size_t)(end - arg))
+		return false;
+	*is_exact = (size_t)(end - arg) == digits;
+	if (*is_exact) {
+		errno = 0;
+		*exact = strtoull(arg, NULL, 10);
+		if (errno)
+			return false;
+	}
+	*suffix = end;
+	return true;
+}
+
+/*
+ * A size: a number, then B, K, KB, KiB, M... up to TiB in any case (all
+ * powers of 1024, as PyTorch and nvidia-smi count), or no suffix: unit
+ * bytes each (1 for the options in bytes, 1 MiB for --ringbuf-mb). The
+ * same for every size option, so 1M, 1MiB and 80GiB mean one thing.
+ * Returns bytes, at least min; exits 2 on anything else.
+ */
+static unsigned long long parse_size(struct argp_state *state, const char *what,
+				     const char *arg, unsigned long long unit,
+				     unsigned long long min)
+{
+	static const char *const prefix = "KMGT";
+	unsigned long long exact = 0, scale = unit;
+	const char *sfx, *p;
+	bool is_exact;
 	double v;
 
-	errno = 0;
-	v = strtod(arg, &end);
-	if (errno || end == arg || !(v > 0))
-		bad(state, "size", arg);
-	for (int i = 0; i < 5; i++) {
-		size_t n = strlen(sfx[i]);
-
-		if (strncasecmp(end, sfx[i], n))
-			continue;
-		if (!strcmp(end + n, "") || !strcasecmp(end + n, "B") ||
-		    (i && !strcasecmp(end + n, "iB"))) {
-			v *= (double)(1ULL << (10 * i));
-			if (v >= 1.8e19)
-				bad(state, "size", arg);
-			return (unsigned long long)v;
-		}
+	if (!parse_number(arg, &v, &exact, &is_exact, &sfx))
+		bad(state, what, arg);
+	if (!strcasecmp(sfx, "B")) {
+		scale = 1;
+	} else if (*sfx) {
+		p = strchr(prefix, toupper((unsigned char)sfx[0]));
+		if (!p || !sfx[0] ||
+		    (sfx[1] && strcasecmp(sfx + 1, "B") &&
+		     strcasecmp(sfx + 1, "iB")))
+			bad(state, what, arg);
+		scale = 1ULL << (10 * (p - prefix + 1));
 	}
-	bad(state, "size", arg);
+	if (is_exact) {
+		if (exact > ULLONG_MAX / scale || exact * scale < min)
+			bad(state, what, arg);
+		return exact * scale;
+	}
+	/* a fraction: 1.5M is 1572864 bytes, 0.5 (of a byte) is nothing */
+	v *= (double)scale;
+	if (!(v >= (double)min && v < 18446744073709551616.0) ||
+	    v != (double)(unsigned long long)v)
+		bad(state, what, arg);
+	return (unsigned long long)v;
+}
+
+/*
+ * A duration: a number, then us, ms, s, m (minutes) or h, or no suffix
+ * for seconds; the same for -d, --watch, --watch-window and --leak-age.
+ * Returns seconds within [min, max]; exits 2 on anything else.
+ */
+static double parse_duration(struct argp_state *state, const char *what,
+			     const char *arg, double min, double max)
+{
+	static const struct {
+		const char *name;
+		double secs;
+	} units[] = { { "", 1 },      { "s", 1 },  { "ms", 1e-3 },
+		      { "us", 1e-6 }, { "m", 60 }, { "h", 3600 } };
+	unsigned long long exact;
+	const char *sfx;
+	bool is_exact;
+	double v;
+
+	if (!parse_number(arg, &v, &exact, &is_exact, &sfx))
+		bad(state, what, arg);
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(sfx, units[i].name))
+			continue;
+		v *= units[i].secs;
+		/* non-finite: refused, as 1e400 overflows to inf */
+		if (!(v >= min && v <= max))
+			bad(state, what, arg);
+		return v;
+	}
+	bad(state, what, arg);
 	return 0;
 }
 
+/* N optimizer steps, or a duration with its unit (5s, 1m): seconds */
 static void parse_leak_age(struct argp_state *state, struct mt_options *o,
 			   const char *arg)
 {
 	size_t n = strlen(arg);
-	char buf[64];
 
-	if (n && n < sizeof(buf) && arg[n - 1] == 's') {
-		memcpy(buf, arg, n - 1);
-		buf[n - 1] = '\0';
-		o->leak_age_seconds =
-			parse_double(state, "leak age", buf, 0.001, 1e9);
+	/* no unit: steps (a fraction of one is refused, as before) */
+	if (n && (isdigit((unsigned char)arg[n - 1]) || arg[n - 1] == '.')) {
+		o->leak_age_steps = (unsigned int)parse_ull(state, "leak age",
+							    arg, 1000000);
+		if (!o->leak_age_steps)
+			bad(state, "leak age", arg);
 		return;
 	}
-	o->leak_age_steps =
-		(unsigned int)parse_ull(state, "leak age", arg, 1000000);
-	if (!o->leak_age_steps)
-		bad(state, "leak age", arg);
+	o->leak_age_seconds =
+		parse_duration(state, "leak age", arg, 0.001, 1e9);
 }
 
 static void parse_pids(struct argp_state *state, struct mt_options *o,
@@ -387,10 +468,9 @@ static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_MAX_SPLIT:
 		/* PyTorch: max_split_size_mb must be > 20 */
-		v = parse_ull(state, "max split size (MB, > 20)", arg, 1 << 30);
-		if (v <= 20)
-			bad(state, "max split size (MB, > 20)", arg);
-		o->est.model.max_split_size = v << 20;
+		o->est.model.max_split_size =
+			parse_size(state, "max split size (> 20 MiB)", arg,
+				   1ULL << 20, (20ULL << 20) + 1);
 		break;
 	case OPT_ROUNDUP_DIV:
 		v = parse_ull(state, "divisions (a power of two)", arg, 64);
@@ -415,6 +495,7 @@ static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
 	struct mt_options *o = ((struct parse_ctx *)state->input)->o;
+	unsigned long long v;
 
 	if (parse_estimate_arg(key, arg, state))
 		return 0;
@@ -435,6 +516,12 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 			o->at = parse_double(state, "time", arg, 0, 1e12);
 		break;
 	case OPT_EXPORT:
+		/* one export a run: a second one was once silently kept */
+		if (o->export_kind) {
+			mt_err("--export given twice ('%s', then '%s'): give one",
+			       o->export_kind, arg);
+			exit(2);
+		}
 		if (!mt_exporter_find(arg)) {
 			mt_err("no export '%s' (there are: %s)", arg,
 			       mt_export_names());
@@ -467,13 +554,14 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 					       1000000);
 		break;
 	case OPT_WATCH:
-		o->watch = parse_double(state, "interval", arg, 0.01, 1e6);
+		o->watch = parse_duration(state, "interval", arg, 0.01, 1e6);
 		break;
 	case OPT_WATCH_WINDOW:
-		o->watch_window = parse_double(state, "window", arg, 0.01, 1e7);
+		o->watch_window =
+			parse_duration(state, "window", arg, 0.01, 1e7);
 		break;
 	case OPT_DEVICE_MEM:
-		o->device_mem = parse_size(state, arg);
+		o->device_mem = parse_size(state, "size", arg, 1, 1);
 		break;
 	case OPT_TRACE_EXC:
 		if (!*arg || *arg == ',')
@@ -484,11 +572,11 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		o->alert_pct = parse_double(state, "percentage", arg, 1, 100);
 		break;
 	case 'd':
-		o->duration = parse_double(state, "duration", arg, MIN_DURATION,
-					   MAX_DURATION);
+		o->duration = parse_duration(state, "duration", arg,
+					     MIN_DURATION, MAX_DURATION);
 		break;
 	case OPT_MIN_SIZE:
-		o->min_size = parse_ull(state, "size", arg, ULLONG_MAX);
+		o->min_size = parse_size(state, "size", arg, 1, 0);
 		break;
 	case 'q':
 		o->quiet = true;
@@ -503,10 +591,14 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		o->wait_libs = true;
 		break;
 	case OPT_RINGBUF:
-		o->ringbuf_mb = (unsigned int)parse_ull(
-			state, "ring buffer size", arg, 1024);
-		if (!o->ringbuf_mb || (o->ringbuf_mb & (o->ringbuf_mb - 1)))
-			bad(state, "ring buffer size (a power of two)", arg);
+		v = parse_size(state, "ring buffer size", arg, 1ULL << 20,
+			       1ULL << 20);
+		/* whole MiB, a power of two: what the kernel's ring takes */
+		if ((v & ((1ULL << 20) - 1)) || v > (1ULL << 30) ||
+		    (v & (v - 1)))
+			bad(state, "ring buffer size (a power of two MiB)",
+			    arg);
+		o->ringbuf_mb = (unsigned int)(v >> 20);
 		break;
 	case OPT_MAX_LIVE:
 		o->max_live = (size_t)parse_ull(state, "live table size", arg,
@@ -629,6 +721,26 @@ static error_t parse_foreign(int key, char *arg, struct argp_state *state)
 	return ARGP_ERR_UNKNOWN;
 }
 
+/* a word that names no mode where a mode or an option goes: exit 2 */
+static void not_a_command(const struct parse_ctx *x, const char *word)
+{
+	char modes[128];
+	size_t n = 0;
+
+	modes[0] = '\0';
+	for (size_t i = 0; i < x->ncmds && n < sizeof(modes); i++) {
+		int w = snprintf(modes + n, sizeof(modes) - n, "%s%s",
+				 i ? ", " : "", mode_name(&x->cmds[i]));
+
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+	mt_err("'%s' is not a command (%s; a program to trace goes after --)",
+	       word, modes);
+	exit(2);
+}
+
 static error_t parse_root(int key, char *arg, struct argp_state *state)
 {
 	struct parse_ctx *x = state->input;
@@ -643,6 +755,10 @@ static error_t parse_root(int key, char *arg, struct argp_state *state)
 		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
 		break;
 	case ARGP_KEY_ARG:
+		/* a word before any "--": a mistyped mode, not a program */
+		if (state->next < 2 ||
+		    strcmp(state->argv[state->next - 2], "--"))
+			not_a_command(x, arg);
 		if (!(x->cmd->opts & MT_OPTS_TARGET))
 			refuse(x, "a command", MT_OPTS_TARGET);
 		/* the first non-option starts the command (after "--") */
@@ -666,14 +782,13 @@ static const struct mt_cmd *find_cmd(int *argc, char ***argv,
 
 	base = base ? base + 1 : (*argv)[0];
 	for (size_t i = 0; i < ncmds; i++) {
-		if (!cmds[i].name) {
+		if (!cmds[i].name)
 			dflt = &cmds[i];
-			continue;
-		}
-		if (*argc < 2 || strcmp((*argv)[1], cmds[i].name))
+		/* the unnamed mode answers to "trace" too */
+		if (*argc < 2 || strcmp((*argv)[1], mode_name(&cmds[i])))
 			continue;
 		/* argp sees "memtrace-bpf MODE" as the program's name */
-		snprintf(name, len, "%s %s", base, cmds[i].name);
+		snprintf(name, len, "%s %s", base, mode_name(&cmds[i]));
 		(*argv)[1] = name;
 		(*argc)--;
 		(*argv)++;

@@ -2,6 +2,9 @@
 #include <stddef.h>
 #include "event/cudaerr.h"
 
+#define CUDART_MEMORY_ALLOCATION 2 /* cudaErrorMemoryAllocation */
+#define CU_OUT_OF_MEMORY 2 /* CUDA_ERROR_OUT_OF_MEMORY */
+
 struct err_name {
 	int code;
 	const char *name;
@@ -54,5 +57,17 @@ const char *mt_cuda_err_name(enum mt_errdomain domain, int code)
 			      sizeof(nccl_errs) / sizeof(nccl_errs[0]), code);
 	default:
 		return NULL;
+	}
+}
+
+bool mt_cuda_err_is_oom(enum mt_errdomain domain, int code)
+{
+	switch (domain) {
+	case MT_ERR_CUDART:
+		return code == CUDART_MEMORY_ALLOCATION;
+	case MT_ERR_CU:
+		return code == CU_OUT_OF_MEMORY;
+	default:
+		return false;
 	}
 }

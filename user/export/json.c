@@ -64,8 +64,11 @@ static void put_keys(struct mt_jw *w, const struct mt_call *r)
 	}
 	if (r->size_state == MT_SIZE_KNOWN)
 		mt_jw_key_u64(w, "size", r->size);
-	else if (r->size_state == MT_SIZE_UNKNOWN)
-		mt_jw_key_str(w, "size", "?");
+	else if (r->size_state == MT_SIZE_UNKNOWN) {
+		/* the line's size=?: a number or nothing, never a string */
+		mt_jw_str(w, "size");
+		mt_jw_null(w);
+	}
 	if (r->dev_type != MT_DT_NONE)
 		mt_jw_key_str(w, "dev",
 			      mt_format_dev(dev, sizeof(dev), r->dev_type,

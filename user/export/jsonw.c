@@ -67,6 +67,12 @@ void mt_jw_bool(struct mt_jw *w, bool v)
 		check(w, yajl_gen_bool(w->g, v));
 }
 
+void mt_jw_null(struct mt_jw *w)
+{
+	if (!w->st)
+		check(w, yajl_gen_null(w->g));
+}
+
 void mt_jw_number(struct mt_jw *w, const char *num, size_t n)
 {
 	if (!w->st)

@@ -32,6 +32,8 @@ void mt_jw_strn(struct mt_jw *w, const char *s, size_t n);
 void mt_jw_str(struct mt_jw *w, const char *s);
 void mt_jw_int(struct mt_jw *w, long long v);
 void mt_jw_bool(struct mt_jw *w, bool v);
+/* null: a value that is not known */
+void mt_jw_null(struct mt_jw *w);
 /* num: the digits of a JSON number, as they are to be written */
 void mt_jw_number(struct mt_jw *w, const char *num, size_t n);
 void mt_jw_u64(struct mt_jw *w, __u64 v);

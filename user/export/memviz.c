@@ -13,8 +13,9 @@
  *   cuMemMap / cuMemUnmap     segment_map / segment_unmap (cuMemCreate's
  *                             device; a handle made before we attached
  *                             gives no device and its mappings are left out)
- *   failed cudaMalloc*, cuMemAlloc, cuMemCreate; c10:oom
- *                             oom (device_free 0: not known)
+ *   cudaMalloc*, cuMemAlloc, cuMemCreate out of memory; c10:oom
+ *                             oom (device_free 0: not known); other
+ *                             failures are left out
  * with addr, size (0 when a free's size is not known), stream (0 if not
  * known), time_us (since the first event) and frames: the site's Python
  * stack, innermost first, after one frame naming the call and its library.
@@ -43,6 +44,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "event/cudaerr.h"
 #include "export/export.h"
 #include "export/frames.h"
 #include "export/pickle.h"
@@ -301,8 +303,10 @@ static void segment_event(struct memviz *m, const struct mt_call *r,
 
 	if (dev < 0)
 		return;
+	/* memory_viz has no failed call but its oom */
 	if (r->role == MT_ROLE_ALLOC && r->failed) {
-		rec(m, r, site, MV_OOM, dev, 0);
+		if (mt_cuda_err_is_oom(r->ki->errdomain, r->ret))
+			rec(m, r, site, MV_OOM, dev, 0);
 		return;
 	}
 	if (!r->has_ptr || !r->ptr || r->failed)
@@ -330,8 +334,10 @@ static void handle_event(struct memviz *m, const struct mt_call *r,
 
 	if (dev < 0)
 		return;
+	/* memory_viz has no failed call but its oom */
 	if (r->role == MT_ROLE_ALLOC && r->failed) {
-		rec(m, r, site, MV_OOM, dev, 0);
+		if (mt_cuda_err_is_oom(r->ki->errdomain, r->ret))
+			rec(m, r, site, MV_OOM, dev, 0);
 		return;
 	}
 	if (!r->has_ptr || r->failed)

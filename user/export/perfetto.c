@@ -279,8 +279,11 @@ static void instant(struct mt_jw *w, const struct mt_call *r,
 
 	if (site->detail)
 		snprintf(name, sizeof(name), "%s %s", r->event, site->detail);
-	else
+	else if (r->role == MT_ROLE_OOM ||
+		 mt_cuda_err_is_oom(r->ki->errdomain, r->ret))
 		snprintf(name, sizeof(name), "OOM %s", r->event);
+	else
+		snprintf(name, sizeof(name), "failed %s", r->event);
 	begin_event(w, name, "i", ev->pid, ev->tid);
 	mt_jw_key_str(w, "s", "t");
 	put_ts(w, ev->ts);
