@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include "event/format.h"
+#include "lib/grow.h"
 #include "lib/hashing.h"
 #include "lib/limits.h"
 #include "analysis/leaks.h"
@@ -119,17 +120,10 @@ static struct leak_site *site_alloc(struct mt_leaks *l)
 		s = &l->sites[l->free_list];
 		l->free_list = s->next;
 	} else {
-		if (l->used == l->cap) {
-			size_t cap = l->cap * 2;
-
-			if (cap > MT_MAX_LEAK_SITES)
-				return NULL;
-			s = realloc(l->sites, cap * sizeof(*s));
-			if (!s)
-				return NULL;
-			l->sites = s;
-			l->cap = cap;
-		}
+		if (l->used == MT_MAX_LEAK_SITES ||
+		    mt_grow((void **)&l->sites, &l->cap, l->used + 1,
+			    sizeof(*l->sites)))
+			return NULL;
 		s = &l->sites[l->used++];
 	}
 	*s = (struct leak_site){ 0 };

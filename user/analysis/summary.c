@@ -5,6 +5,7 @@
 #include "event/cudaerr.h"
 #include "event/format.h"
 #include "analysis/summary.h"
+#include "lib/grow.h"
 
 static struct mt_kind_stat *kind_stat(struct mt_summary *s, const char *event)
 {
@@ -172,17 +173,10 @@ static struct mt_module_stat *module_stat(struct mt_summary *s, __u32 pid,
 		if (m->pid == pid && m->phase == phase && m->module == module)
 			return m;
 	}
-	if (s->nmods == s->capmods) {
-		size_t cap = s->capmods ? s->capmods * 2 : 64;
-
-		if (cap > MT_SUM_MODULES)
-			return NULL;
-		m = realloc(s->mods, cap * sizeof(*m));
-		if (!m)
-			return NULL;
-		s->mods = m;
-		s->capmods = cap;
-	}
+	if (s->nmods == MT_SUM_MODULES ||
+	    mt_grow((void **)&s->mods, &s->capmods, s->nmods + 1,
+		    sizeof(*s->mods)))
+		return NULL;
 	m = &s->mods[s->nmods++];
 	*m = (struct mt_module_stat){ .pid = pid,
 				      .phase = phase,

@@ -295,6 +295,20 @@ static void block_event(struct memviz *m, const struct mt_call *r,
 		d->cover = true;
 }
 
+/*
+ * A failed allocation, recorded as memory_viz's oom if it ran out of
+ * memory (memory_viz has no other failed call). True if r was one.
+ */
+static bool failed_alloc(struct memviz *m, const struct mt_call *r,
+			 const struct mt_site *site, int dev)
+{
+	if (r->role != MT_ROLE_ALLOC || !r->failed)
+		return false;
+	if (mt_cuda_err_is_oom(r->ki->errdomain, r->ret))
+		rec(m, r, site, MV_OOM, dev, 0);
+	return true;
+}
+
 static void segment_event(struct memviz *m, const struct mt_call *r,
 			  const struct mt_site *site)
 {
@@ -303,12 +317,8 @@ static void segment_event(struct memviz *m, const struct mt_call *r,
 
 	if (dev < 0)
 		return;
-	/* memory_viz has no failed call but its oom */
-	if (r->role == MT_ROLE_ALLOC && r->failed) {
-		if (mt_cuda_err_is_oom(r->ki->errdomain, r->ret))
-			rec(m, r, site, MV_OOM, dev, 0);
+	if (failed_alloc(m, r, site, dev))
 		return;
-	}
 	if (!r->has_ptr || !r->ptr || r->failed)
 		return;
 	if (r->role == MT_ROLE_FREE) {
@@ -334,12 +344,8 @@ static void handle_event(struct memviz *m, const struct mt_call *r,
 
 	if (dev < 0)
 		return;
-	/* memory_viz has no failed call but its oom */
-	if (r->role == MT_ROLE_ALLOC && r->failed) {
-		if (mt_cuda_err_is_oom(r->ki->errdomain, r->ret))
-			rec(m, r, site, MV_OOM, dev, 0);
+	if (failed_alloc(m, r, site, dev))
 		return;
-	}
 	if (!r->has_ptr || r->failed)
 		return;
 	if (r->role == MT_ROLE_FREE) {
