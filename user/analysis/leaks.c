@@ -335,18 +335,6 @@ size_t mt_leaks_count(const struct mt_leaks *l, __u32 pid)
 	return n;
 }
 
-/* the end of a headline: the allocations the live table never held */
-static void print_incomplete(const struct mt_live_stats *st, FILE *out)
-{
-	if (st->refused)
-		fprintf(out,
-			" incomplete=live_table untracked_allocs=%" PRIu64
-			" untracked_live=%" PRIu64 " advise_max_live=%" PRIu64,
-			(uint64_t)st->refused, (uint64_t)st->unfreed,
-			(uint64_t)st->advise);
-	fputc('\n', out);
-}
-
 void mt_leaks_print(const struct mt_leaks *l, const struct mt_livetable *live,
 		    bool stacks, FILE *out)
 {
@@ -390,11 +378,13 @@ void mt_leaks_print(const struct mt_leaks *l, const struct mt_livetable *live,
 		fprintf(out,
 			"# leaks verdict=growing sites=%zu boundaries=%" PRIu64,
 			n, (uint64_t)seen);
-		print_incomplete(&st, out);
+		mt_live_mark_table(&st, out);
+		fputc('\n', out);
 	} else if (any_judged) {
 		fprintf(out, "# leaks verdict=none boundaries=%" PRIu64,
 			(uint64_t)seen);
-		print_incomplete(&st, out);
+		mt_live_mark_table(&st, out);
+		fputc('\n', out);
 	}
 	for (size_t i = 0; i < n && i < MAX_SHOWN; i++)
 		print_leak(&v[i], stacks, out);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Open addressing, linear probing, deletion by backward shift. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include "lib/hashing.h"
 #include "lib/hashtab.h"
@@ -198,4 +199,24 @@ void mt_live_foreach(const struct mt_livetable *t,
 	for (size_t i = 0; i < t->cap; i++)
 		if (t->slots[i].pid)
 			fn(&t->slots[i], ctx);
+}
+
+void mt_live_mark_table(const struct mt_live_stats *st, FILE *out)
+{
+	if (st->refused)
+		fprintf(out,
+			" incomplete=live_table untracked_allocs=%" PRIu64
+			" untracked_live=%" PRIu64 " advise_max_live=%" PRIu64,
+			(uint64_t)st->refused, (uint64_t)st->unfreed,
+			(uint64_t)st->advise);
+}
+
+void mt_live_mark_account(const struct mt_live_stats *st, __u64 count,
+			  __u64 bytes, FILE *out)
+{
+	if (count)
+		fprintf(out,
+			" incomplete=live_table untracked_allocs=%" PRIu64
+			" untracked_bytes=%" PRIu64 " advise_max_live=%" PRIu64,
+			(uint64_t)count, (uint64_t)bytes, (uint64_t)st->advise);
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <linux/types.h>
 
 struct mt_site;
@@ -70,6 +71,17 @@ struct mt_live_stats {
 };
 
 void mt_live_stats(const struct mt_livetable *t, struct mt_live_stats *st);
+
+/*
+ * The keys that mark a line's figure incomplete because the table was
+ * full, written on out without a newline; nothing if it never was. For
+ * a figure of the whole table (the live list, the leak headline): how
+ * many allocations it refused and how many of those live.
+ */
+void mt_live_mark_table(const struct mt_live_stats *st, FILE *out);
+/* for one account's figure: what it missed, count and bytes */
+void mt_live_mark_account(const struct mt_live_stats *st, __u64 count,
+			  __u64 bytes, FILE *out);
 
 void mt_live_foreach(const struct mt_livetable *t,
 		     void (*fn)(const struct mt_live *e, void *ctx), void *ctx);

@@ -465,11 +465,8 @@ static void print_incomplete(const struct account *a,
 	if (!c->live.refused)
 		return;
 	if (a->untracked_count)
-		fprintf(c->out,
-			" incomplete=live_table untracked_allocs=%" PRIu64
-			" untracked_bytes=%" PRIu64 " advise_max_live=%" PRIu64,
-			(uint64_t)a->untracked_count,
-			(uint64_t)a->untracked_bytes, (uint64_t)c->live.advise);
+		mt_live_mark_account(&c->live, a->untracked_count,
+				     a->untracked_bytes, c->out);
 	else if (!strcmp(c->tag, "at"))
 		/* its accounts are made from the table: no count of their own */
 		fprintf(c->out,

@@ -384,12 +384,7 @@ static void print_live(const struct mt_livetable *live,
 	fprintf(out, "# live allocations=%zu groups=%zu", mt_live_count(live),
 		g.n);
 	/* the refused ones still alive are missing from the list */
-	if (st->refused)
-		fprintf(out,
-			" incomplete=live_table untracked_allocs=%" PRIu64
-			" untracked_live=%" PRIu64 " advise_max_live=%" PRIu64,
-			(uint64_t)st->refused, (uint64_t)st->unfreed,
-			(uint64_t)st->advise);
+	mt_live_mark_table(st, out);
 	fputc('\n', out);
 	for (i = 0; i < g.n && i < top; i++) {
 		const struct live_group *v = &g.v[i];
@@ -412,12 +407,7 @@ static void print_live(const struct mt_livetable *live,
 static void print_dev_untracked(const struct mt_dev_stat *d,
 				const struct mt_live_stats *st, FILE *out)
 {
-	if (d->untracked)
-		fprintf(out,
-			" incomplete=live_table untracked_allocs=%" PRIu64
-			" untracked_bytes=%" PRIu64 " advise_max_live=%" PRIu64,
-			(uint64_t)d->untracked, (uint64_t)d->untracked_bytes,
-			(uint64_t)st->advise);
+	mt_live_mark_account(st, d->untracked, d->untracked_bytes, out);
 }
 
 static void print_untracked(const struct mt_summary *s,
