@@ -26,6 +26,7 @@
 struct mt_session_conf {
 	bool print_events; /* the event lines (not with -q, record, report) */
 	bool no_stack;
+	bool keys; /* summary as '#' key=value lines, not the report */
 	unsigned long long
 		min_size; /* lines of smaller events are not printed */
 	size_t max_live, max_sites, top_live, top_ops;

@@ -10,6 +10,7 @@ void mt_output_conf_from(struct mt_output_conf *c, const struct mt_options *o)
 		.print_events = o->mode == MT_MODE_SCRIPT ||
 				(o->mode == MT_MODE_TRACE && !o->quiet),
 		.no_stack = o->no_stack,
+		.keys = o->keys,
 		.min_size = o->min_size,
 		.max_live = o->max_live,
 		.max_sites = MT_MAX_SITES,

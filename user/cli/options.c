@@ -42,6 +42,7 @@ enum {
 	OPT_AT,
 	OPT_LEAK_AGE,
 	OPT_TOP_OPS,
+	OPT_KEYS,
 	OPT_WATCH,
 	OPT_WATCH_WINDOW,
 	OPT_DEVICE_MEM,
@@ -129,6 +130,10 @@ static const struct argp_option output_opts[] = {
 	{ "output", 'o', "FILE", 0,
 	  "Write events and summary to FILE (record: the record)", 0 },
 	{ "quiet", 'q', NULL, 0, "Print the summary only", 0 },
+	{ "keys", OPT_KEYS, NULL, 0,
+	  "Print the summary as '#' key=value lines, the stable machine "
+	  "format (docs/KEYS.md)",
+	  0 },
 	{ "min-size", OPT_MIN_SIZE, "SIZE", 0,
 	  "Print only events of at least SIZE, e.g. 1M (all are counted)", 0 },
 	{ "no-stack", OPT_NO_STACK, NULL, 0,
@@ -548,6 +553,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_LEAK_AGE:
 		parse_leak_age(state, o, arg);
+		break;
+	case OPT_KEYS:
+		o->keys = true;
 		break;
 	case OPT_TOP_OPS:
 		o->top_ops = (size_t)parse_ull(state, "operator count", arg,

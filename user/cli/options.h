@@ -43,6 +43,7 @@ struct mt_options {
 	double duration; /* -d seconds, 0 = until the targets exit */
 	unsigned long long min_size;
 	bool quiet;
+	bool keys; /* the summary as '#' key=value lines */
 	bool no_cpu;
 	bool no_cuda;
 	bool wait_libs;
