@@ -10,7 +10,7 @@ pkgs=(
 	libdevel-nytprof-perl
 	cppcheck clang-format
 	python3 python3-torch libopenblas0-serial
-	util-linux procps binutils curl time
+	util-linux procps binutils curl time gdb tmux
 )
 
 if [ "$(id -u)" -ne 0 ]; then

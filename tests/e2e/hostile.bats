@@ -291,3 +291,41 @@ PY
 	[ "$MT_STATUS" -eq 0 ]
 	events cudart:cudaMalloc | grep -q " size=3535 dev=cuda:? ret=0 "
 }
+
+# exit_at BREAK REAP: attach to a held target, and when memtrace-bpf reaches
+# BREAK (stopped there by gdb) kill the target, reaped (REAP=1: its parent
+# is this shell) or left a zombie (REAP=0: its parent never waits); then let
+# memtrace-bpf go on. Sets MT_STATUS; its stdout and stderr in trace.out/err.
+exit_at() {
+	local bp=$1 reap=$2 out=$BATS_TEST_TMPDIR/trace.out err=$BATS_TEST_TMPDIR/trace.err
+	if [ "$reap" = 1 ]; then
+		LD_LIBRARY_PATH=$FIX/fake fixture fx "$FIX/cudart_calls" malloc 1
+	else
+		LD_LIBRARY_PATH=$FIX/fake fixture fx sh -c \
+			"'$FIX/cudart_calls' malloc 1 & exec sleep 600"
+	fi
+	SLOW_PID=$(ps -o ppid= -p "$fx_PID" | tr -d ' ')
+	[ "$reap" = 1 ] && SLOW_PID=
+	run timeout 120 gdb -q -batch -ex "break $bp" \
+		-ex "run -q -p $fx_PID >$out 2>$err" \
+		-ex "shell kill -9 $fx_PID; until [ ! -d /proc/$fx_PID ] || grep -q '^State:.Z' /proc/$fx_PID/status; do sleep 0.05; done" \
+		-ex delete -ex continue -ex 'quit $_exitcode' --args "$MT"
+	MT_STATUS=$status
+}
+
+@test "a target that exits in any step of the attach: one line, exit 0 (reaped or a zombie)" {
+	for bp in mt_attach_scan mt_elf_resolve_fd bpf_program__attach_uprobe_opts procs.c:find_python; do
+		for reap in 1 0; do
+			exit_at "$bp" "$reap"
+			echo "--- at $bp, reaped=$reap: status $MT_STATUS" >&2
+			cat "$BATS_TEST_TMPDIR/trace.err" >&2
+			[ "$MT_STATUS" -eq 0 ]
+			# at most the one line that says what happened, nothing else
+			! grep -v "^memtrace-bpf: pid $fx_PID (cudart_calls) exited while it was being attached; nothing of it was traced\$" \
+				"$BATS_TEST_TMPDIR/trace.err"
+			grep -q '^# summary .* events=0 ' "$BATS_TEST_TMPDIR/trace.out"
+			[ -n "$SLOW_PID" ] && kill "$SLOW_PID"
+			SLOW_PID=
+		done
+	done
+}

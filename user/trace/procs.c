@@ -75,7 +75,9 @@ static void find_python(struct mt_tracer *tr, struct mt_target *t)
 		return; /* no CPython (yet) */
 	if (ret) {
 		t->py_tries = PY_TRIES;
-		mt_err("pid %d: %s", t->pid, err);
+		/* gone meanwhile: its exit is told where it is noticed */
+		if (!mt_target_poll_exit(t))
+			mt_err("pid %d: %s", t->pid, err);
 		return;
 	}
 	t->pyconf = *mt_py_conf(t->py);
@@ -205,7 +207,26 @@ bool mt_tracer_all_exited(struct mt_tracer *tr)
 	return all;
 }
 
-/* the first attach of each target; errors here end the run (exit 2) */
+/*
+ * A target that exits while it is being attached makes the attach fail in
+ * whatever step it was (its maps gone, its files gone, perf_event_open's
+ * ESRCH): that is the target's exit, not an error, so say that in one line
+ * and go on with the others.
+ */
+static bool gone_during_attach(struct mt_target *t)
+{
+	if (!mt_target_poll_exit(t))
+		return false;
+	mt_err("pid %d (%s) exited while it was being attached; nothing of "
+	       "it was traced",
+	       t->pid, t->comm);
+	return true;
+}
+
+/*
+ * The first attach of each target; errors here end the run (exit 2), but a
+ * target that exits meanwhile is skipped (gone_during_attach).
+ */
 int mt_tracer_attach(struct mt_tracer *tr)
 {
 	/* with --trace-exceptions, a Python without PyTorch is enough */
@@ -221,12 +242,16 @@ int mt_tracer_attach(struct mt_tracer *tr)
 		if (t->spawned)
 			continue; /* attached as its loader maps them */
 		if (mt_attach_scan(&tr->att, t, err, sizeof(err)) < 0) {
+			if (gone_during_attach(t))
+				continue;
 			mt_err("%s", err);
 			return 2;
 		}
 		find_python(tr, t);
 		if (!(t->libs & ours) && !tr->conf->wait_libs &&
 		    !tr->att.global) {
+			if (gone_during_attach(t))
+				continue;
 			mt_err("pid %d (%s) maps none of %s; "
 			       "use --wait to wait for them",
 			       t->pid, t->comm, wanted_libs);
