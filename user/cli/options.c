@@ -479,7 +479,9 @@ static void split_range(struct argp_state *state, const char *what, char *arg,
 {
 	char *comma = strchr(arg, ',');
 
-	if (!comma && !single)
+	/* checked whole, before the split cuts arg */
+	if ((!comma && !single) || !strcmp(arg, ",") ||
+	    (comma && strchr(comma + 1, ',')))
 		bad(state, what, arg);
 	*lo = arg;
 	*hi = comma ? comma + 1 : NULL;
@@ -491,8 +493,6 @@ static void split_range(struct argp_state *state, const char *what, char *arg,
 		*lo = NULL;
 	if (*hi && !**hi)
 		*hi = NULL;
-	if ((*hi && strchr(*hi, ',')) || (!*lo && !*hi))
-		bad(state, what, arg);
 }
 
 /* --time START,END: seconds (or any TIME) since the first event */
