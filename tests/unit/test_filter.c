@@ -74,19 +74,20 @@ static void test_module_prefix(void **state)
 	struct ev e;
 
 	assert_non_null(f);
-	assert_true(pass(f, alloc_ev(&e, 1, 1, 0x10, 8, "encoder.layers.1",
-				     "forward"),
+	assert_true(pass(
+		f, alloc_ev(&e, 1, 1, 0x10, 8, "encoder.layers.1", "forward"),
+		0, 0));
+	assert_true(pass(f,
+			 alloc_ev(&e, 1, 1, 0x20, 8,
+				  "encoder.layers.1.self_attn", "forward"),
 			 0, 0));
-	assert_true(pass(f, alloc_ev(&e, 1, 1, 0x20, 8,
-				     "encoder.layers.1.self_attn", "forward"),
-			 0, 0));
-	assert_false(pass(f, alloc_ev(&e, 1, 1, 0x30, 8, "encoder.layers.10",
-				      "forward"),
-			  0, 0));
+	assert_false(pass(
+		f, alloc_ev(&e, 1, 1, 0x30, 8, "encoder.layers.10", "forward"),
+		0, 0));
 	assert_false(pass(f, alloc_ev(&e, 1, 1, 0x40, 8, "encoder", "forward"),
 			  0, 0));
-	assert_false(pass(f, alloc_ev(&e, 1, 1, 0x50, 8, NULL, "forward"), 0,
-			  0));
+	assert_false(
+		pass(f, alloc_ev(&e, 1, 1, 0x50, 8, NULL, "forward"), 0, 0));
 	mt_filter_free(f);
 }
 
@@ -105,15 +106,15 @@ static void test_free_follows_alloc(void **state)
 	struct mt_filter_stats st;
 	struct ev e;
 
-	assert_true(pass(f, alloc_ev(&e, 1, 7, 0x10, 100, "m", "forward"), 1,
-			 0));
+	assert_true(
+		pass(f, alloc_ev(&e, 1, 7, 0x10, 100, "m", "forward"), 1, 0));
 	/* too small, other phase, other thread */
-	assert_false(pass(f, alloc_ev(&e, 1, 7, 0x20, 99, "m", "forward"), 1,
-			  0));
-	assert_false(pass(f, alloc_ev(&e, 1, 7, 0x30, 100, "m", "backward"), 1,
-			  0));
-	assert_false(pass(f, alloc_ev(&e, 1, 8, 0x40, 100, "m", "forward"), 1,
-			  0));
+	assert_false(
+		pass(f, alloc_ev(&e, 1, 7, 0x20, 99, "m", "forward"), 1, 0));
+	assert_false(
+		pass(f, alloc_ev(&e, 1, 7, 0x30, 100, "m", "backward"), 1, 0));
+	assert_false(
+		pass(f, alloc_ev(&e, 1, 8, 0x40, 100, "m", "forward"), 1, 0));
 	/* freed by another thread, in another phase, of no known size */
 	assert_true(pass(f, free_ev(&e, 1, 9, 0x10), 2, 0));
 	assert_false(pass(f, free_ev(&e, 1, 9, 0x20), 2, 0));
@@ -139,17 +140,18 @@ static void test_time_window(void **state)
 	struct ev e;
 
 	/* made before: its free inside is counted apart, not passed */
-	assert_false(pass(f, alloc_ev(&e, 1, 1, 0x10, 1000, "m", "forward"), 1,
-			  0));
-	assert_false(pass(f, alloc_ev(&e, 1, 1, 0x20, 24, "m", "forward"), 1.5,
-			  0));
-	assert_true(pass(f, alloc_ev(&e, 1, 1, 0x30, 50, "m", "forward"), 2, 0));
+	assert_false(
+		pass(f, alloc_ev(&e, 1, 1, 0x10, 1000, "m", "forward"), 1, 0));
+	assert_false(
+		pass(f, alloc_ev(&e, 1, 1, 0x20, 24, "m", "forward"), 1.5, 0));
+	assert_true(
+		pass(f, alloc_ev(&e, 1, 1, 0x30, 50, "m", "forward"), 2, 0));
 	assert_false(pass(f, free_ev(&e, 1, 1, 0x10), 3, 0));
 	assert_false(pass(f, free_ev(&e, 1, 1, 0x20), 4, 0));
 	assert_true(pass(f, free_ev(&e, 1, 1, 0x30), 4, 0));
 	/* after: neither counted */
-	assert_false(pass(f, alloc_ev(&e, 1, 1, 0x40, 8, "m", "forward"), 4.5,
-			  0));
+	assert_false(
+		pass(f, alloc_ev(&e, 1, 1, 0x40, 8, "m", "forward"), 4.5, 0));
 	assert_false(pass(f, free_ev(&e, 1, 1, 0x40), 5, 0));
 	mt_filter_stats(f, &st);
 	assert_int_equal(st.freed_before_window, 2);
@@ -168,11 +170,11 @@ static void test_open_end_and_early_free(void **state)
 	struct mt_filter_stats st;
 	struct ev e;
 
-	assert_false(pass(f, alloc_ev(&e, 1, 1, 0x10, 10, "m", "forward"), 1,
-			  0));
+	assert_false(
+		pass(f, alloc_ev(&e, 1, 1, 0x10, 10, "m", "forward"), 1, 0));
 	assert_false(pass(f, free_ev(&e, 1, 1, 0x10), 2, 0));
-	assert_true(pass(f, alloc_ev(&e, 1, 1, 0x10, 10, "m", "forward"), 1e6,
-			 0));
+	assert_true(
+		pass(f, alloc_ev(&e, 1, 1, 0x10, 10, "m", "forward"), 1e6, 0));
 	mt_filter_stats(f, &st);
 	assert_int_equal(st.freed_before_window, 0);
 	mt_filter_free(f);
@@ -187,14 +189,14 @@ static void test_steps(void **state)
 	struct mt_filter_stats st;
 	struct ev e;
 
-	assert_false(pass(f, alloc_ev(&e, 1, 1, 0x10, 10, "m", "forward"), 0,
-			  1));
-	assert_true(pass(f, alloc_ev(&e, 1, 1, 0x20, 10, "m", "forward"), 0,
-			 2));
+	assert_false(
+		pass(f, alloc_ev(&e, 1, 1, 0x10, 10, "m", "forward"), 0, 1));
+	assert_true(
+		pass(f, alloc_ev(&e, 1, 1, 0x20, 10, "m", "forward"), 0, 2));
 	assert_true(pass(f, free_ev(&e, 1, 1, 0x20), 0, 3));
 	assert_false(pass(f, free_ev(&e, 1, 1, 0x10), 0, 3));
-	assert_false(pass(f, alloc_ev(&e, 1, 1, 0x30, 10, "m", "forward"), 0,
-			  4));
+	assert_false(
+		pass(f, alloc_ev(&e, 1, 1, 0x30, 10, "m", "forward"), 0, 4));
 	mt_filter_stats(f, &st);
 	assert_int_equal(st.freed_before_window, 1);
 	assert_int_equal(st.freed_before_window_bytes, 10);
@@ -241,17 +243,16 @@ static void test_check_event(void **state)
 {
 	char err[256];
 
-	assert_int_equal(mt_filter_check_event("c10:cpu_alloc", err,
-					       sizeof(err)),
-			 0);
-	assert_int_equal(mt_filter_check_event("cudart:cudaMalloc", err,
-					       sizeof(err)),
-			 0);
+	assert_int_equal(
+		mt_filter_check_event("c10:cpu_alloc", err, sizeof(err)), 0);
+	assert_int_equal(
+		mt_filter_check_event("cudart:cudaMalloc", err, sizeof(err)),
+		0);
 	assert_int_equal(mt_filter_check_event("c10:alloc", err, sizeof(err)),
 			 0);
-	assert_int_equal(mt_filter_check_event("c10:cpu_free", err,
-					       sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+		mt_filter_check_event("c10:cpu_free", err, sizeof(err)),
+		-EINVAL);
 	assert_non_null(strstr(err, "goes with its allocation"));
 	assert_int_equal(mt_filter_check_event("c10:free", err, sizeof(err)),
 			 -EINVAL);
@@ -262,10 +263,9 @@ static void test_check_event(void **state)
 
 static void test_print(void **state)
 {
-	struct mt_filter_conf c = { .has_time = true,
-				    .t_start = 1.5,
-				    .t_end = -1,
-				    .module = "enc" };
+	struct mt_filter_conf c = {
+		.has_time = true, .t_start = 1.5, .t_end = -1, .module = "enc"
+	};
 	struct mt_filter *f = mt_filter_new(&c, 8);
 	char buf[512] = { 0 };
 	FILE *out = fmemopen(buf, sizeof(buf) - 1, "w");

@@ -27,8 +27,7 @@ struct mt_filter {
 bool mt_filter_conf_any(const struct mt_filter_conf *c)
 {
 	return c->has_time || c->has_steps || c->npids || c->ntids ||
-	       c->ncomms || c->module || c->phase || c->nevents ||
-	       c->has_size;
+	       c->ncomms || c->module || c->phase || c->nevents || c->has_size;
 }
 
 int mt_filter_check_event(const char *name, char *err, size_t errlen)
@@ -61,8 +60,7 @@ int mt_filter_check_event(const char *name, char *err, size_t errlen)
 	return -EINVAL;
 }
 
-struct mt_filter *mt_filter_new(const struct mt_filter_conf *c,
-				size_t max_live)
+struct mt_filter *mt_filter_new(const struct mt_filter_conf *c, size_t max_live)
 {
 	struct mt_filter *f = calloc(1, sizeof(*f));
 
@@ -215,8 +213,7 @@ void mt_filter_stats(const struct mt_filter *f, struct mt_filter_stats *st)
 	*st = f->st;
 }
 
-static void print_list_u32(FILE *out, const char *key, const __u32 *v,
-			   size_t n)
+static void print_list_u32(FILE *out, const char *key, const __u32 *v, size_t n)
 {
 	if (!n)
 		return;

@@ -257,10 +257,9 @@ bool mt_session_event(struct mt_session *s, struct mt_call *r,
 	/* a process without Python still gets leak boundaries by time */
 	count_steps(s, r, site->phase);
 	/* steps and time count every event; the rest only those let through */
-	if (s->filter &&
-	    !mt_filter_event(s->filter, r, site,
-			     (double)(r->ev->ts - s->t0) / 1e9,
-			     mt_session_step(s, r->ev->pid)))
+	if (s->filter && !mt_filter_event(s->filter, r, site,
+					  (double)(r->ev->ts - s->t0) / 1e9,
+					  mt_session_step(s, r->ev->pid)))
 		return true;
 	count_calls(proc_of(s, r->ev->pid), r);
 	if (mt_site_is_overflow(site))

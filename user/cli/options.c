@@ -186,8 +186,8 @@ static const struct argp_option filter_opts[] = {
 	{ "steps", OPT_STEPS, "A,B", 0,
 	  "Only events of optimizer steps A to B (A, or ,B: open)", 0 },
 	{ "tid", OPT_TID, "TID[,TID...]", 0, "Only these threads", 0 },
-	{ "comm", OPT_COMM, "NAME[,NAME...]", 0,
-	  "Only threads of these names", 0 },
+	{ "comm", OPT_COMM, "NAME[,NAME...]", 0, "Only threads of these names",
+	  0 },
 	{ "module", OPT_MODULE, "PREFIX", 0,
 	  "Only module PREFIX and its children (encoder.layers.1)", 0 },
 	{ "event", OPT_EVENT, "KIND[,KIND...]", 0,
@@ -255,7 +255,7 @@ static const struct group {
 	{ MT_OPTS_PYTHON, "Python attribution:", python_opts },
 	{ MT_OPTS_OUTPUT, "What is printed:", output_opts },
 	{ MT_OPTS_EXPORT, "Exports:", export_opts },
-	{ MT_OPTS_SELECT, "Filters:", select_opts },
+	{ MT_OPTS_SELECT, "Filters of a record:", select_opts },
 	{ MT_OPTS_FILTER, "Filters:", filter_opts },
 	{ MT_OPTS_WATCH, "Watching:", watch_opts },
 	{ MT_OPTS_ESTIMATE, "The allocator model:", estimate_opts },
@@ -526,8 +526,8 @@ static void parse_steps(struct argp_state *state, struct mt_options *o,
 	split_range(state, "step range (A,B)", arg, &lo, &hi, true);
 	f->has_steps = true;
 	f->step_min = lo ? (__u32)parse_ull(state, "step", lo, UINT_MAX) : 0;
-	f->step_max = hi ? (__u32)parse_ull(state, "step", hi, UINT_MAX) :
-			   UINT_MAX;
+	f->step_max =
+		hi ? (__u32)parse_ull(state, "step", hi, UINT_MAX) : UINT_MAX;
 	if (f->step_max < f->step_min) {
 		mt_err("--steps %s: the first step is after the last", copy);
 		exit(2);
@@ -560,8 +560,8 @@ static void parse_size_range(struct argp_state *state, struct mt_options *o,
 }
 
 /* a list of up to MT_FILTER_MAX_VALUES words, split in arg */
-static size_t parse_words(struct argp_state *state, const char *what,
-			  char *arg, const char **v, size_t n)
+static size_t parse_words(struct argp_state *state, const char *what, char *arg,
+			  const char **v, size_t n)
 {
 	char *save = NULL, *tok;
 
@@ -606,8 +606,8 @@ static void parse_events(struct argp_state *state, struct mt_options *o,
 	size_t first = f->nevents;
 	char err[256];
 
-	f->nevents = parse_words(state, "event list", arg, f->events,
-				 f->nevents);
+	f->nevents =
+		parse_words(state, "event list", arg, f->events, f->nevents);
 	for (size_t i = first; i < f->nevents; i++) {
 		if (mt_filter_check_event(f->events[i], err, sizeof(err))) {
 			mt_err("%s", err);
@@ -805,9 +805,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		parse_tids(state, o, arg);
 		break;
 	case OPT_COMM:
-		o->filter.ncomms = parse_words(state, "command list", arg,
-					       o->filter.comms,
-					       o->filter.ncomms);
+		o->filter.ncomms =
+			parse_words(state, "command list", arg, o->filter.comms,
+				    o->filter.ncomms);
 		break;
 	case OPT_MODULE:
 		once(o->filter.module != NULL, "--module");
@@ -1205,7 +1205,8 @@ static int check(const struct mt_options *o, const struct mt_cmd *cmd)
 	      (o->at_peak ? MT_EXPORT_AT_PEAK : MT_EXPORT_AT_TIME))) {
 		mt_err("--export %s cannot show what was alive %s: --at "
 		       "%sgoes with report and --export %s",
-		       o->export_kind, o->at_peak ? "at the peak" : "at one time",
+		       o->export_kind,
+		       o->at_peak ? "at the peak" : "at one time",
 		       o->at_peak ? "peak " : "",
 		       o->at_peak ? "speedscope or folded" :
 				    "speedscope, folded or memviz");

@@ -125,9 +125,9 @@ static struct fentry *entry(struct folded *x, const struct mt_session *s,
 
 	if (x->capslots) {
 		struct mt_index t = { .slots = x->slots, .ents = x->ents };
-		size_t i = mt_probe(&t, x->capslots - 1,
-				    key_hash(site, k->event), mt_index_used,
-				    slot_match, k);
+		size_t i =
+			mt_probe(&t, x->capslots - 1, key_hash(site, k->event),
+				 mt_index_used, slot_match, k);
 
 		if (x->slots[i])
 			return &x->ents[x->slots[i] - 1];
