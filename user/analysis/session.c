@@ -20,6 +20,11 @@ int mt_session_init(struct mt_session *s, const struct mt_session_conf *c,
 	s->leaks = mt_leaks_new(&c->leak);
 	s->frag = mt_frag_new();
 	s->oom = mt_oom_new();
+	if (mt_filter_conf_any(&c->filter)) {
+		s->filter = mt_filter_new(&c->filter, c->max_live);
+		if (!s->filter)
+			return -ENOMEM;
+	}
 	if (!s->live || !s->sites || !s->peak || !s->leaks || !s->frag ||
 	    !s->oom)
 		return -ENOMEM;
@@ -28,6 +33,7 @@ int mt_session_init(struct mt_session *s, const struct mt_session_conf *c,
 
 void mt_session_free(struct mt_session *s)
 {
+	mt_filter_free(s->filter);
 	mt_oom_free(s->oom);
 	mt_frag_free(s->frag);
 	mt_leaks_free(s->leaks);
@@ -248,11 +254,16 @@ bool mt_session_event(struct mt_session *s, struct mt_call *r,
 	if (!s->t0)
 		s->t0 = r->ev->ts;
 	s->last_ts = r->ev->ts;
+	/* a process without Python still gets leak boundaries by time */
+	count_steps(s, r, site->phase);
+	/* steps and time count every event; the rest only those let through */
+	if (s->filter && !mt_filter_event(s->filter, r, site,
+					  (double)(r->ev->ts - s->t0) / 1e9,
+					  mt_session_step(s, r->ev->pid)))
+		return true;
 	count_calls(proc_of(s, r->ev->pid), r);
 	if (mt_site_is_overflow(site))
 		s->sum.sites_full++;
-	/* a process without Python still gets leak boundaries by time */
-	count_steps(s, r, site->phase);
 	track_live(s, r, site);
 	mt_summary_event(&s->sum, r);
 	if (r->role == MT_ROLE_ALLOC && !r->failed &&
@@ -341,6 +352,7 @@ void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
 	bool stacks = !s->conf.no_stack;
 
 	mt_summary_print(&s->sum, s->live, end, s->out);
+	mt_filter_print(s->filter, s->out);
 	print_ranks(s);
 	mt_oom_print(s->oom, s->out);
 	mt_peak_print(s->peak, s->live, s->t0, s->conf.top_live, stacks,

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include "analysis/filter.h"
 #include "analysis/frag.h"
 #include "event/kinds.h"
 #include "analysis/leaks.h"
@@ -31,6 +32,7 @@ struct mt_session_conf {
 		min_size; /* lines of smaller events are not printed */
 	size_t max_live, max_sites, top_live, top_ops;
 	struct mt_leak_conf leak;
+	struct mt_filter_conf filter; /* which events count (filter.h) */
 };
 
 /* what the session knows of one process */
@@ -69,6 +71,7 @@ struct mt_session {
 	struct mt_oom *oom;
 	struct mt_proc procs[MT_PROCS]; /* by pid % size; 0 pid: free */
 	struct mt_session_observer obs;
+	struct mt_filter *filter; /* NULL: every event counts */
 	__u64 seq; /* events seen */
 	__u64 t0; /* ts of the first event */
 	__u64 last_ts;

@@ -18,10 +18,19 @@ void mt_output_conf_from(struct mt_output_conf *c, const struct mt_options *o)
 		.top_ops = o->top_ops,
 		.leak = { .age_steps = o->leak_age_steps,
 			  .age_seconds = o->leak_age_seconds },
+		.filter = o->filter,
 	};
+	/* -p attaches a trace; in a record's modes it picks processes */
+	if (o->mode == MT_MODE_REPORT || o->mode == MT_MODE_SCRIPT) {
+		for (int i = 0; i < o->npids; i++)
+			c->ses.filter.pids[i] = (__u32)o->pids[i];
+		c->ses.filter.npids = (size_t)o->npids;
+	}
 	c->exp = (struct mt_export_conf){ .kind = o->export_kind,
 					  .path = o->output,
 					  .at_peak = o->at_peak,
+					  .at_time = o->at >= 0,
+					  .at = o->at,
 					  .folded_prefix = o->folded_prefix };
 }
 
@@ -68,6 +77,7 @@ void mt_replay_conf_from(struct mt_replay_conf *c, const struct mt_options *o)
 		.output = o->export_kind ? NULL : o->output,
 		.script = o->mode == MT_MODE_SCRIPT,
 		.at = o->at,
+		.at_peak = o->at_peak,
 	};
 	mt_output_conf_from(&c->out, o);
 }

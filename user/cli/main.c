@@ -94,16 +94,19 @@ static int do_estimate(const struct mt_options *o)
 #define TRACING (MT_OPTS_TARGET | MT_OPTS_PYTHON | MT_OPTS_WATCH)
 
 static const struct mt_cmd cmds[] = {
-	{ NULL, MT_MODE_TRACE, TRACING | MT_OPTS_OUTPUT | MT_OPTS_EXPORT,
-	  trace_doc, do_trace },
+	{ NULL, MT_MODE_TRACE,
+	  TRACING | MT_OPTS_OUTPUT | MT_OPTS_EXPORT | MT_OPTS_FILTER, trace_doc,
+	  do_trace },
 	{ "record", MT_MODE_RECORD, TRACING | MT_OPTS_OUTPUT, record_doc,
 	  do_trace },
 	{ "report", MT_MODE_REPORT,
-	  MT_OPTS_INPUT | MT_OPTS_OUTPUT | MT_OPTS_EXPORT, report_doc,
-	  do_replay },
+	  MT_OPTS_INPUT | MT_OPTS_OUTPUT | MT_OPTS_EXPORT | MT_OPTS_SELECT |
+		  MT_OPTS_FILTER,
+	  report_doc, do_replay },
 	{ "script", MT_MODE_SCRIPT,
-	  MT_OPTS_INPUT | MT_OPTS_OUTPUT | MT_OPTS_EXPORT, script_doc,
-	  do_replay },
+	  MT_OPTS_INPUT | MT_OPTS_OUTPUT | MT_OPTS_EXPORT | MT_OPTS_SELECT |
+		  MT_OPTS_FILTER,
+	  script_doc, do_replay },
 	{ "estimate", MT_MODE_ESTIMATE, MT_OPTS_INPUT | MT_OPTS_ESTIMATE,
 	  estimate_doc, do_estimate },
 };

@@ -60,6 +60,13 @@ enum {
 	OPT_ROUNDUP_DIV,
 	OPT_GC_THRESHOLD,
 	OPT_CHECK,
+	OPT_TIME,
+	OPT_STEPS,
+	OPT_TID,
+	OPT_COMM,
+	OPT_MODULE,
+	OPT_EVENT,
+	OPT_SIZE,
 };
 
 static const struct argp_option target_opts[] = {
@@ -93,8 +100,10 @@ static const struct argp_option python_opts[] = {
 	  "Python frames kept per stack, 1-64 (default 64)", 0 },
 	{ "root-name", OPT_ROOT_NAME, "NAME", 0,
 	  "Name of the outermost nn.Module (default: its class)", 0 },
-	{ "phase", OPT_PHASE, "NAME=QUALNAME", 0,
-	  "Phase NAME while a frame QUALNAME runs (repeatable)", 0 },
+	{ "phase", OPT_PHASE, "NAME=QUALNAME|NAME", 0,
+	  "Phase NAME while a frame QUALNAME runs (repeatable); NAME alone: "
+	  "only the events of phase NAME",
+	  0 },
 	{ "module-log", OPT_MODULE_LOG, "FILE", 0,
 	  "Per module and stage records per step; {pid}, {rank} expand", 0 },
 	{ "log-time", OPT_LOG_TIME, NULL, 0,
@@ -163,9 +172,37 @@ static const struct argp_option export_opts[] = {
 	{ "folded-prefix", OPT_FOLDED_PREFIX, NULL, 0,
 	  "--export folded: module and phase as the outermost frames", 0 },
 	{ "at", OPT_AT, "SECS|peak", 0,
-	  "report: what was alive SECS after the first event; --export "
-	  "speedscope: peak weighs by the bytes live at the peak",
+	  "What was alive SECS after the first event, or at the peak "
+	  "(report; --export speedscope, folded; memviz: SECS)",
 	  0 },
+	{ 0 },
+};
+
+static const struct argp_option filter_opts[] = {
+	{ "time", OPT_TIME, "START,END", 0,
+	  "Only events from START to END seconds after the first event "
+	  "(START, or ,END: open)",
+	  0 },
+	{ "steps", OPT_STEPS, "A,B", 0,
+	  "Only events of optimizer steps A to B (A, or ,B: open)", 0 },
+	{ "tid", OPT_TID, "TID[,TID...]", 0, "Only these threads", 0 },
+	{ "comm", OPT_COMM, "NAME[,NAME...]", 0, "Only threads of these names",
+	  0 },
+	{ "module", OPT_MODULE, "PREFIX", 0,
+	  "Only module PREFIX and its children (encoder.layers.1)", 0 },
+	{ "event", OPT_EVENT, "KIND[,KIND...]", 0,
+	  "Only these allocating kinds (c10:cpu_alloc) and their frees", 0 },
+	{ "size", OPT_SIZE, "MIN[,MAX]", 0,
+	  "Only allocations of MIN to MAX bytes (1M, 1M,1G) and their frees",
+	  0 },
+	{ 0 },
+};
+
+/* report and script: -p and --phase NAME filter what the record holds */
+static const struct argp_option select_opts[] = {
+	{ "pid", 'p', "PID[,PID...]", 0,
+	  "Only these processes (as perf report --pid)", 0 },
+	{ "phase", OPT_PHASE, "NAME", 0, "Only the events of phase NAME", 0 },
 	{ 0 },
 };
 
@@ -218,13 +255,15 @@ static const struct group {
 	{ MT_OPTS_PYTHON, "Python attribution:", python_opts },
 	{ MT_OPTS_OUTPUT, "What is printed:", output_opts },
 	{ MT_OPTS_EXPORT, "Exports:", export_opts },
+	{ MT_OPTS_SELECT, "Filters of a record:", select_opts },
+	{ MT_OPTS_FILTER, "Filters:", filter_opts },
 	{ MT_OPTS_WATCH, "Watching:", watch_opts },
 	{ MT_OPTS_ESTIMATE, "The allocator model:", estimate_opts },
 };
 
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 /* the options of all groups together, at most */
-#define MAX_OPTS 64
+#define MAX_OPTS 96
 
 /* what the parsers of one mode's argp share (their state->input) */
 struct parse_ctx {
@@ -422,12 +461,188 @@ static void parse_pids(struct argp_state *state, struct mt_options *o,
 		bad(state, "pid list", arg);
 }
 
+/* a filter option that takes one value, given twice: which one was meant? */
+static void once(bool given, const char *opt)
+{
+	if (!given)
+		return;
+	mt_err("%s given twice: give it once", opt);
+	exit(2);
+}
+
+/*
+ * "A,B", "A," or ",B" (open ends), or "A" where one is a range of itself:
+ * the two parts, split in arg. A part is NULL where it is empty.
+ */
+static void split_range(struct argp_state *state, const char *what, char *arg,
+			char **lo, char **hi, bool single)
+{
+	char *comma = strchr(arg, ',');
+
+	/* checked whole, before the split cuts arg */
+	if ((!comma && !single) || !strcmp(arg, ",") ||
+	    (comma && strchr(comma + 1, ',')))
+		bad(state, what, arg);
+	*lo = arg;
+	*hi = comma ? comma + 1 : NULL;
+	if (comma)
+		*comma = '\0';
+	else
+		*hi = arg;
+	if (!**lo)
+		*lo = NULL;
+	if (*hi && !**hi)
+		*hi = NULL;
+}
+
+/* --time START,END: seconds (or any TIME) since the first event */
+static void parse_time_window(struct argp_state *state, struct mt_options *o,
+			      char *arg)
+{
+	struct mt_filter_conf *f = &o->filter;
+	char copy[128], *lo, *hi;
+
+	once(f->has_time, "--time");
+	snprintf(copy, sizeof(copy), "%s", arg);
+	split_range(state, "time window (START,END)", arg, &lo, &hi, false);
+	f->has_time = true;
+	f->t_start = lo ? parse_duration(state, "time", lo, 0, 1e12) : 0;
+	f->t_end = hi ? parse_duration(state, "time", hi, 0, 1e12) : -1;
+	if (f->t_end >= 0 && f->t_end < f->t_start) {
+		mt_err("--time %s: the start is after the end", copy);
+		exit(2);
+	}
+}
+
+/* --steps A,B: a range of optimizer steps, open at either end */
+static void parse_steps(struct argp_state *state, struct mt_options *o,
+			char *arg)
+{
+	struct mt_filter_conf *f = &o->filter;
+	char copy[128], *lo, *hi;
+
+	once(f->has_steps, "--steps");
+	snprintf(copy, sizeof(copy), "%s", arg);
+	split_range(state, "step range (A,B)", arg, &lo, &hi, true);
+	f->has_steps = true;
+	f->step_min = lo ? (__u32)parse_ull(state, "step", lo, UINT_MAX) : 0;
+	f->step_max =
+		hi ? (__u32)parse_ull(state, "step", hi, UINT_MAX) : UINT_MAX;
+	if (f->step_max < f->step_min) {
+		mt_err("--steps %s: the first step is after the last", copy);
+		exit(2);
+	}
+}
+
+/* --size MIN[,MAX] in the grammar of every size */
+static void parse_size_range(struct argp_state *state, struct mt_options *o,
+			     char *arg)
+{
+	struct mt_filter_conf *f = &o->filter;
+	char copy[128], *lo, *hi;
+
+	once(f->has_size, "--size");
+	snprintf(copy, sizeof(copy), "%s", arg);
+	/* MIN alone: no upper bound */
+	lo = arg;
+	hi = strchr(arg, ',');
+	if (hi)
+		*hi++ = '\0';
+	if (hi && (!*hi || strchr(hi, ',')))
+		bad(state, "size range (MIN[,MAX])", copy);
+	f->has_size = true;
+	f->size_min = *lo ? parse_size(state, "size", lo, 1, 0) : 0;
+	f->size_max = hi ? parse_size(state, "size", hi, 1, 1) : 0;
+	if (f->size_max && f->size_max < f->size_min) {
+		mt_err("--size %s: MIN is above MAX", copy);
+		exit(2);
+	}
+}
+
+/* a list of up to MT_FILTER_MAX_VALUES words, split in arg */
+static size_t parse_words(struct argp_state *state, const char *what, char *arg,
+			  const char **v, size_t n)
+{
+	char *save = NULL, *tok;
+
+	if (!*arg || strstr(arg, ",,") || *arg == ',' ||
+	    arg[strlen(arg) - 1] == ',')
+		bad(state, what, arg);
+	for (tok = strtok_r(arg, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n == MT_FILTER_MAX_VALUES) {
+			mt_err("at most %d values in a %s",
+			       MT_FILTER_MAX_VALUES, what);
+			exit(2);
+		}
+		v[n++] = tok;
+	}
+	return n;
+}
+
+static void parse_tids(struct argp_state *state, struct mt_options *o,
+		       char *arg)
+{
+	const char *w[MT_FILTER_MAX_VALUES];
+	size_t n = parse_words(state, "tid list", arg, w, 0);
+
+	if (o->filter.ntids + n > MT_FILTER_MAX_VALUES) {
+		mt_err("at most %d --tid", MT_FILTER_MAX_VALUES);
+		exit(2);
+	}
+	for (size_t i = 0; i < n; i++) {
+		__u32 t = (__u32)parse_ull(state, "tid", w[i], INT_MAX);
+
+		if (!t)
+			bad(state, "tid", w[i]);
+		o->filter.tids[o->filter.ntids++] = t;
+	}
+}
+
+static void parse_events(struct argp_state *state, struct mt_options *o,
+			 char *arg)
+{
+	struct mt_filter_conf *f = &o->filter;
+	size_t first = f->nevents;
+	char err[256];
+
+	f->nevents =
+		parse_words(state, "event list", arg, f->events, f->nevents);
+	for (size_t i = first; i < f->nevents; i++) {
+		if (mt_filter_check_event(f->events[i], err, sizeof(err))) {
+			mt_err("%s", err);
+			exit(2);
+		}
+	}
+}
+
 static void parse_phase(struct argp_state *state, struct mt_options *o,
 			char *arg)
 {
 	char *eq = strchr(arg, '=');
 	struct mt_user_phase *p;
 
+	/* NAME alone: a filter, in every mode that filters */
+	if (!eq) {
+		if (o->mode == MT_MODE_RECORD) {
+			mt_err("--phase %s: a record keeps every event; "
+			       "filter it with report or script (--phase "
+			       "NAME=QUALNAME names a phase)",
+			       arg);
+			exit(2);
+		}
+		once(o->filter.phase != NULL, "--phase NAME");
+		if (!*arg)
+			bad(state, "phase", arg);
+		o->filter.phase = arg;
+		return;
+	}
+	if (o->mode == MT_MODE_REPORT || o->mode == MT_MODE_SCRIPT) {
+		mt_err("--phase %s names a phase while tracing; a record's "
+		       "phases are set: filter one with --phase NAME",
+		       arg);
+		exit(2);
+	}
 	if (!eq || eq == arg || !eq[1])
 		bad(state, "phase (NAME=QUALNAME)", arg);
 	if (o->rules.nuser == MT_MAX_USER_PHASES) {
@@ -496,6 +711,48 @@ static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
 	return true;
 }
 
+/*
+ * Options of a group a mode takes that it still cannot honour: one line
+ * and exit 2, never ignored.
+ */
+static void unhonoured(const struct mt_options *o, int key)
+{
+	static const struct {
+		enum mt_mode mode;
+		int key;
+		const char *why;
+	} no[] = {
+		{ MT_MODE_SCRIPT, 'q',
+		  "-q: script prints only event lines, which -q leaves out "
+		  "(report prints the summary)" },
+		{ MT_MODE_SCRIPT, OPT_KEYS,
+		  "--keys shapes the summary, which script does not print: "
+		  "use report" },
+		{ MT_MODE_SCRIPT, OPT_TOP_LIVE,
+		  "--top-live shapes the summary, which script does not "
+		  "print: use report" },
+		{ MT_MODE_SCRIPT, OPT_TOP_OPS,
+		  "--top-ops shapes the summary, which script does not print: "
+		  "use report" },
+		{ MT_MODE_SCRIPT, OPT_LEAK_AGE,
+		  "--leak-age shapes the summary, which script does not "
+		  "print: use report" },
+		{ MT_MODE_SCRIPT, OPT_AT,
+		  "--at shows what was alive at one moment, script prints "
+		  "events: use report --at, or script --time ,END" },
+		{ MT_MODE_REPORT, OPT_MIN_SIZE,
+		  "--min-size: report prints no event lines (script does); "
+		  "--size filters what report counts" },
+	};
+
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		if (no[i].mode != o->mode || no[i].key != key)
+			continue;
+		mt_err("%s", no[i].why);
+		exit(2);
+	}
+}
+
 /* the options of every group (one parser: a key means one thing) */
 static error_t parse_arg(int key, char *arg, struct argp_state *state)
 {
@@ -504,6 +761,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 
 	if (parse_estimate_arg(key, arg, state))
 		return 0;
+	unhonoured(o, key);
 	switch (key) {
 	case 'p':
 		parse_pids(state, o, arg);
@@ -536,6 +794,32 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_FOLDED_PREFIX:
 		o->folded_prefix = true;
+		break;
+	case OPT_TIME:
+		parse_time_window(state, o, arg);
+		break;
+	case OPT_STEPS:
+		parse_steps(state, o, arg);
+		break;
+	case OPT_TID:
+		parse_tids(state, o, arg);
+		break;
+	case OPT_COMM:
+		o->filter.ncomms =
+			parse_words(state, "command list", arg, o->filter.comms,
+				    o->filter.ncomms);
+		break;
+	case OPT_MODULE:
+		once(o->filter.module != NULL, "--module");
+		if (!*arg)
+			bad(state, "module", arg);
+		o->filter.module = arg;
+		break;
+	case OPT_EVENT:
+		parse_events(state, o, arg);
+		break;
+	case OPT_SIZE:
+		parse_size_range(state, o, arg);
 		break;
 	case OPT_CHILDREN:
 		o->children_of = (int)parse_ull(state, "pid", arg, INT_MAX);
@@ -909,11 +1193,23 @@ static int check(const struct mt_options *o, const struct mt_cmd *cmd)
 		       mode_name(cmd));
 		return 2;
 	}
-	/* live, --at peak goes with --export speedscope only */
+	/* live, --at peak goes with an export that shows it only */
 	if (o->mode == MT_MODE_TRACE &&
 	    (o->at >= 0 || (o->at_peak && !o->export_kind))) {
 		mt_err("-i and --at read a record: "
 		       "use memtrace-bpf report");
+		return 2;
+	}
+	if ((o->at >= 0 || o->at_peak) && o->export_kind &&
+	    !(mt_exporter_find(o->export_kind)->at &
+	      (o->at_peak ? MT_EXPORT_AT_PEAK : MT_EXPORT_AT_TIME))) {
+		mt_err("--export %s cannot show what was alive %s: --at "
+		       "%sgoes with report and --export %s",
+		       o->export_kind,
+		       o->at_peak ? "at the peak" : "at one time",
+		       o->at_peak ? "peak " : "",
+		       o->at_peak ? "speedscope or folded" :
+				    "speedscope, folded or memviz");
 		return 2;
 	}
 	return cmd->opts & MT_OPTS_TARGET ? check_trace(o) : 0;

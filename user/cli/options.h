@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "analysis/filter.h"
 #include "estimate/estimate.h"
 #include "python/stack.h"
 #include "trace/trace.h"
@@ -57,6 +58,7 @@ struct mt_options {
 	const char *module_log; /* --module-log pattern */
 	bool log_time;
 	bool no_python; /* no stacks, modules or phases */
+	struct mt_filter_conf filter; /* --time, --steps, --tid... (filter.h) */
 	/* estimate: --scale, --check and the allocator settings */
 	struct mt_estimate_conf est;
 };
@@ -70,6 +72,8 @@ enum {
 	MT_OPTS_EXPORT = 1 << 4, /* --export */
 	MT_OPTS_INPUT = 1 << 5, /* -i */
 	MT_OPTS_ESTIMATE = 1 << 6, /* the allocator model's settings */
+	MT_OPTS_FILTER = 1 << 7, /* --time, --steps, --tid, --module... */
+	MT_OPTS_SELECT = 1 << 8, /* -p, --phase NAME as filters of a record */
 };
 
 /* one mode of the command line, as bpftool's { "prog", do_prog } */

@@ -19,13 +19,24 @@ struct mt_session;
 struct mt_export_conf {
 	const char *kind; /* --export */
 	const char *path; /* -o */
-	bool at_peak; /* --at peak: weigh by bytes live at the peak */
+	bool at_peak; /* --at peak: what was alive at the peak */
+	/*
+	 * --at SECS: what was alive at seconds at, which is what is alive
+	 * when the close comes (report stops reading there)
+	 */
+	bool at_time;
+	double at;
 	bool folded_prefix; /* --folded-prefix: module, phase outermost */
 };
+
+/* the --at an exporter can honour (struct mt_exporter's at) */
+#define MT_EXPORT_AT_TIME 1u /* --at SECS */
+#define MT_EXPORT_AT_PEAK 2u /* --at peak */
 
 struct mt_exporter {
 	const char *name;
 	const char *what; /* a few words for --help */
+	unsigned int at; /* MT_EXPORT_AT_*: the others are refused */
 	/* state for one export into f (opened "w"); NULL and err on failure */
 	void *(*open)(FILE *f, const struct mt_export_conf *c, char *err,
 		      size_t errlen);

@@ -2,7 +2,8 @@
 /*
  * --export folded: folded stacks for flamegraph.pl, inferno and stackvis,
  * one line per distinct stack, "outermost;...;innermost bytes", weighted by
- * the bytes allocated there over the whole trace. The innermost frame is
+ * the bytes allocated there over the whole trace (with --at, the bytes
+ * alive at that moment or at the peak). The innermost frame is
  * the allocating call (c10:cpu_alloc, cudart:cudaMalloc), under the Python
  * stack, or under the calling library where there is none. With
  * --folded-prefix the module and phase are the outermost frames; with more
@@ -20,6 +21,7 @@
 #include <string.h>
 #include "lib/hashing.h"
 #include "lib/hashtab.h"
+#include "analysis/peak.h"
 #include "analysis/session.h"
 #include "export/export.h"
 
@@ -37,6 +39,7 @@ struct fentry {
 struct folded {
 	FILE *f;
 	bool prefix;
+	bool at_peak, at_time; /* --at: what was alive then, not allocated */
 	struct fentry *ents;
 	size_t n, capents;
 	__u32 *slots; /* index + 1 into ents; 0: empty */
@@ -56,6 +59,8 @@ static void *open_folded(FILE *f, const struct mt_export_conf *c, char *err,
 	}
 	x->f = f;
 	x->prefix = c->folded_prefix;
+	x->at_peak = c->at_peak;
+	x->at_time = c->at_time;
 	return x;
 }
 
@@ -112,15 +117,17 @@ static bool grow(struct folded *x)
 	return true;
 }
 
+/* k: the key (site, event) and what a new entry starts with */
 static struct fentry *entry(struct folded *x, const struct mt_session *s,
-			    const struct mt_site *site, const struct mt_call *r)
+			    const struct fentry *k)
 {
+	const struct mt_site *site = k->site;
+
 	if (x->capslots) {
 		struct mt_index t = { .slots = x->slots, .ents = x->ents };
-		struct fentry k = { .site = site, .event = r->event };
 		size_t i =
-			mt_probe(&t, x->capslots - 1, key_hash(site, r->event),
-				 mt_index_used, slot_match, &k);
+			mt_probe(&t, x->capslots - 1, key_hash(site, k->event),
+				 mt_index_used, slot_match, k);
 
 		if (x->slots[i])
 			return &x->ents[x->slots[i] - 1];
@@ -131,28 +138,79 @@ static struct fentry *entry(struct folded *x, const struct mt_session *s,
 		x->err = -ENOMEM;
 		return NULL;
 	}
-	x->ents[x->n] = (struct fentry){ .site = site,
-					 .event = r->event,
-					 .space = r->ki->space,
-					 .pid = r->ev->pid };
+	x->ents[x->n] = *k;
+	x->ents[x->n].bytes = 0;
 	slot_put(x->slots, x->capslots, &x->ents[x->n], (__u32)x->n);
 	return &x->ents[x->n++];
+}
+
+static void add(struct folded *x, const struct mt_session *s,
+		const struct fentry *k, __u64 bytes)
+{
+	struct fentry *e = entry(x, s, k);
+
+	if (e)
+		e->bytes += bytes;
+	else
+		x->unkept += bytes;
 }
 
 static void event_folded(void *p, const struct mt_session *s,
 			 const struct mt_call *r, const struct mt_site *site)
 {
 	struct folded *x = p;
-	struct fentry *e;
 
+	/* --at is weighed at close, from the peak view or the live table */
 	if (r->role != MT_ROLE_ALLOC || r->failed ||
-	    r->size_state != MT_SIZE_KNOWN || !r->size || x->err)
+	    r->size_state != MT_SIZE_KNOWN || !r->size || x->err ||
+	    x->at_peak || x->at_time)
 		return;
-	e = entry(x, s, site, r);
-	if (e)
-		e->bytes += r->size;
-	else
-		x->unkept += r->size;
+	add(x, s,
+	    &(struct fentry){ .site = site,
+			      .event = r->event,
+			      .space = r->ki->space,
+			      .pid = r->ev->pid },
+	    r->size);
+}
+
+/* what --at weighs by: the session (for its bounds) and the export */
+struct at_ctx {
+	struct folded *x;
+	const struct mt_session *s;
+};
+
+/* --at SECS: one allocation alive then (the reading stopped there) */
+static void add_live(const struct mt_live *e, void *ctx)
+{
+	struct at_ctx *a = ctx;
+
+	if (a->x->err || !e->site || !e->size || e->space == MT_SP_VAMAP)
+		return;
+	add(a->x, a->s,
+	    &(struct fentry){ .site = e->site,
+			      .event = e->event,
+			      .space = (enum mt_space)e->space,
+			      .pid = e->pid },
+	    e->size);
+}
+
+/* --at peak: one group alive at its account's peak */
+static void add_peak(const struct mt_peak_group *g, void *ctx)
+{
+	struct at_ctx *a = ctx;
+
+	if (a->x->err || g->space == MT_SP_VAMAP)
+		return;
+	if (g->unfit || !g->site) {
+		a->x->unkept += g->bytes;
+		return;
+	}
+	add(a->x, a->s,
+	    &(struct fentry){ .site = g->site,
+			      .event = g->site->event,
+			      .space = g->space,
+			      .pid = g->pid },
+	    g->bytes);
 }
 
 /* the frames of a line, outermost first; NULL past the last one */
@@ -304,8 +362,14 @@ static int close_folded(void *p, const struct mt_session *s, char *err,
 			size_t errlen)
 {
 	struct folded *x = p;
-	int ret = x->err;
+	struct at_ctx a = { .x = x, .s = s };
+	int ret;
 
+	if (x->at_peak && !x->err)
+		x->err = mt_peak_foreach(s->peak, s->live, add_peak, &a);
+	if (x->at_time && !x->err)
+		mt_live_foreach(s->live, add_live, &a);
+	ret = x->err;
 	if (ret)
 		snprintf(err, errlen, "export folded: %zu stacks kept: %s",
 			 x->n, strerror(-ret));
@@ -319,7 +383,9 @@ static int close_folded(void *p, const struct mt_session *s, char *err,
 
 const struct mt_exporter mt_export_folded = {
 	.name = "folded",
-	.what = "folded stacks by bytes allocated (flamegraph.pl, inferno)",
+	.what = "folded stacks by bytes allocated (flamegraph.pl, inferno; "
+		"--at: live then)",
+	.at = MT_EXPORT_AT_TIME | MT_EXPORT_AT_PEAK,
 	.open = open_folded,
 	.event = event_folded,
 	.close = close_folded,

@@ -730,6 +730,11 @@ static int close_memviz(void *x, const struct mt_session *s, char *err,
 const struct mt_exporter mt_export_memviz = {
 	.name = "memviz",
 	.what = "PyTorch memory snapshot pickle (pytorch.org/memory_viz)",
+	/*
+	 * a snapshot is the state where the events end: report --at stops
+	 * there; the state at the peak is not kept
+	 */
+	.at = MT_EXPORT_AT_TIME,
 	.open = open_memviz,
 	.event = event_memviz,
 	.close = close_memviz,

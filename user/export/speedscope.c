@@ -72,7 +72,8 @@ struct table {
 
 struct speedscope {
 	struct mt_jw w;
-	bool at_peak, prefix;
+	bool at_peak, at_time, prefix;
+	double at; /* --at SECS */
 	int err; /* -ENOMEM: a table could not be made */
 	struct account acct[MAX_ACCOUNTS];
 	size_t nacct;
@@ -105,6 +106,8 @@ static void *open_speedscope(FILE *f, const struct mt_export_conf *c, char *err,
 		return NULL;
 	}
 	x->at_peak = c->at_peak;
+	x->at_time = c->at_time;
+	x->at = c->at;
 	x->prefix = c->folded_prefix;
 	return x;
 }
@@ -220,8 +223,8 @@ static void event_speedscope(void *p, const struct mt_session *s,
 	struct speedscope *x = p;
 	struct account *a;
 
-	/* --at peak is weighed at close, from the session's peak view */
-	if (x->at_peak || x->err)
+	/* --at is weighed at close, from the peak view or the live table */
+	if (x->at_peak || x->at_time || x->err)
 		return;
 	/* cuMemMap ranges map memory counted at cuMemCreate */
 	if (r->ki->space == MT_SP_NONE || r->ki->space == MT_SP_VAMAP)
@@ -254,6 +257,20 @@ static void weigh_peak(const struct mt_peak_group *g, void *ctx)
 		a->unfit += g->bytes;
 	else
 		weigh(x, a, g->site, g->bytes);
+}
+
+/* --at SECS: one allocation alive then (the reading stopped there) */
+static void weigh_live(const struct mt_live *e, void *ctx)
+{
+	struct speedscope *x = ctx;
+	struct account *a;
+
+	if (x->err || e->space == MT_SP_NONE || e->space == MT_SP_VAMAP ||
+	    !e->size)
+		return;
+	a = account_get(x, e->pid, e->space, e->dev_type, e->dev);
+	if (a)
+		weigh(x, a, e->site, e->size);
 }
 
 static size_t frame_hash(const struct frame *f)
@@ -386,6 +403,9 @@ static void profile_name(const struct speedscope *x, const struct account *a,
 			 mt_format_bytes(b, sizeof(b), a->peak),
 			 a->peak_ts > t0 ? (double)(a->peak_ts - t0) / 1e9 :
 					   0.0);
+	else if (x->at_time)
+		snprintf(buf, len, "pid %u %s %s: live at %.3f s", a->pid, dev,
+			 mt_space_name((enum mt_space)a->space), x->at);
 	else
 		snprintf(buf, len, "pid %u %s %s: bytes allocated", a->pid, dev,
 			 mt_space_name((enum mt_space)a->space));
@@ -547,11 +567,14 @@ static int close_speedscope(void *p, const struct mt_session *s, char *err,
 		if (ret)
 			x->err = ret;
 	}
+	if (x->at_time && !x->err)
+		mt_live_foreach(s->live, weigh_live, x);
 	mt_jw_open_close(w, '{');
 	mt_jw_key_str(w, "$schema",
 		      "https://www.speedscope.app/file-format-schema.json");
 	mt_jw_key_str(w, "name",
 		      x->at_peak ? "memtrace-bpf: bytes live at the peak" :
+		      x->at_time ? "memtrace-bpf: bytes live at --at" :
 				   "memtrace-bpf: bytes allocated");
 	mt_jw_key_str(w, "exporter", "memtrace-bpf " MT_VERSION);
 	mt_jw_key_u64(w, "activeProfileIndex", 0);
@@ -575,7 +598,8 @@ static int close_speedscope(void *p, const struct mt_session *s, char *err,
 const struct mt_exporter mt_export_speedscope = {
 	.name = "speedscope",
 	.what = "speedscope profiles weighted by bytes, one per device and "
-		"layer (--at peak: live at its peak)",
+		"layer (--at: live then)",
+	.at = MT_EXPORT_AT_TIME | MT_EXPORT_AT_PEAK,
 	.open = open_speedscope,
 	.event = event_speedscope,
 	.close = close_speedscope,

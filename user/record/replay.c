@@ -15,6 +15,7 @@ struct replay {
 	size_t meta; /* header lines applied so far */
 	__u64 at; /* --at in ns after the first event */
 	__u64 first, last; /* ts of the first and the last event read */
+	bool stopped; /* at --at, before the end */
 };
 
 static void print_meta(const struct replay *rp)
@@ -51,8 +52,10 @@ static int on_event(void *ctx, const struct mt_rec_item *it, struct mt_call *r)
 	apply_meta(rp);
 	if (!rp->first)
 		rp->first = it->ev.ts;
-	if (rp->c->at >= 0 && it->ev.ts - rp->first > rp->at)
+	if (rp->c->at >= 0 && it->ev.ts - rp->first > rp->at) {
+		rp->stopped = true;
 		return MT_REC_STOP;
+	}
 	rp->last = it->ev.ts;
 	if (r)
 		mt_session_event(rp->ses, r, it->site);
@@ -75,14 +78,26 @@ static int replay(struct replay *rp)
 	ret = mt_rec_iter_run(&rp->it, rp->ses->sites, on_event, rp);
 	if (ret)
 		return ret;
+	/* read to the end without passing --at: there is no such moment */
+	if (c->at >= 0 && !rp->stopped && rp->at > rp->last - rp->first) {
+		mt_err("--at %g is past the end of the trace (%.3f s from its "
+		       "first event to its last)",
+		       c->at, (double)(rp->last - rp->first) / 1e9);
+		return 2;
+	}
 	/* after the events: a process that came later has its lines mid-file */
 	if (c->script)
 		return 0;
 	print_meta(rp);
 	if (c->at >= 0) {
-		fprintf(rp->out, "# at %.6f s into the record:\n",
-			(double)(rp->last - rp->first) / 1e9);
+		fprintf(rp->out, "# at %.6f s into the record:\n", c->at);
 		mt_session_view_now(rp->ses);
+		return 0;
+	}
+	if (c->at_peak) {
+		mt_peak_print(rp->ses->peak, rp->ses->live, rp->ses->t0,
+			      c->out.ses.top_live, !c->out.ses.no_stack,
+			      rp->out);
 		return 0;
 	}
 	if (mt_reader_end(rp->it.rd, &re)) {

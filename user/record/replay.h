@@ -14,6 +14,7 @@ struct mt_replay_conf {
 	const char *output; /* lines and summary; NULL: stdout */
 	bool script; /* the event lines only; else summary and analyses */
 	double at; /* stop this many seconds in, show what lives; < 0: none */
+	bool at_peak; /* --at peak: what was alive at the peak */
 	struct mt_output_conf out; /* the session and its export */
 };
 

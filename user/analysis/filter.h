@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Which events a session counts and prints: the filters of trace, report,
+ * script and every export (--time, --steps, --pid, --tid, --comm,
+ * --module, --phase, --event, --size), judged in this one place for the
+ * live trace and for a record read back, so that all of them narrow the
+ * same way.
+ *
+ * A free goes with its allocation: it passes when its allocation passed
+ * the attribute filters (process, thread, command, module, phase, kind
+ * and size are the allocation's), so that a filtered report never frees
+ * what it did not count. The time and step window cut both: an event
+ * outside it is neither printed nor counted, and an allocation made
+ * before the window and freed inside it is counted apart
+ * (freed_before_window), never silently.
+ */
+#ifndef __FILTER_H
+#define __FILTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <linux/types.h>
+#include "event/kinds.h"
+#include "analysis/sites.h"
+
+/* values one filter option takes at most (as many as -p traces) */
+#define MT_FILTER_MAX_VALUES 64
+
+struct mt_filter_conf {
+	/* --time START,END: seconds since the first event; end < 0: open */
+	bool has_time;
+	double t_start, t_end;
+	/* --steps A,B: optimizer steps the process had finished */
+	bool has_steps;
+	__u32 step_min, step_max;
+	__u32 pids[MT_FILTER_MAX_VALUES];
+	size_t npids;
+	__u32 tids[MT_FILTER_MAX_VALUES];
+	size_t ntids;
+	const char *comms[MT_FILTER_MAX_VALUES];
+	size_t ncomms;
+	const char *module; /* --module PREFIX: it and its children */
+	const char *phase;
+	const char *events[MT_FILTER_MAX_VALUES]; /* allocating kinds */
+	size_t nevents;
+	/* --size MIN[,MAX]: bytes, max 0: none */
+	bool has_size;
+	__u64 size_min, size_max;
+};
+
+struct mt_filter;
+
+/* whether c filters anything at all */
+bool mt_filter_conf_any(const struct mt_filter_conf *c);
+
+/*
+ * Whether name is an event kind --event takes: 0; else -EINVAL and a
+ * sentence in err (an unknown name, or a free's, which goes with its
+ * allocation's kind).
+ */
+int mt_filter_check_event(const char *name, char *err, size_t errlen);
+
+/*
+ * A filter of c remembering at most max_live allocations (bounded
+ * memory; past it a free is judged on its own, counted as untracked).
+ * NULL when out of memory.
+ */
+struct mt_filter *mt_filter_new(const struct mt_filter_conf *c,
+				size_t max_live);
+void mt_filter_free(struct mt_filter *f);
+
+/*
+ * Whether the session counts and prints event r of site: secs is its time
+ * in seconds since the trace's first event, step the steps its process
+ * had finished.
+ */
+bool mt_filter_event(struct mt_filter *f, const struct mt_call *r,
+		     const struct mt_site *site, double secs, __u32 step);
+
+/* what the filter let through and held back: one '# filter' line */
+void mt_filter_print(const struct mt_filter *f, FILE *out);
+
+/* the counts behind that line, for tests */
+struct mt_filter_stats {
+	__u64 passed, dropped;
+	__u64 freed_before_window, freed_before_window_bytes;
+	__u64 untracked; /* allocations the filter had no room to remember */
+};
+
+void mt_filter_stats(const struct mt_filter *f, struct mt_filter_stats *st);
+
+#endif /* __FILTER_H */
