@@ -15,6 +15,7 @@ enum mt_mode {
 	MT_MODE_REPORT, /* memtrace-bpf report -i: summary and analyses */
 	MT_MODE_SCRIPT, /* memtrace-bpf script -i: the event lines */
 	MT_MODE_ESTIMATE, /* memtrace-bpf estimate -i: a GPU's memory */
+	MT_MODE_TOP, /* memtrace-bpf top: a live view, redrawn in place */
 };
 
 struct mt_options {
@@ -26,6 +27,7 @@ struct mt_options {
 	size_t top_ops;
 	double watch; /* --watch interval in seconds; 0: off */
 	double watch_window;
+	double interval; /* top: seconds between frames */
 	unsigned long long device_mem; /* --device-mem bytes; 0: NVML */
 	double alert_pct;
 	const char *exc_types; /* --trace-exceptions: names, or "all" */
@@ -70,6 +72,7 @@ enum {
 	MT_OPTS_EXPORT = 1 << 4, /* --export */
 	MT_OPTS_INPUT = 1 << 5, /* -i */
 	MT_OPTS_ESTIMATE = 1 << 6, /* the allocator model's settings */
+	MT_OPTS_TOP = 1 << 7, /* top: --interval */
 };
 
 /* one mode of the command line, as bpftool's { "prog", do_prog } */
