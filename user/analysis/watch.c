@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * --watch: a sample of each (process, CUDA device) per interval in a
- * bounded ring, a least-squares line over the last window of them, and the
- * time until that line meets the device's size. NVML is loaded with dlopen
- * so that the tool runs, and builds, where there is no driver.
+ * --watch: a sample of each (process, CUDA device or the CPU) per interval
+ * in a bounded ring, a least-squares line over the last window of them,
+ * and the time until that line meets the device's size (the host's
+ * memory, for the CPU). NVML is loaded with dlopen so that the tool runs,
+ * and builds, where there is no driver.
  */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "event/format.h"
 #include "analysis/watch.h"
 
 #define WATCH_ACCOUNTS 64 /* (process, device) pairs watched */
+#define WATCH_CPU (-1) /* the index of a process's CPU account */
 #define WATCH_SAMPLES 256 /* per pair; older ones leave the fit */
 #define WATCH_INDEXES 128 /* CUDA device indexes whose size is cached */
 #define WATCH_TOP 5 /* growing sites named in an alert */
@@ -47,7 +50,7 @@ struct growth {
 
 struct account {
 	__u32 pid;
-	int index;
+	int index; /* CUDA device; WATCH_CPU: CPU tensor memory */
 	struct sample ring[WATCH_SAMPLES];
 	int head, n; /* next slot written; samples held */
 	/* this tick's reading, from the summary */
@@ -73,15 +76,19 @@ struct mt_watch {
 	bool asked[WATCH_INDEXES];
 	__u64 sizes[WATCH_INDEXES];
 	char why[256]; /* why a device's size is not known */
+	__u64 host_mem; /* the host's memory, for CPU accounts; 0: unknown */
 };
 
 struct mt_watch *mt_watch_new(const struct mt_watch_conf *c)
 {
 	struct mt_watch *w = calloc(1, sizeof(*w));
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
 
 	if (!w)
 		return NULL;
 	w->conf = *c;
+	if (pages > 0 && page > 0)
+		w->host_mem = (__u64)pages * (__u64)page;
 	return w;
 }
 
@@ -204,6 +211,20 @@ static struct account *account(struct mt_watch *w, __u32 pid, int index,
 	return a;
 }
 
+/* the memory the account's device has: the host's for the CPU */
+static __u64 account_size(struct mt_watch *w, const struct account *a)
+{
+	return a->index == WATCH_CPU ? w->host_mem :
+				       mt_watch_device_mem(w, a->index);
+}
+
+static const char *account_dev(char *buf, size_t len, const struct account *a)
+{
+	return a->index == WATCH_CPU ?
+		       mt_format_dev(buf, len, MT_DT_CPU, -1) :
+		       mt_format_dev(buf, len, MT_DT_CUDA, a->index);
+}
+
 /*
  * With the caching allocator, its reserved bytes are what the device
  * lends the process; its segments also show in the runtime and driver
@@ -221,13 +242,15 @@ static void read_summary(struct mt_watch *w, const struct mt_summary *sum,
 	}
 	for (size_t i = 0; i < sum->ndevs; i++) {
 		const struct mt_dev_stat *d = &sum->devs[i];
+		bool cpu = d->type == MT_DT_CPU && d->space == MT_SP_CPU;
 		struct account *a;
 
-		if (d->type != MT_DT_CUDA ||
-		    (d->space != MT_SP_C10 && d->space != MT_SP_CUDART &&
-		     d->space != MT_SP_DRIVER && d->space != MT_SP_HANDLE))
+		if (!cpu &&
+		    (d->type != MT_DT_CUDA ||
+		     (d->space != MT_SP_C10 && d->space != MT_SP_CUDART &&
+		      d->space != MT_SP_DRIVER && d->space != MT_SP_HANDLE)))
 			continue;
-		a = account(w, d->pid, d->index, out);
+		a = account(w, d->pid, cpu ? WATCH_CPU : d->index, out);
 		if (!a)
 			continue;
 		a->seen = true;
@@ -407,8 +430,8 @@ static void print_line(struct mt_watch *w, const struct account *a,
 {
 	char dev[32];
 
-	mt_format_dev(dev, sizeof(dev), MT_DT_CUDA, a->index);
-	if (!a->size && !w->unknown_said) {
+	account_dev(dev, sizeof(dev), a);
+	if (!a->size && !w->unknown_said && a->index != WATCH_CPU) {
 		fprintf(out,
 			"# watch %s: device size unknown (%s); --device-mem BYTES gives it\n",
 			dev, w->why);
@@ -427,7 +450,7 @@ static void print_alert(const struct mt_watch *w, const struct account *a,
 {
 	char dev[32], bytes[32];
 
-	mt_format_dev(dev, sizeof(dev), MT_DT_CUDA, a->index);
+	account_dev(dev, sizeof(dev), a);
 	fprintf(out, "# ALERT %.1fs pid=%u %s over %.1f %%: ", t, a->pid, dev,
 		w->conf.alert_pct);
 	print_state(a, f, out);
@@ -474,8 +497,12 @@ static bool counts_for(const struct account *a, const char *event)
 	for (unsigned int k = 0; k < MT_K_MAX; k++) {
 		const struct mt_kind_info *ki = mt_kind(k);
 
-		if (!ki || !ki->event || ki->cpu ||
+		if (!ki || !ki->event ||
 		    (ki->event != event && strcmp(ki->event, event)))
+			continue;
+		if (a->index == WATCH_CPU)
+			return ki->space == MT_SP_CPU;
+		if (ki->cpu)
 			continue;
 		if (a->has_c10)
 			return ki->space == MT_SP_C10;
@@ -543,7 +570,7 @@ void mt_watch_tick(struct mt_watch *w, __u64 now_ns, struct mt_summary *sum,
 		a->ntop = 0;
 		if (!a->seen)
 			continue;
-		a->size = mt_watch_device_mem(w, a->index);
+		a->size = account_size(w, a);
 		add_sample(a, t);
 		if (!print || w->conf.alert_pct <= 0 || !a->size)
 			continue;
