@@ -197,10 +197,10 @@ refused() {
 @test "a mistyped mode is not run as a command; the program goes after --" {
 	run "$MT" reprot -i x.mtb
 	[ "$status" -eq 2 ]
-	[ "$output" = "memtrace-bpf: 'reprot' is not a command (trace, record, report, script, estimate; a program to trace goes after --)" ]
+	[ "$output" = "memtrace-bpf: 'reprot' is not a command (trace, record, report, script, estimate, top; a program to trace goes after --)" ]
 	run "$MT" -q python3 train.py
 	[ "$status" -eq 2 ]
-	[ "$output" = "memtrace-bpf: 'python3' is not a command (trace, record, report, script, estimate; a program to trace goes after --)" ]
+	[ "$output" = "memtrace-bpf: 'python3' is not a command (trace, record, report, script, estimate, top; a program to trace goes after --)" ]
 	# trace is the default mode's name too
 	run "$MT" trace -p 99999999
 	[ "$status" -eq 2 ]

@@ -304,7 +304,7 @@ static const struct col dev_cols[] = {
 static void put_devices(struct mt_top *t, const struct mt_session *s,
 			struct frame *f, int max)
 {
-	const struct mt_dev_stat *v[MT_SUM_DEVS];
+	const struct mt_dev_stat *v[MT_SUM_DEVS] = { NULL };
 	size_t n = 0, i;
 
 	for (i = 0; i < s->sum.ndevs; i++) {

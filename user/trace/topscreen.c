@@ -145,7 +145,8 @@ static void leave(struct mt_topscreen *ts)
 			strerror(errno));
 	if (ts->winch)
 		sigaction(SIGWINCH, &ts->old_winch, NULL);
-	ts->in_screen = ts->raw = ts->winch = false;
+	/* q is read no more: the last frame does not offer it */
+	ts->in_screen = ts->raw = ts->winch = ts->keys = false;
 }
 
 static void terminal_size(const struct mt_topscreen *ts, int *cols, int *rows)
