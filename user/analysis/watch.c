@@ -14,7 +14,6 @@
 #include "analysis/watch.h"
 
 #define WATCH_ACCOUNTS 64 /* (process, device) pairs watched */
-#define WATCH_CPU (-1) /* the index of a process's CPU account */
 #define WATCH_SAMPLES 256 /* per pair; older ones leave the fit */
 #define WATCH_INDEXES 128 /* CUDA device indexes whose size is cached */
 #define WATCH_TOP 5 /* growing sites named in an alert */
@@ -50,7 +49,8 @@ struct growth {
 
 struct account {
 	__u32 pid;
-	int index; /* CUDA device; WATCH_CPU: CPU tensor memory */
+	bool cpu; /* CPU tensor memory, else CUDA device index */
+	int index; /* -1: not known */
 	struct sample ring[WATCH_SAMPLES];
 	int head, n; /* next slot written; samples held */
 	/* this tick's reading, from the summary */
@@ -189,13 +189,14 @@ __u64 mt_watch_device_mem(struct mt_watch *w, int index)
 	return w->sizes[index];
 }
 
-static struct account *account(struct mt_watch *w, __u32 pid, int index,
-			       FILE *out)
+static struct account *account(struct mt_watch *w, __u32 pid, bool cpu,
+			       int index, FILE *out)
 {
 	struct account *a;
 
 	for (int i = 0; i < w->nacc; i++)
-		if (w->acc[i].pid == pid && w->acc[i].index == index)
+		if (w->acc[i].pid == pid && w->acc[i].cpu == cpu &&
+		    w->acc[i].index == index)
 			return &w->acc[i];
 	if (w->nacc == WATCH_ACCOUNTS) {
 		if (!w->full_said)
@@ -207,6 +208,7 @@ static struct account *account(struct mt_watch *w, __u32 pid, int index,
 	}
 	a = &w->acc[w->nacc++];
 	a->pid = pid;
+	a->cpu = cpu;
 	a->index = index;
 	return a;
 }
@@ -214,15 +216,13 @@ static struct account *account(struct mt_watch *w, __u32 pid, int index,
 /* the memory the account's device has: the host's for the CPU */
 static __u64 account_size(struct mt_watch *w, const struct account *a)
 {
-	return a->index == WATCH_CPU ? w->host_mem :
-				       mt_watch_device_mem(w, a->index);
+	return a->cpu ? w->host_mem : mt_watch_device_mem(w, a->index);
 }
 
 static const char *account_dev(char *buf, size_t len, const struct account *a)
 {
-	return a->index == WATCH_CPU ?
-		       mt_format_dev(buf, len, MT_DT_CPU, -1) :
-		       mt_format_dev(buf, len, MT_DT_CUDA, a->index);
+	return mt_format_dev(buf, len, a->cpu ? MT_DT_CPU : MT_DT_CUDA,
+			     a->index);
 }
 
 /*
@@ -250,7 +250,7 @@ static void read_summary(struct mt_watch *w, const struct mt_summary *sum,
 		     (d->space != MT_SP_C10 && d->space != MT_SP_CUDART &&
 		      d->space != MT_SP_DRIVER && d->space != MT_SP_HANDLE)))
 			continue;
-		a = account(w, d->pid, cpu ? WATCH_CPU : d->index, out);
+		a = account(w, d->pid, cpu, d->index, out);
 		if (!a)
 			continue;
 		a->seen = true;
@@ -431,7 +431,7 @@ static void print_line(struct mt_watch *w, const struct account *a,
 	char dev[32];
 
 	account_dev(dev, sizeof(dev), a);
-	if (!a->size && !w->unknown_said && a->index != WATCH_CPU) {
+	if (!a->size && !w->unknown_said && !a->cpu) {
 		fprintf(out,
 			"# watch %s: device size unknown (%s); --device-mem BYTES gives it\n",
 			dev, w->why);
@@ -500,7 +500,7 @@ static bool counts_for(const struct account *a, const char *event)
 		if (!ki || !ki->event ||
 		    (ki->event != event && strcmp(ki->event, event)))
 			continue;
-		if (a->index == WATCH_CPU)
+		if (a->cpu)
 			return ki->space == MT_SP_CPU;
 		if (ki->cpu)
 			continue;
