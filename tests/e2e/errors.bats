@@ -104,7 +104,7 @@ t.join()' >"$BATS_TEST_TMPDIR/py.out" &
 	[[ "$output" != *"--export"* ]]
 	run "$MT" report -i x.mtb -p 1
 	[ "$status" -eq 2 ]
-	[ "$output" = "memtrace-bpf: -p/--pid is for trace and record, not for report (see --help)" ]
+	[ "$output" = "memtrace-bpf: -p/--pid is for trace, record and top, not for report (see --help)" ]
 	run "$MT" record -o x.mtb --export json -p 1
 	[ "$status" -eq 2 ]
 	[ "$output" = "memtrace-bpf: --export is for trace, report and script, not for record (see --help)" ]
