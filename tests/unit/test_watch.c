@@ -287,7 +287,8 @@ static void test_cpu_account(void **state)
 	assert_non_null(
 		strstr(text(&x), " pid=9 cuda:? used=11.00 MiB of unknown"));
 	/* the note of an unknown size is the CUDA device's, not the CPU's */
-	assert_non_null(strstr(text(&x), "# watch cuda:?: device size unknown"));
+	assert_non_null(
+		strstr(text(&x), "# watch cuda:?: device size unknown"));
 	assert_null(strstr(text(&x), "# watch cpu: device size"));
 	teardown(&x);
 }

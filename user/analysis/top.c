@@ -255,6 +255,9 @@ static void put_row(struct frame *f, const struct col *c, size_t n,
 			 last + len - (left - 3));
 	else
 		line[used] = '\0';
+	/* a last column with no room leaves no blanks behind */
+	for (len = strlen(line); len && line[len - 1] == ' '; len--)
+		line[len - 1] = '\0';
 	put_text(f, line);
 }
 
