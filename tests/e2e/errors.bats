@@ -105,7 +105,7 @@ t.join()' >"$BATS_TEST_TMPDIR/py.out" &
 	[[ "$output" != *"--export"* ]]
 	run "$MT" estimate -i x.mtb -p 1
 	[ "$status" -eq 2 ]
-	[ "$output" = "memtrace-bpf: -p/--pid is for trace, record, report and script, not for estimate (see --help)" ]
+	[ "$output" = "memtrace-bpf: -p/--pid is for trace, record, report, script and top, not for estimate (see --help)" ]
 	run "$MT" record -o x.mtb --export json -p 1
 	[ "$status" -eq 2 ]
 	[ "$output" = "memtrace-bpf: --export is for trace, report and script, not for record (see --help)" ]
@@ -198,10 +198,10 @@ refused() {
 @test "a mistyped mode is not run as a command; the program goes after --" {
 	run "$MT" reprot -i x.mtb
 	[ "$status" -eq 2 ]
-	[ "$output" = "memtrace-bpf: 'reprot' is not a command (trace, record, report, script, estimate; a program to trace goes after --)" ]
+	[ "$output" = "memtrace-bpf: 'reprot' is not a command (trace, record, report, script, estimate, top; a program to trace goes after --)" ]
 	run "$MT" -q python3 train.py
 	[ "$status" -eq 2 ]
-	[ "$output" = "memtrace-bpf: 'python3' is not a command (trace, record, report, script, estimate; a program to trace goes after --)" ]
+	[ "$output" = "memtrace-bpf: 'python3' is not a command (trace, record, report, script, estimate, top; a program to trace goes after --)" ]
 	# trace is the default mode's name too
 	run "$MT" trace -p 99999999
 	[ "$status" -eq 2 ]

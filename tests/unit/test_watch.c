@@ -258,6 +258,41 @@ static void test_raw_accounts(void **state)
 	teardown(&x);
 }
 
+/*
+ * CPU tensor memory is watched too, against the host's memory, apart from
+ * a CUDA device of unknown index of the same process
+ */
+static void test_cpu_account(void **state)
+{
+	struct mt_watch_conf c = { .interval = 1.0, .window = 30.0 };
+	struct fixture x;
+	char line[512];
+	const char *l;
+
+	setup(&x, &c);
+	for (int k = 0; k <= 10; k++) {
+		mt_summary_live(x.sum, 9, MT_DT_CPU, -1, MT_SP_CPU,
+				(__s64)(4 * MIB));
+		mt_summary_live(x.sum, 9, MT_DT_CUDA, -1, MT_SP_CUDART,
+				(__s64)(1 * MIB));
+		mt_watch_tick(x.w, T0 + k * SEC, x.sum, x.sites, x.out);
+	}
+	/* the CPU's line first: its account was seen first */
+	l = strstr(text(&x), "# watch 10.0s");
+	assert_non_null(l);
+	snprintf(line, sizeof(line), "%.*s", (int)strcspn(l, "\n"), l);
+	assert_non_null(strstr(line, " pid=9 cpu used=44.00 MiB of "));
+	assert_null(strstr(line, " of unknown"));
+	assert_near(rate_of(line), 4.0 * MIB, 0.01);
+	assert_non_null(
+		strstr(text(&x), " pid=9 cuda:? used=11.00 MiB of unknown"));
+	/* the note of an unknown size is the CUDA device's, not the CPU's */
+	assert_non_null(
+		strstr(text(&x), "# watch cuda:?: device size unknown"));
+	assert_null(strstr(text(&x), "# watch cpu: device size"));
+	teardown(&x);
+}
+
 /* a flat series never runs out; its risk follows the share used */
 static const char *flat_risk(__u64 used_mib)
 {
@@ -473,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_rate_and_oom),
 		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_raw_accounts),
+		cmocka_unit_test(test_cpu_account),
 		cmocka_unit_test(test_risk_levels),
 		cmocka_unit_test(test_low_confidence),
 		cmocka_unit_test(test_unknown_size),

@@ -710,22 +710,53 @@ int mt_peak_foreach(const struct mt_peak *p, const struct mt_livetable *live,
 	return ret;
 }
 
-void mt_peak_print_now(const struct mt_livetable *live, __u64 t0, __u64 ts,
-		       size_t top, bool stacks, FILE *out)
+/* what is alive now, each account's total as its "peak" at ts */
+static struct view *now_view(const struct mt_livetable *live, __u64 ts)
 {
 	struct accounts *a = calloc(1, sizeof(*a));
 	struct view *v = a ? view_new(a) : NULL;
 
 	if (!v) {
-		fprintf(out, "# at: out of memory\n");
 		free(a);
-		return;
+		return NULL;
 	}
 	v->own = a;
 	mt_live_foreach(live, view_live, v);
 	for (size_t i = 0; i < a->n; i++)
 		a->v[i].peak_ts = ts;
-	print_view(v, live, "at", t0, top, stacks, out);
+	return v;
+}
+
+static void now_view_free(struct view *v)
+{
+	free(v->own);
 	view_free(v);
-	free(a);
+}
+
+void mt_peak_print_now(const struct mt_livetable *live, __u64 t0, __u64 ts,
+		       size_t top, bool stacks, FILE *out)
+{
+	struct view *v = now_view(live, ts);
+
+	if (!v) {
+		fprintf(out, "# at: out of memory\n");
+		return;
+	}
+	print_view(v, live, "at", t0, top, stacks, out);
+	now_view_free(v);
+}
+
+int mt_peak_foreach_now(const struct mt_livetable *live,
+			void (*fn)(const struct mt_peak_group *g, void *ctx),
+			void *ctx)
+{
+	struct hand_out h = { .fn = fn, .ctx = ctx };
+	struct view *v = now_view(live, 0);
+	int ret;
+
+	if (!v)
+		return -ENOMEM;
+	ret = view_walk(v, false, hand_account, &h);
+	now_view_free(v);
+	return ret;
 }

@@ -65,4 +65,13 @@ int mt_peak_foreach(const struct mt_peak *p, const struct mt_livetable *live,
 void mt_peak_print_now(const struct mt_livetable *live, __u64 t0, __u64 ts,
 		       size_t top, bool stacks, FILE *out);
 
+/*
+ * The groups of what is alive now, handed to fn as mt_peak_foreach does:
+ * each account's peak is its bytes alive now, peak_ts 0. For a live view
+ * (top). 0, or -ENOMEM.
+ */
+int mt_peak_foreach_now(const struct mt_livetable *live,
+			void (*fn)(const struct mt_peak_group *g, void *ctx),
+			void *ctx);
+
 #endif /* __PEAK_H */

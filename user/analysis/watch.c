@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * --watch: a sample of each (process, CUDA device) per interval in a
- * bounded ring, a least-squares line over the last window of them, and the
- * time until that line meets the device's size. NVML is loaded with dlopen
- * so that the tool runs, and builds, where there is no driver.
+ * --watch: a sample of each (process, CUDA device or the CPU) per interval
+ * in a bounded ring, a least-squares line over the last window of them,
+ * and the time until that line meets the device's size (the host's
+ * memory, for the CPU). NVML is loaded with dlopen so that the tool runs,
+ * and builds, where there is no driver.
  */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "event/format.h"
 #include "analysis/watch.h"
 
@@ -47,7 +49,8 @@ struct growth {
 
 struct account {
 	__u32 pid;
-	int index;
+	bool cpu; /* CPU tensor memory, else CUDA device index */
+	int index; /* -1: not known */
 	struct sample ring[WATCH_SAMPLES];
 	int head, n; /* next slot written; samples held */
 	/* this tick's reading, from the summary */
@@ -73,15 +76,19 @@ struct mt_watch {
 	bool asked[WATCH_INDEXES];
 	__u64 sizes[WATCH_INDEXES];
 	char why[256]; /* why a device's size is not known */
+	__u64 host_mem; /* the host's memory, for CPU accounts; 0: unknown */
 };
 
 struct mt_watch *mt_watch_new(const struct mt_watch_conf *c)
 {
 	struct mt_watch *w = calloc(1, sizeof(*w));
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
 
 	if (!w)
 		return NULL;
 	w->conf = *c;
+	if (pages > 0 && page > 0)
+		w->host_mem = (__u64)pages * (__u64)page;
 	return w;
 }
 
@@ -182,13 +189,14 @@ __u64 mt_watch_device_mem(struct mt_watch *w, int index)
 	return w->sizes[index];
 }
 
-static struct account *account(struct mt_watch *w, __u32 pid, int index,
-			       FILE *out)
+static struct account *account(struct mt_watch *w, __u32 pid, bool cpu,
+			       int index, FILE *out)
 {
 	struct account *a;
 
 	for (int i = 0; i < w->nacc; i++)
-		if (w->acc[i].pid == pid && w->acc[i].index == index)
+		if (w->acc[i].pid == pid && w->acc[i].cpu == cpu &&
+		    w->acc[i].index == index)
 			return &w->acc[i];
 	if (w->nacc == WATCH_ACCOUNTS) {
 		if (!w->full_said)
@@ -200,8 +208,21 @@ static struct account *account(struct mt_watch *w, __u32 pid, int index,
 	}
 	a = &w->acc[w->nacc++];
 	a->pid = pid;
+	a->cpu = cpu;
 	a->index = index;
 	return a;
+}
+
+/* the memory the account's device has: the host's for the CPU */
+static __u64 account_size(struct mt_watch *w, const struct account *a)
+{
+	return a->cpu ? w->host_mem : mt_watch_device_mem(w, a->index);
+}
+
+static const char *account_dev(char *buf, size_t len, const struct account *a)
+{
+	return mt_format_dev(buf, len, a->cpu ? MT_DT_CPU : MT_DT_CUDA,
+			     a->index);
 }
 
 /*
@@ -221,13 +242,15 @@ static void read_summary(struct mt_watch *w, const struct mt_summary *sum,
 	}
 	for (size_t i = 0; i < sum->ndevs; i++) {
 		const struct mt_dev_stat *d = &sum->devs[i];
+		bool cpu = d->type == MT_DT_CPU && d->space == MT_SP_CPU;
 		struct account *a;
 
-		if (d->type != MT_DT_CUDA ||
-		    (d->space != MT_SP_C10 && d->space != MT_SP_CUDART &&
-		     d->space != MT_SP_DRIVER && d->space != MT_SP_HANDLE))
+		if (!cpu &&
+		    (d->type != MT_DT_CUDA ||
+		     (d->space != MT_SP_C10 && d->space != MT_SP_CUDART &&
+		      d->space != MT_SP_DRIVER && d->space != MT_SP_HANDLE)))
 			continue;
-		a = account(w, d->pid, d->index, out);
+		a = account(w, d->pid, cpu, d->index, out);
 		if (!a)
 			continue;
 		a->seen = true;
@@ -407,8 +430,8 @@ static void print_line(struct mt_watch *w, const struct account *a,
 {
 	char dev[32];
 
-	mt_format_dev(dev, sizeof(dev), MT_DT_CUDA, a->index);
-	if (!a->size && !w->unknown_said) {
+	account_dev(dev, sizeof(dev), a);
+	if (!a->size && !w->unknown_said && !a->cpu) {
 		fprintf(out,
 			"# watch %s: device size unknown (%s); --device-mem BYTES gives it\n",
 			dev, w->why);
@@ -427,7 +450,7 @@ static void print_alert(const struct mt_watch *w, const struct account *a,
 {
 	char dev[32], bytes[32];
 
-	mt_format_dev(dev, sizeof(dev), MT_DT_CUDA, a->index);
+	account_dev(dev, sizeof(dev), a);
 	fprintf(out, "# ALERT %.1fs pid=%u %s over %.1f %%: ", t, a->pid, dev,
 		w->conf.alert_pct);
 	print_state(a, f, out);
@@ -474,8 +497,12 @@ static bool counts_for(const struct account *a, const char *event)
 	for (unsigned int k = 0; k < MT_K_MAX; k++) {
 		const struct mt_kind_info *ki = mt_kind(k);
 
-		if (!ki || !ki->event || ki->cpu ||
+		if (!ki || !ki->event ||
 		    (ki->event != event && strcmp(ki->event, event)))
+			continue;
+		if (a->cpu)
+			return ki->space == MT_SP_CPU;
+		if (ki->cpu)
 			continue;
 		if (a->has_c10)
 			return ki->space == MT_SP_C10;
@@ -543,7 +570,7 @@ void mt_watch_tick(struct mt_watch *w, __u64 now_ns, struct mt_summary *sum,
 		a->ntop = 0;
 		if (!a->seen)
 			continue;
-		a->size = mt_watch_device_mem(w, a->index);
+		a->size = account_size(w, a);
 		add_sample(a, t);
 		if (!print || w->conf.alert_pct <= 0 || !a->size)
 			continue;

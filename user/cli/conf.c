@@ -45,7 +45,8 @@ void mt_trace_conf_from(struct mt_trace_conf *c, const struct mt_options *o)
 		.output = o->output,
 		.export_kind = o->export_kind,
 		.duration = o->duration,
-		.quiet = o->quiet,
+		/* top: no event lines, its notes on stderr, as with -q */
+		.quiet = o->quiet || o->mode == MT_MODE_TOP,
 		.no_cpu = o->no_cpu,
 		.no_cuda = o->no_cuda,
 		.wait_libs = o->wait_libs,
@@ -59,6 +60,7 @@ void mt_trace_conf_from(struct mt_trace_conf *c, const struct mt_options *o)
 		.module_log = o->module_log,
 		.log_time = o->log_time,
 		.watch = o->watch,
+		.top = o->mode == MT_MODE_TOP ? o->interval : 0,
 		.watch_window = o->watch_window,
 		.device_mem = o->device_mem,
 		.alert_pct = o->alert_pct,

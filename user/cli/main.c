@@ -20,6 +20,7 @@ static const char trace_doc[] =
 	"       memtrace-bpf script -i FILE [OPTION...]\n"
 	"       memtrace-bpf estimate -i FILE [--device-mem SIZE] "
 	"[--scale PATTERN=FACTOR]...\n"
+	"       memtrace-bpf top [--interval TIME] -p PID | -- COMMAND\n"
 	"\n"
 	"EXAMPLES:\n"
 	"    memtrace-bpf -p 4121              # until Ctrl-C or its exit\n"
@@ -34,6 +35,7 @@ static const char trace_doc[] =
 	"    memtrace-bpf --children 812 -q -o 'trace_rank{rank}.log'\n"
 	"    memtrace-bpf --all -q --metrics-addr :9400\n"
 	"    memtrace-bpf estimate -i trace.mtb --device-mem 80GiB\n"
+	"    memtrace-bpf top -p 4121          # a live view, q quits\n"
 	"\n"
 	"SIZE: bytes, or with B, K, M, G or T (KB, KiB... too, in any case:\n"
 	"powers of 1024), e.g. 1k, 1.5M, 80GiB. TIME: seconds, or with us, ms,\n"
@@ -42,7 +44,8 @@ static const char trace_doc[] =
 	"One line per event on stdout, perf-script style; lines starting with\n"
 	"'#' are the tool's own (libraries attached, lost events, summary).\n"
 	"Exit status: 0 when traced to the end, 2 on a usage or setup error.\n"
-	"The modes record, report, script and estimate have their own --help.";
+	"The modes record, report, script, estimate and top have their own\n"
+	"--help.";
 
 static const char record_doc[] =
 	"Trace as memtrace-bpf does, into a binary record that report, script\n"
@@ -66,6 +69,18 @@ static const char estimate_doc[] =
 	"\n"
 	"USAGE: memtrace-bpf estimate -i FILE [--device-mem SIZE] "
 	"[--scale PATTERN=FACTOR]...";
+
+static const char top_doc[] =
+	"A live view of a running process, redrawn in place as py-spy top:\n"
+	"per process and device the memory held now, its peak and its growth\n"
+	"per optimizer step, then the modules and the source lines holding\n"
+	"the most memory now. q or Ctrl-C quits; the last frame stays on the\n"
+	"terminal, then what the tool (and a COMMAND) printed meanwhile.\n"
+	"When stdout is no terminal, one frame after another below a line of\n"
+	"dashes, for a log.\n"
+	"\n"
+	"USAGE: memtrace-bpf top [--interval TIME] [OPTION...] -p PID[,PID...]\n"
+	"       memtrace-bpf top [--interval TIME] [OPTION...] -- COMMAND";
 
 static int do_trace(const struct mt_options *o)
 {
@@ -109,6 +124,8 @@ static const struct mt_cmd cmds[] = {
 	  script_doc, do_replay },
 	{ "estimate", MT_MODE_ESTIMATE, MT_OPTS_INPUT | MT_OPTS_ESTIMATE,
 	  estimate_doc, do_estimate },
+	{ "top", MT_MODE_TOP, MT_OPTS_TARGET | MT_OPTS_PYTHON | MT_OPTS_TOP,
+	  top_doc, do_trace },
 };
 
 int main(int argc, char **argv)

@@ -67,6 +67,7 @@ enum {
 	OPT_MODULE,
 	OPT_EVENT,
 	OPT_SIZE,
+	OPT_INTERVAL,
 };
 
 static const struct argp_option target_opts[] = {
@@ -238,6 +239,12 @@ static const struct argp_option estimate_opts[] = {
 	{ 0 },
 };
 
+static const struct argp_option top_opts[] = {
+	{ "interval", OPT_INTERVAL, "TIME", 0,
+	  "Redraw every TIME, at least 100ms (default 1s)", 0 },
+	{ 0 },
+};
+
 /* every mode's: -h as --help */
 static const struct argp_option root_opts[] = {
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show the help", 0 },
@@ -259,6 +266,7 @@ static const struct group {
 	{ MT_OPTS_FILTER, "Filters:", filter_opts },
 	{ MT_OPTS_WATCH, "Watching:", watch_opts },
 	{ MT_OPTS_ESTIMATE, "The allocator model:", estimate_opts },
+	{ MT_OPTS_TOP, "The live view:", top_opts },
 };
 
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
@@ -848,6 +856,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_WATCH:
 		o->watch = parse_duration(state, "interval", arg, 0.01, 1e6);
 		break;
+	case OPT_INTERVAL:
+		o->interval = parse_duration(state, "interval", arg, 0.1, 1e6);
+		break;
 	case OPT_WATCH_WINDOW:
 		o->watch_window =
 			parse_duration(state, "window", arg, 0.01, 1e7);
@@ -1239,6 +1250,7 @@ int mt_parse_options(int argc, char **argv, const struct mt_cmd *cmds,
 				  .leak_age_seconds = 10,
 				  .top_ops = 20,
 				  .watch_window = 30,
+				  .interval = 1,
 				  .ringbuf_mb = 16,
 				  .max_live = 4194304,
 				  .top_live = 20,

@@ -16,6 +16,7 @@ enum mt_mode {
 	MT_MODE_REPORT, /* memtrace-bpf report -i: summary and analyses */
 	MT_MODE_SCRIPT, /* memtrace-bpf script -i: the event lines */
 	MT_MODE_ESTIMATE, /* memtrace-bpf estimate -i: a GPU's memory */
+	MT_MODE_TOP, /* memtrace-bpf top: a live view, redrawn in place */
 };
 
 struct mt_options {
@@ -27,6 +28,7 @@ struct mt_options {
 	size_t top_ops;
 	double watch; /* --watch interval in seconds; 0: off */
 	double watch_window;
+	double interval; /* top: seconds between frames */
 	unsigned long long device_mem; /* --device-mem bytes; 0: NVML */
 	double alert_pct;
 	const char *exc_types; /* --trace-exceptions: names, or "all" */
@@ -74,6 +76,7 @@ enum {
 	MT_OPTS_ESTIMATE = 1 << 6, /* the allocator model's settings */
 	MT_OPTS_FILTER = 1 << 7, /* --time, --steps, --tid, --module... */
 	MT_OPTS_SELECT = 1 << 8, /* -p, --phase NAME as filters of a record */
+	MT_OPTS_TOP = 1 << 9, /* top: --interval */
 };
 
 /* one mode of the command line, as bpftool's { "prog", do_prog } */

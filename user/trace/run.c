@@ -21,6 +21,7 @@
 #include "lib/strpool.h"
 #include "trace/tracer.h"
 #include "analysis/watch.h"
+#include "trace/topscreen.h"
 #include "lib/err.h"
 #include "lib/version.h"
 
@@ -127,6 +128,9 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 		if (tr->watch)
 			mt_watch_tick(tr->watch, now_ns(), &tr->sink.ses->sum,
 				      tr->sink.ses->sites, tr->out);
+		/* top's screen: its keys, and a frame when one is due */
+		if (tr->top && mt_topscreen_tick(tr->top, tr, now_ns()))
+			break;
 		if (tr->metrics) {
 			struct mt_session *v[MT_MAX_TARGETS + 1];
 			size_t n = sessions(tr, v, MT_MAX_TARGETS + 1);
@@ -286,6 +290,21 @@ static int open_watch(struct mt_tracer *tr)
 	return tr->watch ? 0 : -ENOMEM;
 }
 
+/* top: its screen, before anything prints or a command starts */
+static int open_top(struct mt_tracer *tr)
+{
+	char err[512];
+
+	if (!tr->conf->top)
+		return 0;
+	tr->top = mt_topscreen_open(tr, tr->conf->top, err, sizeof(err));
+	if (!tr->top) {
+		mt_err("%s", err);
+		return 2;
+	}
+	return 0;
+}
+
 /* processes --children or --all could not follow: said, not lost */
 static void report_lost_procs(const struct mt_tracer *tr)
 {
@@ -324,13 +343,16 @@ int mt_trace(const struct mt_trace_conf *c)
 	} else if (!tr.names || !tr.frames || !tr.nodes || open_watch(&tr)) {
 		mt_err("out of memory");
 		ret = 2;
-	} else if (open_metrics(&tr)) {
+	} else if (open_metrics(&tr) || open_top(&tr)) {
 		ret = 2;
 	} else {
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
 		ret = run(&tr);
 	}
+	/* the terminal back, and what top kept aside printed */
+	mt_topscreen_close(tr.top, &tr);
+	tr.top = NULL;
 	if (close_metrics(&tr))
 		ret = 2;
 
@@ -352,9 +374,13 @@ int mt_trace(const struct mt_trace_conf *c)
 		mt_target_close(&tr.targets[i]);
 	}
 	report_lost_procs(&tr);
-	/* the shared summary only if it has something (-o FILE{rank}) */
+	/*
+	 * the shared summary only if it has something (-o FILE{rank}); top
+	 * left its last frame instead
+	 */
 	if (mt_sink_close(&tr.sink,
-			  tr.ran && (!tr.per_proc || tr.sink.ses->seq) ?
+			  tr.ran && !c->top &&
+					  (!tr.per_proc || tr.sink.ses->seq) ?
 				  &tr.end :
 				  NULL))
 		ret = 2;

@@ -35,6 +35,7 @@ struct mt_trace_conf {
 	const char *module_log; /* --module-log pattern */
 	bool log_time;
 	double watch, watch_window; /* --watch interval and window; 0: off */
+	double top; /* top: seconds between frames; 0: not top */
 	unsigned long long device_mem; /* --device-mem; 0: ask NVML */
 	double alert_pct;
 	const char *metrics_addr, *metrics_file;

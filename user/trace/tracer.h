@@ -36,6 +36,7 @@ struct mt_tracer {
 	struct mt_pystacks *stacks;
 	struct mt_nodes *nodes;
 	struct mt_watch *watch; /* --watch */
+	struct mt_topscreen *top; /* memtrace-bpf top */
 	struct mt_metrics *metrics; /* --metrics-addr, --metrics-file */
 	__u64 stacks_lost;
 	FILE *out;

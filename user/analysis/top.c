@@ -1,0 +1,631 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The frame of memtrace-bpf top. The growth per step comes from the memory
+ * of each account noted at the first event of every optimizer step (the
+ * same event each step, so the differences are exact); the modules and
+ * lines from the live table's groups by (account, site), summed by module
+ * and by line. The columns are written by a small local helper that
+ * lib/table.h can replace.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "event/format.h"
+#include "lib/grow.h"
+#include "analysis/peak.h"
+#include "analysis/top.h"
+
+#define TOP_ACCOUNTS MT_SUM_DEVS /* accounts whose steps are noted */
+#define TOP_STEPS 11 /* step starts kept: growth over the last 10 steps */
+#define TOP_DEVS 64 /* devices the percentages are of */
+#define TOP_ROWS 10 /* rows a table has when the height is not limited */
+#define LINE_MAX_LEN 4096
+
+/* an account's memory at the start of one step */
+struct mark {
+	__u32 step;
+	__u64 bytes;
+};
+
+struct account {
+	__u32 pid;
+	enum mt_dev_type type;
+	int index;
+	enum mt_space space;
+	struct mark ring[TOP_STEPS];
+	int head, n; /* next slot written; marks held */
+};
+
+struct proc_seen {
+	__u32 pid; /* 0: free */
+	__u32 step; /* the last step seen */
+};
+
+struct mt_top {
+	struct account acc[TOP_ACCOUNTS];
+	size_t nacc;
+	struct proc_seen procs[MT_PROCS]; /* by pid % size, as the session */
+};
+
+struct mt_top *mt_top_new(void)
+{
+	return calloc(1, sizeof(struct mt_top));
+}
+
+void mt_top_free(struct mt_top *t)
+{
+	free(t);
+}
+
+/* what a memory account holds now: the caching allocator's own total */
+static __u64 held(const struct mt_dev_stat *d)
+{
+	return d->space == MT_SP_C10 ? d->allocated : d->cur;
+}
+
+static __u64 peak_of(const struct mt_dev_stat *d)
+{
+	return d->space == MT_SP_C10 ? d->allocated_peak : d->peak;
+}
+
+static struct account *account(struct mt_top *t, const struct mt_dev_stat *d,
+			       bool add)
+{
+	struct account *a;
+
+	for (size_t i = 0; i < t->nacc; i++) {
+		a = &t->acc[i];
+		if (a->pid == d->pid && a->type == d->type &&
+		    a->index == d->index && a->space == d->space)
+			return a;
+	}
+	if (!add || t->nacc == TOP_ACCOUNTS)
+		return NULL;
+	a = &t->acc[t->nacc++];
+	*a = (struct account){ .pid = d->pid,
+			       .type = d->type,
+			       .index = d->index,
+			       .space = d->space };
+	return a;
+}
+
+static void note_step(struct mt_top *t, const struct mt_session *s, __u32 pid,
+		      __u32 step)
+{
+	for (size_t i = 0; i < s->sum.ndevs; i++) {
+		const struct mt_dev_stat *d = &s->sum.devs[i];
+		struct account *a;
+
+		if (d->pid != pid)
+			continue;
+		a = account(t, d, true);
+		if (!a)
+			return;
+		a->ring[a->head] =
+			(struct mark){ .step = step, .bytes = held(d) };
+		a->head = (a->head + 1) % TOP_STEPS;
+		if (a->n < TOP_STEPS)
+			a->n++;
+	}
+}
+
+void mt_top_event(void *ctx, const struct mt_session *s,
+		  const struct mt_call *r, const struct mt_site *site)
+{
+	struct mt_top *t = ctx;
+	__u32 pid = r->ev->pid, step = mt_session_step(s, pid);
+	struct proc_seen *p = &t->procs[pid % MT_PROCS];
+
+	(void)site;
+	if (p->pid != pid) {
+		*p = (struct proc_seen){ .pid = pid, .step = step };
+		return;
+	}
+	if (p->step == step)
+		return;
+	p->step = step;
+	note_step(t, s, pid, step);
+}
+
+/* bytes per step over the marks held; false: fewer than two steps */
+static bool growth(const struct account *a, double *per_step)
+{
+	const struct mark *last, *first;
+
+	if (!a || a->n < 2)
+		return false;
+	last = &a->ring[(a->head - 1 + TOP_STEPS) % TOP_STEPS];
+	first = &a->ring[(a->head - a->n + TOP_STEPS) % TOP_STEPS];
+	if (last->step <= first->step)
+		return false;
+	*per_step = ((double)last->bytes - (double)first->bytes) /
+		    (double)(last->step - first->step);
+	return true;
+}
+
+/* the caching allocator keeps (pid, device): its segments are its own */
+static bool has_c10(const struct mt_summary *sum, __u32 pid, int index)
+{
+	for (size_t i = 0; i < sum->ndevs; i++)
+		if (sum->devs[i].pid == pid &&
+		    sum->devs[i].space == MT_SP_C10 &&
+		    sum->devs[i].type == MT_DT_CUDA &&
+		    sum->devs[i].index == index)
+			return true;
+	return false;
+}
+
+/*
+ * Whether an account is shown: cuMemMap ranges map memory counted at its
+ * creation, and the runtime's and driver's segments of a device the
+ * caching allocator serves hold its blocks (its reserved bytes).
+ */
+static bool shown(const struct mt_summary *sum, __u32 pid,
+		  enum mt_dev_type type, int index, enum mt_space space)
+{
+	if (space == MT_SP_VAMAP)
+		return false;
+	if (type == MT_DT_CUDA &&
+	    (space == MT_SP_CUDART || space == MT_SP_DRIVER ||
+	     space == MT_SP_HANDLE))
+		return !has_c10(sum, pid, index);
+	return true;
+}
+
+/* the lines of one frame: none past rows, none longer than cols */
+struct frame {
+	FILE *out;
+	int cols, rows, used;
+};
+
+static bool room(const struct frame *f)
+{
+	return !f->rows || f->used < f->rows;
+}
+
+static void put_text(struct frame *f, const char *text)
+{
+	size_t n = strlen(text);
+
+	if (!room(f))
+		return;
+	if (f->cols > 0 && n > (size_t)f->cols)
+		n = (size_t)f->cols;
+	fwrite(text, 1, n, f->out);
+	fputc('\n', f->out);
+	f->used++;
+}
+
+static void __attribute__((format(printf, 2, 3)))
+put_line(struct frame *f, const char *fmt, ...)
+{
+	char line[LINE_MAX_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	put_text(f, line);
+}
+
+/*
+ * The columns of a table: each but the last right-aligned in its width,
+ * two blanks apart; the last one takes the width left and loses its start
+ * when it does not fit (a module path's or a file's end says most).
+ */
+struct col {
+	const char *head;
+	int width;
+};
+
+static void put_row(struct frame *f, const struct col *c, size_t n,
+		    const char *const *cell)
+{
+	char line[LINE_MAX_LEN];
+	size_t used = 0, len, left;
+	const char *last = cell[n - 1];
+
+	for (size_t i = 0; i + 1 < n && used < sizeof(line); i++) {
+		int w = snprintf(line + used, sizeof(line) - used, "%s%*s",
+				 i ? "  " : "", c[i].width, cell[i]);
+
+		if (w < 0)
+			return;
+		used += (size_t)w;
+	}
+	if (used + 2 < sizeof(line)) {
+		memcpy(line + used, "  ", 3);
+		used += 2;
+	}
+	len = strlen(last);
+	left = f->cols > 0 && (size_t)f->cols > used ? (size_t)f->cols - used :
+						       sizeof(line) - 1 - used;
+	if (used >= sizeof(line) - 1 ||
+	    (f->cols > 0 && used >= (size_t)f->cols))
+		left = 0;
+	if (left > sizeof(line) - 1 - used)
+		left = sizeof(line) - 1 - used;
+	if (len <= left)
+		snprintf(line + used, sizeof(line) - used, "%s", last);
+	else if (left > 3)
+		snprintf(line + used, sizeof(line) - used, "...%s",
+			 last + len - (left - 3));
+	else
+		line[used] = '\0';
+	/* a last column with no room leaves no blanks behind */
+	for (len = strlen(line); len && line[len - 1] == ' '; len--)
+		line[len - 1] = '\0';
+	put_text(f, line);
+}
+
+static void put_head(struct frame *f, const struct col *c, size_t n)
+{
+	const char *cell[16];
+
+	for (size_t i = 0; i < n && i < 16; i++)
+		cell[i] = c[i].head;
+	put_row(f, c, n, cell);
+}
+
+/* "+1.50 MiB", "-512 B", "+0 B" */
+static const char *fmt_signed(char *buf, size_t len, double v)
+{
+	const char *u = mt_byte_unit(&v);
+
+	if (!strcmp(u, "B"))
+		snprintf(buf, len, "%+.0f B", v);
+	else
+		snprintf(buf, len, "%+.2f %s", v, u);
+	return buf;
+}
+
+static int by_key(const void *pa, const void *pb)
+{
+	const struct mt_dev_stat *x = *(const struct mt_dev_stat *const *)pa;
+	const struct mt_dev_stat *y = *(const struct mt_dev_stat *const *)pb;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->type != y->type)
+		return x->type < y->type ? -1 : 1;
+	if (x->index != y->index)
+		return x->index < y->index ? -1 : 1;
+	return x->space < y->space ? -1 : x->space > y->space;
+}
+
+static const struct col dev_cols[] = {
+	{ "PID", 7 },	{ "DEVICE", 7 },    { "CURRENT", 10 },
+	{ "PEAK", 10 }, { "RESERVED", 10 }, { "GROWTH/STEP", 12 },
+	{ "STEP", 6 },	{ "SOURCE", 0 },
+};
+
+#define NDEV_COLS (sizeof(dev_cols) / sizeof(dev_cols[0]))
+
+static void put_devices(struct mt_top *t, const struct mt_session *s,
+			struct frame *f, int max)
+{
+	const struct mt_dev_stat *v[MT_SUM_DEVS] = { NULL };
+	size_t n = 0, i;
+
+	for (i = 0; i < s->sum.ndevs; i++) {
+		const struct mt_dev_stat *d = &s->sum.devs[i];
+
+		if (shown(&s->sum, d->pid, d->type, d->index, d->space))
+			v[n++] = d;
+	}
+	qsort(v, n, sizeof(v[0]), by_key);
+	put_head(f, dev_cols, NDEV_COLS);
+	if (!n)
+		put_line(f, "%*s", dev_cols[0].width, "-");
+	for (i = 0; i < n && (max <= 0 || i < (size_t)max); i++) {
+		const struct mt_dev_stat *d = v[i];
+		char pid[16], dev[32], cur[32], peak[32], res[32], grow[32],
+			step[16];
+		const char *cell[NDEV_COLS] = { pid, dev,  cur,	 peak,
+						res, grow, step, NULL };
+		double g;
+
+		/* the last rows' place, when more than fit: one says so */
+		if (max > 0 && i + 1 == (size_t)max && n > (size_t)max)
+			break;
+		snprintf(pid, sizeof(pid), "%u", d->pid);
+		mt_format_dev(dev, sizeof(dev), d->type, d->index);
+		mt_format_bytes(cur, sizeof(cur), held(d));
+		mt_format_bytes(peak, sizeof(peak), peak_of(d));
+		if (d->space == MT_SP_C10)
+			mt_format_bytes(res, sizeof(res), d->reserved);
+		else
+			snprintf(res, sizeof(res), "-");
+		if (growth(account(t, d, false), &g))
+			fmt_signed(grow, sizeof(grow), g);
+		else
+			snprintf(grow, sizeof(grow), "-");
+		snprintf(step, sizeof(step), "%u", mt_session_step(s, d->pid));
+		cell[NDEV_COLS - 1] = mt_space_name(d->space);
+		put_row(f, dev_cols, NDEV_COLS, cell);
+	}
+	if (i < n)
+		put_line(f, "%*s ... %zu more accounts", dev_cols[0].width, "",
+			 n - i);
+}
+
+/* bytes alive now under one key (a module, or a line) on one device */
+struct item {
+	enum mt_dev_type type;
+	int dev;
+	const char *name; /* NULL: none known */
+	const char *phase; /* where name is NULL: what it was allocated in */
+	__u64 bytes, count;
+};
+
+struct items {
+	struct item *v;
+	size_t n, cap;
+};
+
+struct dev_total {
+	enum mt_dev_type type;
+	int dev;
+	__u64 bytes;
+};
+
+struct collect {
+	const struct mt_session *s;
+	struct items mods, lines;
+	struct dev_total devs[TOP_DEVS];
+	size_t ndevs;
+	bool nomem;
+};
+
+/* a frame's file, "qual (file:line)": one of the program, not a library */
+static bool own_frame(const char *frame)
+{
+	const char *file = strrchr(frame, '(');
+
+	/* installed packages are shown relative to site-packages */
+	return file && file[1] == '/' && !strstr(file, "/lib/python");
+}
+
+/* the innermost frame of the program's own code, else the innermost one */
+static const char *line_of(const struct mt_site *site)
+{
+	if (!site || site->depth <= 0)
+		return NULL;
+	for (int i = 0; i < site->depth; i++)
+		if (own_frame(site->frames[i]))
+			return site->frames[i];
+	return site->frames[0];
+}
+
+static const char *module_of(const struct mt_site *site)
+{
+	if (!site || !site->module || !strcmp(site->module, "-"))
+		return NULL;
+	return site->module;
+}
+
+static void add_item(struct collect *c, struct items *it,
+		     const struct mt_peak_group *g, const char *name,
+		     const char *phase)
+{
+	if (mt_grow((void **)&it->v, &it->cap, it->n + 1, sizeof(*it->v))) {
+		c->nomem = true;
+		return;
+	}
+	it->v[it->n++] = (struct item){ .type = g->dev_type,
+					.dev = g->dev,
+					.name = name,
+					.phase = name ? NULL : phase,
+					.bytes = g->bytes,
+					.count = g->count };
+}
+
+static void collect_group(const struct mt_peak_group *g, void *ctx)
+{
+	struct collect *c = ctx;
+	const struct mt_site *site = g->site;
+	const char *phase = site && site->phase ? site->phase : "-";
+	size_t i;
+
+	if (!shown(&c->s->sum, g->pid, g->dev_type, g->dev, g->space))
+		return;
+	for (i = 0; i < c->ndevs; i++)
+		if (c->devs[i].type == g->dev_type && c->devs[i].dev == g->dev)
+			break;
+	if (i == c->ndevs && c->ndevs < TOP_DEVS)
+		c->devs[c->ndevs++] = (struct dev_total){ .type = g->dev_type,
+							  .dev = g->dev };
+	if (i < c->ndevs)
+		c->devs[i].bytes += g->bytes;
+	add_item(c, &c->mods, g, module_of(site), g->unfit ? NULL : phase);
+	add_item(c, &c->lines, g, line_of(site), NULL);
+}
+
+static int by_item_key(const void *pa, const void *pb)
+{
+	const struct item *x = pa, *y = pb;
+
+	if (x->type != y->type)
+		return x->type < y->type ? -1 : 1;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->name != y->name)
+		return (uintptr_t)x->name < (uintptr_t)y->name ? -1 : 1;
+	if (x->phase != y->phase)
+		return (uintptr_t)x->phase < (uintptr_t)y->phase ? -1 : 1;
+	return 0;
+}
+
+static int by_bytes(const void *pa, const void *pb)
+{
+	const struct item *x = pa, *y = pb;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	/* interned names: the order of equal figures stays put */
+	return x->name && y->name ? strcmp(x->name, y->name) :
+				    (x->name != NULL) - (y->name != NULL);
+}
+
+/* the items of one key summed into one, largest first */
+static void merge(struct items *it)
+{
+	size_t n = 0;
+
+	qsort(it->v, it->n, sizeof(*it->v), by_item_key);
+	for (size_t i = 0; i < it->n; i++) {
+		if (n && !by_item_key(&it->v[n - 1], &it->v[i])) {
+			it->v[n - 1].bytes += it->v[i].bytes;
+			it->v[n - 1].count += it->v[i].count;
+			continue;
+		}
+		it->v[n++] = it->v[i];
+	}
+	it->n = n;
+	qsort(it->v, it->n, sizeof(*it->v), by_bytes);
+}
+
+static __u64 dev_total(const struct collect *c, const struct item *x)
+{
+	for (size_t i = 0; i < c->ndevs; i++)
+		if (c->devs[i].type == x->type && c->devs[i].dev == x->dev)
+			return c->devs[i].bytes;
+	return 0;
+}
+
+static const struct col item_cols[] = {
+	{ "DEVICE", 7 }, { "NOW", 10 }, { "%", 5 }, { "COUNT", 7 }, { "", 0 },
+};
+
+#define NITEM_COLS (sizeof(item_cols) / sizeof(item_cols[0]))
+
+static void put_items(const struct collect *c, const struct items *it,
+		      const char *title, const char *none, struct frame *f,
+		      int max)
+{
+	struct col cols[NITEM_COLS];
+	__u64 rest = 0, rest_count = 0;
+	size_t i;
+
+	memcpy(cols, item_cols, sizeof(cols));
+	cols[NITEM_COLS - 1].head = title;
+	put_head(f, cols, NITEM_COLS);
+	if (!it->n)
+		put_line(f, "%*s", cols[0].width, "-");
+	for (i = 0; i < it->n && (max <= 0 || i < (size_t)max); i++) {
+		const struct item *x = &it->v[i];
+		char dev[32], now[32], pct[16], count[24], name[256];
+		const char *cell[NITEM_COLS] = { dev, now, pct, count, name };
+		__u64 total = dev_total(c, x);
+
+		if (max > 0 && i + 1 == (size_t)max && it->n > (size_t)max)
+			break;
+		mt_format_dev(dev, sizeof(dev), x->type, x->dev);
+		mt_format_bytes(now, sizeof(now), x->bytes);
+		snprintf(pct, sizeof(pct), "%.1f",
+			 total ? 100.0 * (double)x->bytes / (double)total : 0);
+		snprintf(count, sizeof(count), "%" PRIu64, (uint64_t)x->count);
+		if (x->name)
+			cell[NITEM_COLS - 1] = x->name;
+		else if (x->phase)
+			snprintf(name, sizeof(name), "[%s: %s]", none,
+				 x->phase);
+		else
+			snprintf(name, sizeof(name), "[%s]", none);
+		put_row(f, cols, NITEM_COLS, cell);
+	}
+	if (i < it->n) {
+		size_t shown = i;
+		char b[32];
+
+		for (; i < it->n; i++) {
+			rest += it->v[i].bytes;
+			rest_count += it->v[i].count;
+		}
+		put_line(f, "%*s  %*s  %*s  %*" PRIu64 "  ... %zu more",
+			 cols[0].width, "", cols[1].width,
+			 mt_format_bytes(b, sizeof(b), rest), cols[2].width, "",
+			 cols[3].width, (uint64_t)rest_count, it->n - shown);
+	}
+}
+
+static void put_status(const struct mt_session *s,
+		       const struct mt_top_status *st, struct frame *f)
+{
+	char who[96];
+
+	if (st->nprocs == 1)
+		snprintf(who, sizeof(who), "pid %u %s%s", st->pid,
+			 st->comm ? st->comm : "",
+			 st->nexited ? " (exited)" : "");
+	else
+		snprintf(who, sizeof(who), "%d processes (%d exited)",
+			 st->nprocs, st->nexited);
+	put_line(f,
+		 "memtrace-bpf top: %s  up %.0fs  every %gs  events %" PRIu64
+		 "  lost %" PRIu64 "%s",
+		 who, st->elapsed, st->interval, (uint64_t)s->seq,
+		 (uint64_t)st->lost, st->keys ? "  (q quits)" : "");
+	/* what the figures below miss, beside them */
+	if (st->lost)
+		put_line(f,
+			 "LOST %" PRIu64
+			 " events: the figures below miss them (--ringbuf-mb)",
+			 (uint64_t)st->lost);
+	if (s->sum.live_full)
+		put_line(f,
+			 "live table full: %" PRIu64
+			 " allocations not tracked, the figures are low",
+			 (uint64_t)s->sum.live_full);
+	if (st->stacks_lost)
+		put_line(f,
+			 "%" PRIu64
+			 " Python stacks not stored: their lines are unknown",
+			 (uint64_t)st->stacks_lost);
+}
+
+int mt_top_frame(struct mt_top *t, const struct mt_session *s,
+		 const struct mt_top_status *st, int cols, int rows, FILE *out)
+{
+	struct frame f = { .out = out, .cols = cols, .rows = rows };
+	struct collect c = { .s = s };
+	int dev_max = 0, mod_max = TOP_ROWS, line_max = TOP_ROWS, left;
+
+	put_status(s, st, &f);
+	if (mt_peak_foreach_now(s->live, collect_group, &c) || c.nomem) {
+		put_line(&f, "out of memory: no tables this time");
+		free(c.mods.v);
+		free(c.lines.v);
+		return -ENOMEM;
+	}
+	merge(&c.mods);
+	merge(&c.lines);
+	if (rows > 0)
+		dev_max = rows / 4 > 1 ? rows / 4 : 1;
+	put_text(&f, "");
+	put_devices(t, s, &f, dev_max);
+	if (rows > 0) {
+		/* two titles and two blank lines, the rest shared */
+		left = rows - f.used - 4;
+		if (left < 0)
+			left = 0;
+		mod_max = (left + 1) / 2;
+		line_max = left / 2;
+	}
+	put_text(&f, "");
+	if (mod_max > 0 || !rows)
+		put_items(&c, &c.mods, "MODULE (alive now)", "no module", &f,
+			  mod_max);
+	put_text(&f, "");
+	if (line_max > 0 || !rows)
+		put_items(&c, &c.lines, "LINE (alive now)", "no Python stack",
+			  &f, line_max);
+	free(c.mods.v);
+	free(c.lines.v);
+	return 0;
+}

@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The terminal side of memtrace-bpf top. ANSI escapes only (alternate
+ * screen, cursor home, clear to the end of each line and of the screen),
+ * which every terminal over ssh and in tmux or screen understands: curses
+ * would add a dependency and a terminfo lookup for four sequences. The
+ * size comes from TIOCGWINSZ at each frame, and SIGWINCH redraws at once.
+ * Keys are read without echo and without waiting for a newline (termios),
+ * with the signal keys left on: Ctrl-C stops the trace as it always does,
+ * Ctrl-Z is turned off while the screen is up (a stopped top would leave
+ * the terminal in its mode under the shell).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+#include "memtrace.skel.h"
+#include "analysis/top.h"
+#include "trace/topscreen.h"
+#include "trace/tracer.h"
+
+#define ESC "\033"
+#define ENTER_SCREEN ESC "[?1049h" ESC "[?25l" /* alternate, no cursor */
+#define LEAVE_SCREEN ESC "[?25h" ESC "[?1049l"
+#define DEFAULT_COLS 80
+#define DEFAULT_ROWS 24
+
+/* set by SIGWINCH: the terminal's size changed (a signal's flag) */
+static volatile sig_atomic_t resized;
+
+struct mt_topscreen {
+	struct mt_top *top;
+	double interval;
+	bool tty; /* stdout is a terminal: a screen, else frames in a row */
+	bool keys; /* stdin is one too: q is read */
+	bool started, in_screen, raw, winch;
+	__u64 start, last; /* ns: the first turn, the last frame */
+	int frames;
+	FILE *screen; /* the terminal (stdout as it was), or stdout */
+	int saved_out, saved_err; /* fds 1 and 2 as they were; -1: none */
+	FILE *kept_out, *kept_err; /* what was printed meanwhile */
+	struct termios tio; /* stdin's mode as it was */
+	struct sigaction old_winch;
+};
+
+static void on_winch(int sig)
+{
+	(void)sig;
+	resized = 1;
+}
+
+/* fd (1 or 2) into a new temporary file; its old self in *saved */
+static FILE *keep_aside(int fd, int *saved)
+{
+	FILE *f = tmpfile();
+
+	if (!f)
+		return NULL;
+	*saved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (*saved < 0 || fcntl(fileno(f), F_SETFD, FD_CLOEXEC) < 0 ||
+	    dup2(fileno(f), fd) < 0) {
+		if (*saved >= 0)
+			close(*saved);
+		*saved = -1;
+		fclose(f);
+		return NULL;
+	}
+	return f;
+}
+
+struct mt_topscreen *mt_topscreen_open(struct mt_tracer *tr, double interval,
+				       char *err, size_t len)
+{
+	struct mt_topscreen *ts = calloc(1, sizeof(*ts));
+
+	if (!ts || !(ts->top = mt_top_new())) {
+		snprintf(err, len, "out of memory");
+		free(ts);
+		return NULL;
+	}
+	ts->interval = interval;
+	ts->saved_out = ts->saved_err = -1;
+	ts->screen = stdout;
+	ts->tty = isatty(STDOUT_FILENO);
+	ts->keys = ts->tty && isatty(STDIN_FILENO);
+	if (ts->tty) {
+		fflush(stdout);
+		fflush(stderr);
+		ts->kept_out = keep_aside(STDOUT_FILENO, &ts->saved_out);
+		ts->kept_err = ts->kept_out ? keep_aside(STDERR_FILENO,
+							 &ts->saved_err) :
+					      NULL;
+		if (ts->kept_err)
+			ts->screen = fdopen(ts->saved_out, "w");
+		if (!ts->kept_err || !ts->screen) {
+			snprintf(err, len, "top: set the terminal aside: %s",
+				 strerror(errno));
+			mt_topscreen_close(ts, tr);
+			return NULL;
+		}
+	}
+	tr->sink.ses->obs = (struct mt_session_observer){ .event = mt_top_event,
+							  .ctx = ts->top };
+	return ts;
+}
+
+/* the alternate screen, keys without echo, and a redraw on resize */
+static void enter(struct mt_topscreen *ts)
+{
+	struct sigaction sa = { .sa_handler = on_winch };
+	struct termios raw;
+
+	if (!ts->tty)
+		return;
+	if (ts->keys && !tcgetattr(STDIN_FILENO, &ts->tio)) {
+		raw = ts->tio;
+		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		raw.c_cc[VMIN] = 0;
+		raw.c_cc[VTIME] = 0;
+		raw.c_cc[VSUSP] = _POSIX_VDISABLE;
+		ts->raw = !tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+	}
+	ts->keys = ts->raw;
+	/* no SA_RESTART: the loop's poll returns and the screen is redrawn */
+	sigemptyset(&sa.sa_mask);
+	ts->winch = !sigaction(SIGWINCH, &sa, &ts->old_winch);
+	fputs(ENTER_SCREEN, ts->screen);
+	ts->in_screen = true;
+}
+
+static void leave(struct mt_topscreen *ts)
+{
+	if (ts->in_screen) {
+		fputs(LEAVE_SCREEN, ts->screen);
+		fflush(ts->screen);
+	}
+	if (ts->raw && tcsetattr(STDIN_FILENO, TCSANOW, &ts->tio))
+		fprintf(ts->screen, "memtrace-bpf: restore the terminal: %s\n",
+			strerror(errno));
+	if (ts->winch)
+		sigaction(SIGWINCH, &ts->old_winch, NULL);
+	/* q is read no more: the last frame does not offer it */
+	ts->in_screen = ts->raw = ts->winch = ts->keys = false;
+}
+
+static void terminal_size(const struct mt_topscreen *ts, int *cols, int *rows)
+{
+	struct winsize ws;
+
+	*cols = DEFAULT_COLS;
+	*rows = DEFAULT_ROWS;
+	if (!ioctl(fileno(ts->screen), TIOCGWINSZ, &ws) && ws.ws_col &&
+	    ws.ws_row) {
+		*cols = ws.ws_col;
+		*rows = ws.ws_row;
+	}
+}
+
+/* the frame's text (malloc'd, *len bytes), NULL when out of memory */
+static char *compose(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now,
+		     int cols, int rows, size_t *len)
+{
+	const struct mt_target *t = tr->ntargets ? &tr->targets[0] : NULL;
+	struct mt_top_status st = {
+		.elapsed = (double)(now - ts->start) / 1e9,
+		.interval = ts->interval,
+		.lost = tr->skel->bss->lost_events +
+			tr->skel->bss->lost_inflight,
+		.stacks_lost = tr->stacks_lost,
+		.nprocs = tr->ntargets,
+		.pid = t ? (__u32)t->pid : 0,
+		.comm = t ? t->comm : NULL,
+		.keys = ts->keys,
+	};
+	char *buf = NULL;
+	FILE *f;
+
+	for (int i = 0; i < tr->ntargets; i++)
+		st.nexited += tr->targets[i].exited;
+	f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
+	mt_top_frame(ts->top, tr->sink.ses, &st, cols, rows, f);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* in place: each line cleared to its end, then the rest of the screen */
+static void draw_screen(struct mt_topscreen *ts, const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+
+	fputs(ESC "[H", ts->screen);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		fwrite(p, 1, n, ts->screen);
+		fputs(ESC "[K", ts->screen);
+		p += n + 1;
+		/* no newline after the last row: the screen would scroll */
+		if (p < end)
+			fputc('\n', ts->screen);
+	}
+	fputs(ESC "[J", ts->screen);
+}
+
+/* a frame below the last one, for a log: a line of dashes between */
+static void draw_log(struct mt_topscreen *ts, const char *text, size_t len)
+{
+	if (ts->frames)
+		fputs("--------\n", ts->screen);
+	fwrite(text, 1, len, ts->screen);
+}
+
+static void draw(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now)
+{
+	int cols = 0, rows = 0;
+	size_t len = 0;
+	char *text;
+
+	if (ts->in_screen)
+		terminal_size(ts, &cols, &rows);
+	text = compose(ts, tr, now, cols, rows, &len);
+	if (!text) {
+		fputs("memtrace-bpf: top: out of memory for a frame\n",
+		      ts->screen);
+		return;
+	}
+	if (ts->in_screen)
+		draw_screen(ts, text, len);
+	else
+		draw_log(ts, text, len);
+	fflush(ts->screen);
+	ts->frames++;
+	ts->last = now;
+	free(text);
+}
+
+/* q or Q typed since the last turn */
+static bool quit_typed(const struct mt_topscreen *ts)
+{
+	char keys[64];
+	ssize_t n;
+
+	if (!ts->keys)
+		return false;
+	while ((n = read(STDIN_FILENO, keys, sizeof(keys))) > 0)
+		if (memchr(keys, 'q', (size_t)n) ||
+		    memchr(keys, 'Q', (size_t)n))
+			return true;
+	return false;
+}
+
+bool mt_topscreen_tick(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now)
+{
+	__u64 interval = (__u64)(ts->interval * 1e9);
+
+	if (!ts->started) {
+		ts->started = true;
+		ts->start = now;
+		enter(ts);
+		draw(ts, tr, now);
+		return false;
+	}
+	if (quit_typed(ts))
+		return true;
+	if (resized || now < ts->last || now - ts->last >= interval) {
+		resized = 0;
+		draw(ts, tr, now);
+	}
+	return false;
+}
+
+/* what was kept aside in f, onto fd's FILE */
+static void replay(FILE *f, FILE *to)
+{
+	char buf[65536];
+	size_t n;
+
+	if (!f)
+		return;
+	rewind(f);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		if (fwrite(buf, 1, n, to) != n)
+			break;
+	fclose(f);
+	fflush(to);
+}
+
+/*
+ * The figures as the trace ended: on a terminal below what the shell
+ * showed, as wide as it is and as long as the tables are; else one more
+ * frame of the log.
+ */
+static void last_frame(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now)
+{
+	int cols = 0, rows = 0;
+	size_t len = 0;
+	char *text;
+
+	if (ts->tty)
+		terminal_size(ts, &cols, &rows);
+	text = compose(ts, tr, now, cols, 0, &len);
+	if (!text)
+		return;
+	if (ts->tty)
+		fwrite(text, 1, len, ts->screen);
+	else
+		draw_log(ts, text, len);
+	fflush(ts->screen);
+	free(text);
+}
+
+void mt_topscreen_close(struct mt_topscreen *ts, struct mt_tracer *tr)
+{
+	struct timespec now;
+
+	if (!ts)
+		return;
+	if (tr->sink.ses && tr->sink.ses->obs.ctx == ts->top)
+		tr->sink.ses->obs = (struct mt_session_observer){ 0 };
+	leave(ts);
+	if (ts->started && tr->sink.ses &&
+	    !clock_gettime(CLOCK_MONOTONIC, &now))
+		last_frame(ts, tr,
+			   (__u64)now.tv_sec * 1000000000ULL +
+				   (__u64)now.tv_nsec);
+	if (ts->saved_out >= 0) {
+		fflush(stdout);
+		fflush(stderr);
+		if (dup2(ts->saved_out, STDOUT_FILENO) < 0 ||
+		    (ts->saved_err >= 0 &&
+		     dup2(ts->saved_err, STDERR_FILENO) < 0))
+			fprintf(ts->screen,
+				"memtrace-bpf: restore stdout: %s\n",
+				strerror(errno));
+	}
+	if (ts->screen != stdout)
+		fclose(ts->screen);
+	else if (ts->saved_out >= 0)
+		close(ts->saved_out);
+	if (ts->saved_err >= 0)
+		close(ts->saved_err);
+	replay(ts->kept_out, stdout);
+	replay(ts->kept_err, stderr);
+	mt_top_free(ts->top);
+	free(ts);
+}
