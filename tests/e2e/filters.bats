@@ -181,9 +181,9 @@ assert d["profiles"][0]["name"].endswith("live at 1.500 s"), d["profiles"][0]["n
 	check "--at shows what was alive" script -i "$R" --at 1
 	check "--min-size: report prints no event lines" report -i "$R" \
 		--min-size 1M
-	check "-d/--duration is for trace and record" script -i "$R" -d 1
-	check "--max-depth is for trace and record" script -i "$R" --max-depth 3
-	check "--no-python is for trace and record" script -i "$R" --no-python
+	check "-d/--duration is for trace, record and top" script -i "$R" -d 1
+	check "--max-depth is for trace, record and top" script -i "$R" --max-depth 3
+	check "--no-python is for trace, record and top" script -i "$R" --no-python
 	check "--export json cannot show what was alive at one time" \
 		report -i "$R" --export json --at 1 -o "$BATS_TEST_TMPDIR/j"
 	check "--export memviz cannot show what was alive at the peak" \
