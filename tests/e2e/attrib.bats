@@ -148,6 +148,29 @@ sized() {
 	[ "$(grep -m1 '^step=' "$log" | cut -d' ' -f1-3)" = "step=0 module=Net stage=pre_forward" ]
 }
 
+@test "--module-log: a loss called outside the model, a Sequential and a TransformerEncoder nest as called" {
+	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/cpu_model.py" --steps 2
+	trace 1 -p "$fx_PID" --module-log "$BATS_TEST_TMPDIR/mod.log"
+	release fx
+	settle fx '^done '
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	cat "$BATS_TEST_TMPDIR/mod.log"
+	# the layers' dropouts (p=0) make no autograd Node: no backward
+	local modules="Net stem stem.fc_in stem.act_in stem.fc_mid stem.act_mid
+		encoder head" noback="" l x
+	for l in 0 1; do
+		modules+=" encoder.layers.$l"
+		for x in self_attn dropout1 norm1 linear1 dropout linear2 dropout2 norm2; do
+			modules+=" encoder.layers.$l.$x"
+		done
+		noback+=" encoder.layers.$l.dropout encoder.layers.$l.dropout1 encoder.layers.$l.dropout2"
+	done
+	awk -v root=Net -v steps=2 -v modules="$modules" -v outside=MSELoss \
+		-v noback="$noback" -f "$ROOT/tests/e2e/modlog_check.awk" \
+		"$BATS_TEST_TMPDIR/mod.log"
+}
+
 @test "--phase NAME=QUALNAME names a phase after a function" {
 	MTARGS="--phase marking=make_mark" trace_model --steps 1
 	read -r _ _ bytes < <(grep '^mark ' "$MODEL")

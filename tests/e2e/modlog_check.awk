@@ -1,14 +1,14 @@
 #!/usr/bin/awk -f
 # Check a --module-log file as a hook logger would have written it.
 # Variables: root (the root module's name), modules (every module called
-# in a step, space-separated, the root too), steps (how many whole steps),
-# twice (modules called twice a step: a forward and a recompute; may be
-# empty). Exits 1 with a line per fault.
+# in a step, space-separated, the root too), steps (how many whole steps);
+# optional: outside (modules called outside the root, as a loss), noback
+# (modules whose forward makes no autograd Node: no backward records).
+# Exits 1 with a line per fault.
 #
 # Each step: records in the file's order nest properly (a module's pre
 # comes while its parent's call is open, its post before its parent's),
-# every module has its pre/post pairs (one of each a stage, twice for those
-# in twice), steps count from 0 one after the other, the optimizer's
+# every module has its pre/post pairs (one of each a stage), steps count from 0 one after the other, the optimizer's
 # pre_step/post_step end it, and the header names the units.
 
 function fail(msg) {
@@ -24,7 +24,7 @@ function parent(m,    p, i) {
 		if (p in known)
 			return p
 	}
-	return m == root ? "" : root
+	return m == root || m in outside_set ? "" : root
 }
 
 function end_step(    m, s) {
@@ -35,7 +35,7 @@ function end_step(    m, s) {
 			fail("step " cur ": " s " still open at its end: " stack[s, depth[s]])
 	for (m in known)
 		for (s in want)
-			if (count[m, s] != (m in dbl ? 2 : 1))
+			if (count[m, s] != (m in noback_set && s ~ /backward/ ? 0 : 1))
 				fail("step " cur ": " m " " s ": " count[m, s] + 0 " records")
 	if (count["optimizer", "pre_step"] != 1 || count["optimizer", "post_step"] != 1)
 		fail("step " cur ": no pre_step/post_step pair")
@@ -48,9 +48,12 @@ BEGIN {
 	n = split(modules, v, " ")
 	for (i = 1; i <= n; i++)
 		known[v[i]] = 1
-	n = split(twice, v, " ")
+	n = split(outside, v, " ")
 	for (i = 1; i <= n; i++)
-		dbl[v[i]] = 1
+		outside_set[v[i]] = known[v[i]] = 1
+	n = split(noback, v, " ")
+	for (i = 1; i <= n; i++)
+		noback_set[v[i]] = 1
 	split("pre_forward post_forward pre_backward post_backward", v, " ")
 	for (i = 1; i <= 4; i++)
 		want[v[i]] = 1

@@ -196,8 +196,7 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 
 		mt_summary_totals(&k->ses->sum, ev->pid, &allocated, &reserved);
 		mt_modlog_event(t->modlog, ev->ts, ev->tid, site->phase,
-				site->module, site->recompute,
-				mt_pystacks_root(tr->stacks, ev->pid),
+				site->frames, site->depth, site->truncated,
 				allocated, reserved);
 	}
 	return 0;

@@ -4,10 +4,14 @@
  * tracer writes it: a module's pre record when its call begins, after its
  * parent's; its post record when the thread is seen outside it, before its
  * parent's. Forward and backward each keep the modules running inside one
- * another (a nest); a module leaves its nest when an event of the nest's
- * thread is no longer inside it. Nothing is allocated between a return and
- * that event, so the post record's memory is what a hook would read; its
- * time is that event's.
+ * another (a nest). In forward, the number of module calls an event of the
+ * nest's thread is inside is the number of _call_impl frames on its Python
+ * stack: the calls of the nest past that many have returned. Nothing is
+ * allocated between a return and that event, so the post record's memory
+ * is what a hook would read; its time is that event's. Each module call
+ * notes the call it was made in: in backward, a Node's module enters with
+ * the calls it was made in, and they leave at the first Node evaluated
+ * outside them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -68,7 +72,10 @@ struct mt_modlog {
 	bool in_optimizer;
 	const char *root; /* the root module's name */
 	struct mt_strpool *pool; /* module paths from the root */
-	const char *called[CALLED_CAP]; /* paths seen entering their call */
+	struct called {
+		const char *path,
+			*parent; /* a module, the call it was made in */
+	} called[CALLED_CAP];
 	size_t ncalled;
 	struct nest fwd, bwd;
 	__u64 allocated, reserved, max_allocated, max_reserved;
@@ -118,7 +125,7 @@ struct mt_modlog *mt_modlog_open(const char *pattern, int pid, bool with_time,
 	return ml;
 }
 
-/* "a.b" lies within "a" (or is "a", unless proper) */
+/* "a.b" lies within "a" (or is "a", unless proper), by name */
 static bool within(const char *outer, const char *inner, bool proper)
 {
 	size_t n = strlen(outer);
@@ -152,66 +159,90 @@ static void put(struct mt_modlog *ml, const char *module, enum stage st,
 	fputc('\n', ml->f);
 }
 
-/* the modules of the nest that path (NULL: none) is not inside return */
-static void leave(struct mt_modlog *ml, struct nest *ns, const char *path,
-		  bool proper, __u64 ts)
+/* the modules of the nest past its first n return */
+static void leave_to(struct mt_modlog *ml, struct nest *ns, int n, __u64 ts)
 {
-	while (ns->n > 0 &&
-	       !(path && within(ns->mod[ns->n - 1], path, proper))) {
+	while (ns->n > n) {
 		ns->n--;
 		put(ml, ns->mod[ns->n], ns->pre + 1, ts);
 	}
 }
 
+/*
+ * A cut stack does not show every call it is in: then the modules whose
+ * names do not hold path return.
+ */
+static void leave_by_name(struct mt_modlog *ml, struct nest *ns,
+			  const char *path, __u64 ts)
+{
+	int n = ns->n;
+
+	while (n > 0 && !within(ns->mod[n - 1], path, true))
+		n--;
+	leave_to(ml, ns, n, ts);
+}
+
+/* how many module calls a stack is inside: its _call_impl frames */
+static int calls_in(const char *const *frames, int depth)
+{
+	int n = 0;
+
+	for (int i = 0; frames && i < depth; i++)
+		if (!strncmp(frames[i], "Module._call_impl (", 19) ||
+		    !strncmp(frames[i], "_call_impl (", 12)) /* 3.10 */
+			n++;
+	return n;
+}
+
 static void enter(struct mt_modlog *ml, struct nest *ns, const char *path,
 		  __u64 ts)
 {
-	const char *p = mt_intern(ml->pool, path);
-
-	if (!p || ns->n == MAX_OPEN) {
+	if (ns->n == MAX_OPEN) {
 		ml->lost++;
 		return;
 	}
-	ns->mod[ns->n++] = p;
-	put(ml, p, ns->pre, ts);
+	ns->mod[ns->n++] = path;
+	put(ml, path, ns->pre, ts);
 }
 
 /* the table of called paths, for lib/hashtab.h: tab is ml */
 static bool called_used(const void *tab, size_t i)
 {
-	return ((const struct mt_modlog *)tab)->called[i];
+	return ((const struct mt_modlog *)tab)->called[i].path;
 }
 
 static bool called_match(const void *tab, size_t i, const void *key)
 {
-	return !strcmp(((const struct mt_modlog *)tab)->called[i], key);
+	return ((const struct mt_modlog *)tab)->called[i].path == key;
 }
 
+/* path is interned: the pointer is the key */
 static size_t called_slot(const struct mt_modlog *ml, const char *path)
 {
-	return mt_probe(ml, CALLED_CAP - 1, mt_fnv1a_str(path), called_used,
-			called_match, path);
+	return mt_probe(ml, CALLED_CAP - 1, mt_mix64((__u64)(size_t)path),
+			called_used, called_match, path);
 }
 
-static bool was_called(const struct mt_modlog *ml, const char *path)
+/* the call path was last made in, NULL if in none or not seen */
+static const char *parent_of(const struct mt_modlog *ml, const char *path)
 {
-	return ml->called[called_slot(ml, path)];
+	return ml->called[called_slot(ml, path)].parent;
 }
 
-static void note_called(struct mt_modlog *ml, const char *path)
+static void note_called(struct mt_modlog *ml, const char *path,
+			const char *parent)
 {
 	size_t i = called_slot(ml, path);
-	const char *p;
 
-	if (ml->called[i])
-		return;
-	p = ml->ncalled < MAX_CALLED ? mt_intern(ml->pool, path) : NULL;
-	if (!p) {
-		ml->lost++;
-		return;
+	if (!ml->called[i].path) {
+		if (ml->ncalled == MAX_CALLED) {
+			ml->lost++;
+			return;
+		}
+		ml->called[i].path = path;
+		ml->ncalled++;
 	}
-	ml->called[i] = p;
-	ml->ncalled++;
+	ml->called[i].parent = parent;
 }
 
 /* the trace began inside a step: say so once, write from the next one */
@@ -231,12 +262,12 @@ static void phase_to(struct mt_modlog *ml, const char *phase, __u64 ts)
 	bool is_opt = !strcmp(phase, "optimizer");
 
 	if (is_opt && !ml->in_optimizer && ml->backward_seen) {
-		leave(ml, &ml->bwd, NULL, false, ts);
+		leave_to(ml, &ml->bwd, 0, ts);
 		put(ml, "optimizer", PRE_STEP, ts);
 	}
 	if (!is_opt && ml->in_optimizer && ml->backward_seen) {
-		leave(ml, &ml->fwd, NULL, false, ts);
-		leave(ml, &ml->bwd, NULL, false, ts);
+		leave_to(ml, &ml->fwd, 0, ts);
+		leave_to(ml, &ml->bwd, 0, ts);
 		put(ml, "optimizer", POST_STEP, ts);
 		if (ml->start == PARTIAL)
 			ml->start = WHOLE;
@@ -252,36 +283,19 @@ static void phase_to(struct mt_modlog *ml, const char *phase, __u64 ts)
 	}
 }
 
-/* module from under the root, as the log keeps it: from the root */
-static void from_root(struct mt_modlog *ml, const char *root,
-		      const char *module, char *path, size_t len)
-{
-	if (root)
-		ml->root = root;
-	if (ml->root && strcmp(module, "-") && strcmp(module, ml->root))
-		snprintf(path, len, "%s.%s", ml->root, module);
-	else
-		snprintf(path, len, "%s", module);
-}
-
 void mt_modlog_event(struct mt_modlog *ml, __u64 ts, __u32 tid,
-		     const char *phase, const char *module, bool recompute,
-		     const char *root, __u64 allocated, __u64 reserved)
+		     const char *phase, const char *const *frames, int depth,
+		     bool truncated, __u64 allocated, __u64 reserved)
 {
-	bool bw = !strcmp(phase, backward);
-	char path[PATH_LEN];
+	int calls = calls_in(frames, depth);
 
-	/* in backward, module is the Node's; the stack's is a recompute */
-	from_root(ml, root, bw && !recompute ? "-" : module, path,
-		  sizeof(path));
 	phase_to(ml, phase, ts);
-	if (ml->start == UNDECIDED && !strcmp(phase, "forward") &&
-	    strcmp(path, "-"))
+	if (ml->start == UNDECIDED && calls)
 		began_inside(ml);
-	if (ml->fwd.n && tid == ml->fwd.tid)
-		leave(ml, &ml->fwd, strcmp(path, "-") ? path : NULL, false, ts);
-	if (ml->bwd.n && tid == ml->bwd.tid && !bw)
-		leave(ml, &ml->bwd, NULL, false, ts);
+	if (ml->fwd.n && tid == ml->fwd.tid && !truncated)
+		leave_to(ml, &ml->fwd, calls, ts);
+	if (ml->bwd.n && tid == ml->bwd.tid && strcmp(phase, backward))
+		leave_to(ml, &ml->bwd, 0, ts);
 	ml->allocated = allocated;
 	ml->reserved = reserved;
 	if (allocated > ml->max_allocated)
@@ -290,41 +304,73 @@ void mt_modlog_event(struct mt_modlog *ml, __u64 ts, __u32 tid,
 		ml->max_reserved = reserved;
 }
 
-/* a module's call begins: phase "forward", or "backward" when recomputed */
-static void module_call(struct mt_modlog *ml, __u64 ts, __u32 tid,
-			const char *phase, const char *path)
+/*
+ * module (named from under the root) as the log keeps it: from the root,
+ * interned. NULL for no module ("-"), or when the log keeps too many.
+ */
+static const char *from_root(struct mt_modlog *ml, const char *root,
+			     const char *module)
 {
-	bool is_root = ml->root ? !strcmp(path, ml->root) : !strchr(path, '.');
+	char path[PATH_LEN];
+	const char *p;
 
+	if (root)
+		ml->root = root;
+	if (!strcmp(module, "-"))
+		return NULL;
+	if (ml->root && strcmp(module, ml->root))
+		snprintf(path, sizeof(path), "%s.%s", ml->root, module);
+	else
+		snprintf(path, sizeof(path), "%s", module);
+	p = mt_intern(ml->pool, path);
+	if (!p)
+		ml->lost++;
+	return p;
+}
+
+/*
+ * A module's call begins (phase "forward", or "backward" when recomputed),
+ * the innermost of the calls module calls its stack is inside, unless the
+ * stack is truncated.
+ */
+static void module_call(struct mt_modlog *ml, __u64 ts, __u32 tid,
+			const char *phase, const char *path, int calls,
+			bool truncated)
+{
 	phase_to(ml, phase, ts);
 	ml->calls++;
 	if (ml->fwd.n && tid != ml->fwd.tid) {
 		ml->other_thread++;
 		return;
 	}
+	/* the trace saw the step begin if it sees its first call begin */
 	if (ml->start == UNDECIDED) {
-		if (is_root)
+		if (calls == 1 && !truncated)
 			ml->start = WHOLE;
 		else
 			began_inside(ml);
 	}
 	/* a forward starts: the last backward is over */
 	if (strcmp(phase, backward))
-		leave(ml, &ml->bwd, NULL, false, ts);
-	leave(ml, &ml->fwd, path, true, ts);
+		leave_to(ml, &ml->bwd, 0, ts);
+	if (truncated)
+		leave_by_name(ml, &ml->fwd, path, ts);
+	else
+		leave_to(ml, &ml->fwd, calls - 1, ts);
 	ml->fwd.tid = tid;
-	note_called(ml, path);
+	note_called(ml, path, ml->fwd.n ? ml->fwd.mod[ml->fwd.n - 1] : NULL);
 	enter(ml, &ml->fwd, path, ts);
 }
 
 /*
  * An autograd Node made in path's forward (NULL: in no module's) is
- * evaluated: the modules of path that were called enter backward.
+ * evaluated: path enters backward with the calls it was made in.
  */
 static void node_eval(struct mt_modlog *ml, __u64 ts, __u32 tid,
 		      const char *path)
 {
-	char pre[PATH_LEN];
+	const char *chain[MAX_OPEN]; /* innermost first */
+	int n = 0, k = 0;
 
 	phase_to(ml, backward, ts);
 	if (ml->bwd.n && tid != ml->bwd.tid) {
@@ -332,29 +378,21 @@ static void node_eval(struct mt_modlog *ml, __u64 ts, __u32 tid,
 		return;
 	}
 	ml->bwd.tid = tid;
-	leave(ml, &ml->bwd, path, false, ts);
-	if (!path)
-		return;
-	for (size_t i = 0; path[i] && i + 1 < sizeof(pre); i++) {
-		const char *top = ml->bwd.n ? ml->bwd.mod[ml->bwd.n - 1] : NULL;
-
-		if (path[i + 1] && path[i + 1] != '.')
-			continue;
-		memcpy(pre, path, i + 1);
-		pre[i + 1] = '\0';
-		/* entered already, or a container that is never called */
-		if ((top && !within(top, pre, true)) ||
-		    (path[i + 1] && !was_called(ml, pre)))
-			continue;
-		enter(ml, &ml->bwd, pre, ts);
-	}
+	for (const char *p = path; p && n < MAX_OPEN; p = parent_of(ml, p))
+		chain[n++] = p;
+	/* the nest keeps the calls that hold path, outermost first */
+	while (k < ml->bwd.n && k < n && ml->bwd.mod[k] == chain[n - 1 - k])
+		k++;
+	leave_to(ml, &ml->bwd, k, ts);
+	for (int i = n - 1 - k; i >= 0; i--)
+		enter(ml, &ml->bwd, chain[i], ts);
 }
 
 void mt_modlog_probe(struct mt_tracer *tr, const struct mt_event *ev)
 {
 	struct mt_target *t = mt_tracer_find(tr, ev->pid);
 	const struct mt_pyresolved *pr;
-	char path[PATH_LEN];
+	const char *p;
 
 	if (!t || !t->modlog || !t->py)
 		return;
@@ -364,13 +402,16 @@ void mt_modlog_probe(struct mt_tracer *tr, const struct mt_event *ev)
 			return;
 		pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->stack_id,
 				     ev->flags & MT_EV_PY_TRUNC);
-		if (!pr || !strcmp(pr->module, "-")) {
+		p = pr ? from_root(t->modlog,
+				   mt_pystacks_root(tr->stacks, ev->pid),
+				   pr->module) :
+			 NULL;
+		if (!p) {
 			t->modlog->lost++;
 			return;
 		}
-		from_root(t->modlog, mt_pystacks_root(tr->stacks, ev->pid),
-			  pr->module, path, sizeof(path));
-		module_call(t->modlog, ev->ts, ev->tid, pr->phase, path);
+		module_call(t->modlog, ev->ts, ev->tid, pr->phase, p,
+			    calls_in(pr->frames, pr->depth), pr->truncated);
 		return;
 	}
 	pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->node_stack, false);
@@ -378,9 +419,9 @@ void mt_modlog_probe(struct mt_tracer *tr, const struct mt_event *ev)
 		t->modlog->lost++;
 		return;
 	}
-	from_root(t->modlog, mt_pystacks_root(tr->stacks, ev->pid), pr->module,
-		  path, sizeof(path));
-	node_eval(t->modlog, ev->ts, ev->tid, strcmp(path, "-") ? path : NULL);
+	p = from_root(t->modlog, mt_pystacks_root(tr->stacks, ev->pid),
+		      pr->module);
+	node_eval(t->modlog, ev->ts, ev->tid, p);
 }
 
 int mt_modlog_close(struct mt_modlog *ml)

@@ -28,15 +28,15 @@ struct mt_modlog *mt_modlog_open(const char *pattern, int pid, bool with_time,
 				 char *err, size_t errlen);
 
 /*
- * An allocator event of thread tid, phase and module (interned strings;
- * recompute: the module runs again in backward; root names the root
- * module, NULL if not known) at ts, after which the process held
- * allocated / reserved bytes. The modules it is not in have returned:
- * their post records show the memory before it.
+ * An allocator event of thread tid, phase and Python stack (frames named
+ * as python/stack.h does, innermost first; truncated: cut at depth) at ts,
+ * after which the process held allocated / reserved bytes. The module
+ * calls it is not in have returned: their post records show the memory
+ * before it.
  */
 void mt_modlog_event(struct mt_modlog *ml, __u64 ts, __u32 tid,
-		     const char *phase, const char *module, bool recompute,
-		     const char *root, __u64 allocated, __u64 reserved);
+		     const char *phase, const char *const *frames, int depth,
+		     bool truncated, __u64 allocated, __u64 reserved);
 
 /*
  * An event of the module-call probes (MT_K_MODULE_CALL, MT_K_NODE_EVAL)
