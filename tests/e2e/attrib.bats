@@ -149,7 +149,9 @@ sized() {
 }
 
 @test "--module-log: a loss called outside the model, a Sequential and a TransformerEncoder nest as called" {
-	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/cpu_model.py" --steps 2
+	# held at its exit until the trace is read: names are read from the
+	# living process
+	HELD=1 fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/cpu_model.py" --steps 2
 	trace 1 -p "$fx_PID" --module-log "$BATS_TEST_TMPDIR/mod.log"
 	release fx
 	settle fx '^done '
