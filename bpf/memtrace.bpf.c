@@ -618,3 +618,56 @@ int BPF_PROG(mt_fork, struct task_struct *parent, struct task_struct *child)
 }
 
 char LICENSE[] SEC("license") = "GPL";
+
+/*
+ * MT_F_MODCALL (--module-log only): torch::jit::tracer::getTracingState(),
+ * which nn.Module._call_impl reaches first thing on every call, through
+ * torch._C._get_tracing_state(). Other callers reach it too: user space
+ * keeps the events whose innermost Python frame is _call_impl, whose code
+ * goes in args[0]. A caller with no Python on its thread sends nothing.
+ */
+SEC("uprobe")
+int mt_module_call(struct pt_regs *ctx)
+{
+	struct mt_pystack *st;
+	struct mt_event ev;
+	__u32 zero = 0;
+
+	if (!wanted())
+		return 0;
+	fill(&ev, ctx, MT_COOKIE_KIND(bpf_get_attach_cookie(ctx)));
+	walk_python(&ev);
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!(ev.flags & MT_EV_PY) || !st)
+		return 0;
+	ev.args[0] = st->frames[0].code;
+	submit(&ev, false);
+	return 0;
+}
+
+/*
+ * MT_F_NODEEVAL (--module-log only): Engine::evaluate_function(graph_task,
+ * node, ...), an event for each Node evaluated whose forward stack is
+ * known, so that user space sees backward enter and leave each module.
+ * Nodes made by no Python (AccumulateGrad) send nothing.
+ */
+SEC("uprobe")
+int mt_node_eval(struct pt_regs *ctx)
+{
+	struct mt_event ev;
+	__u64 node = PT_REGS_PARM3(ctx);
+	__u64 *stack;
+
+	if (!wanted())
+		return 0;
+	stack = bpf_map_lookup_elem(&node_stack, &node);
+	if (!stack)
+		return 0;
+	fill(&ev, ctx, MT_COOKIE_KIND(bpf_get_attach_cookie(ctx)));
+	ev.node = node;
+	ev.node_stack = *stack;
+	ev.node_vt = 0;
+	read_u64(&ev.node_vt, node);
+	submit(&ev, false);
+	return 0;
+}

@@ -40,6 +40,8 @@ enum mt_kind {
 	MT_K_PY_RAISE, /* CPython's _PyErr_SetObject: an exception is set */
 	MT_K_NCCL_MEM_ALLOC,
 	MT_K_NCCL_MEM_FREE,
+	MT_K_MODULE_CALL, /* --module-log: an nn.Module call begins */
+	MT_K_NODE_EVAL, /* --module-log: an autograd Node is evaluated */
 	MT_K_MAX,
 };
 
@@ -56,6 +58,8 @@ enum mt_kind {
 #define MT_F_EDGE (1u << 21) /* entry: the Node* of Edge *arg1 was made here */
 #define MT_F_SETNODE (1u << 22) /* entry: arg2 is the Node* this thread runs */
 #define MT_F_EXC (1u << 23) /* entry: drop it if arg1 (a type) is in exc_skip */
+#define MT_F_MODCALL (1u << 24) /* entry: a module call (args[0]: top code) */
+#define MT_F_NODEEVAL (1u << 25) /* entry: arg2 is the Node* evaluated now */
 
 /* mt_event.kind of what no probe reports: a traced process forked */
 #define MT_K_FORK 0x8000 /* pid: the child, args[0]: its parent */

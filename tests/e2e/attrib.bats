@@ -115,29 +115,62 @@ sized() {
 	sized "$bytes" | grep ': c10:cpu_alloc: ' | grep -q ' phase=forward module=net$'
 }
 
-@test "--module-log: one record per module per stage per step" {
+@test "--module-log: each module call's records nest in its parent's, every step whole, units named" {
 	MTARGS="--module-log $BATS_TEST_TMPDIR/mem_{pid}_rank{rank}.log --log-time" \
 		trace_model --steps 3
 	log=$BATS_TEST_TMPDIR/mem_${fx_PID}_rank0.log
-	[ -s "$log" ]
-	modules="Net encoder encoder.0 encoder.0.proj encoder.0.act encoder.1 encoder.1.proj
-		encoder.1.act encoder.2 encoder.2.proj encoder.2.act mid mid.proj mid.act head"
-	for step in 0 1 2; do
-		for m in $modules; do
-			for stage in pre_forward post_forward pre_backward post_backward; do
-				n=$(grep -c "^step=$step module=$m stage=$stage allocated=[0-9.]* reserved=[0-9.]* max_allocated=[0-9.]* max_reserved=[0-9.]* time=[0-9]*\.[0-9]\{6\}$" "$log")
-				[ "$n" -eq 1 ] || { echo "step $step $m $stage: $n records"; false; }
-			done
-		done
-		grep -q "^step=$step module=optimizer stage=pre_step " "$log"
-		grep -q "^step=$step module=optimizer stage=post_step " "$log"
-	done
-	# nothing else: 15 modules x 4 stages + the optimizer's two, per step
-	[ "$(wc -l <"$log")" -eq $((3 * 62)) ]
+	cat "$log"
+	modlog_check "$log" 3
+	grep -q ' time=[0-9]*\.[0-9]\{6\}$' "$log"
+	# nothing else: 14 modules x 4 stages + the optimizer's two a step
+	[ "$(grep -c '^step=' "$log")" -eq $((3 * 58)) ]
+	[ "$(grep -c '^#' "$log")" -eq 1 ]
+	# the trace saw step 0 begin: its first record is the root's call
+	[ "$(grep -m1 '^step=' "$log" | cut -d' ' -f1-3)" = "step=0 module=Net stage=pre_forward" ]
 	# Adam's state arrives in the first step
-	pre=$(awk '/^step=0 module=optimizer stage=pre_step /{sub("allocated=", "", $4); print $4}' "$log")
-	post=$(awk '/^step=0 module=optimizer stage=post_step /{sub("allocated=", "", $4); print $4}' "$log")
+	pre=$(awk '/^step=0 module=optimizer stage=pre_step /{sub("allocated_mib=", "", $4); print $4}' "$log")
+	post=$(awk '/^step=0 module=optimizer stage=post_step /{sub("allocated_mib=", "", $4); print $4}' "$log")
 	awk -v a="$pre" -v b="$post" 'BEGIN { exit !(b > a) }'
+	# a Linear's forward holds its output: more after it than before
+	pre=$(awk '/^step=1 module=encoder.2.proj stage=pre_forward /{sub("allocated_mib=", "", $4); print $4}' "$log")
+	post=$(awk '/^step=1 module=encoder.2.proj stage=post_forward /{sub("allocated_mib=", "", $4); print $4}' "$log")
+	awk -v a="$pre" -v b="$post" 'BEGIN { exit !(b > a) }'
+}
+
+@test "--module-log: a trace that begins inside a step leaves that step out and says so" {
+	MTARGS="--module-log $BATS_TEST_TMPDIR/mod.log" \
+		trace_model --steps 3 --start-inside
+	log=$BATS_TEST_TMPDIR/mod.log
+	cat "$log"
+	grep -q '^# the trace began inside a step: its records are left out, step=0 is the first whole step$' "$log"
+	# the model's second and third steps, numbered 0 and 1
+	modlog_check "$log" 2
+	[ "$(grep -m1 '^step=' "$log" | cut -d' ' -f1-3)" = "step=0 module=Net stage=pre_forward" ]
+}
+
+@test "--module-log: a loss called outside the model, a Sequential and a TransformerEncoder nest as called" {
+	# held at its exit until the trace is read: names are read from the
+	# living process
+	HELD=1 fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/cpu_model.py" --steps 2
+	trace 1 -p "$fx_PID" --module-log "$BATS_TEST_TMPDIR/mod.log"
+	release fx
+	settle fx '^done '
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	cat "$BATS_TEST_TMPDIR/mod.log"
+	# the layers' dropouts (p=0) make no autograd Node: no backward
+	local modules="Net stem stem.fc_in stem.act_in stem.fc_mid stem.act_mid
+		encoder head" noback="" l x
+	for l in 0 1; do
+		modules+=" encoder.layers.$l"
+		for x in self_attn dropout1 norm1 linear1 dropout linear2 dropout2 norm2; do
+			modules+=" encoder.layers.$l.$x"
+		done
+		noback+=" encoder.layers.$l.dropout encoder.layers.$l.dropout1 encoder.layers.$l.dropout2"
+	done
+	awk -v root=Net -v steps=2 -v modules="$modules" -v outside=MSELoss \
+		-v noback="$noback" -f "$ROOT/tests/e2e/modlog_check.awk" \
+		"$BATS_TEST_TMPDIR/mod.log"
 }
 
 @test "--phase NAME=QUALNAME names a phase after a function" {

@@ -208,3 +208,13 @@ fixture_in_root() {
 	wait_for "$BATS_TEST_TMPDIR/$name.out" '^READY ' 120
 	printf -v "${name}_PID" '%s' "$(awk '/^READY /{print $2; exit}' "$BATS_TEST_TMPDIR/$name.out")"
 }
+
+# modlog_check LOG STEPS: a --module-log of attrib_model.py nests and pairs
+# its records as a hook logger's would, over STEPS whole steps (its
+# ModuleList "encoder" is iterated, never called: it has no records)
+modlog_check() {
+	awk -v root=Net -v steps="$2" -v modules="Net encoder.0 encoder.0.proj
+		encoder.0.act encoder.1 encoder.1.proj encoder.1.act encoder.2
+		encoder.2.proj encoder.2.act mid mid.proj mid.act head" \
+		-f "$ROOT/tests/e2e/modlog_check.awk" "$1"
+}

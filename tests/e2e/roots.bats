@@ -19,14 +19,14 @@ teardown() {
 }
 
 # model_p SUITE WAY: attrib_model.py --steps 2 in SUITE's root entered WAY,
-# held at its first call, traced with -p; sets TRACE and MODEL
+# held at its first call, traced with -p (and $MTARGS); sets TRACE and MODEL
 model_p() {
 	local root="ROOT_${1^^}"
 	root_stage "${!root}" "$ROOT/tests/fixtures/attrib_model.py"
 	in_root "${!root}" "$2"
 	HELD=1 fixture_in_root fx "${IN_ROOT[@]}" /usr/bin/python3 \
 		"$STAGE/attrib_model.py" --steps 2
-	trace 1 -p "$fx_PID"
+	trace 1 -p "$fx_PID" ${MTARGS:-}
 	release fx
 	settle fx '^root '
 	finish
@@ -152,6 +152,18 @@ assert_python() {
 	model_cmd sid chroot
 	assert_events '2\.14\.[0-9]*'
 	assert_python 14
+}
+
+@test "trixie (torch 2.6), container: --module-log nests each module call in its parent's, every step" {
+	MTARGS="--module-log $BATS_TEST_TMPDIR/mod.log" model_p trixie container
+	cat "$BATS_TEST_TMPDIR/mod.log"
+	modlog_check "$BATS_TEST_TMPDIR/mod.log" 2
+}
+
+@test "sid (torch 2.14), plain chroot: --module-log nests each module call in its parent's, every step" {
+	MTARGS="--module-log $BATS_TEST_TMPDIR/mod.log" model_p sid chroot
+	cat "$BATS_TEST_TMPDIR/mod.log"
+	modlog_check "$BATS_TEST_TMPDIR/mod.log" 2
 }
 
 @test "a library replaced on disk after it was mapped is still the one probed" {

@@ -205,6 +205,20 @@ static const struct mt_kind_info kinds[MT_K_MAX] = {
 		.event = NULL, .lib = MT_LIB_LDSO, 
 		.syms = { "_dl_debug_state" },
 	},
+	/*
+	 * --module-log: torch::jit::tracer::getTracingState(), reached by
+	 * every nn.Module._call_impl (torch 1.13 to 2.14) through
+	 * torch._C._get_tracing_state()
+	 */
+	[MT_K_MODULE_CALL] = {
+		.event = NULL, .lib = MT_LIB_TORCH_CPU, .flags = MT_F_MODCALL,
+		.syms = { "_ZN5torch3jit6tracer15getTracingStateEv" },
+	},
+	/* --module-log: each Node evaluated, as MT_K_EVAL_FN's probe */
+	[MT_K_NODE_EVAL] = {
+		.event = NULL, .lib = MT_LIB_TORCH_CPU, .flags = MT_F_NODEEVAL,
+		.syms = { "_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEEPNS0_4NodeERNS0_11InputBufferERKS2_INS0_10ReadyQueueEE" },
+	},
 };
 
 const struct mt_kind_info *mt_kind(unsigned int kind)

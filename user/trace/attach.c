@@ -15,6 +15,8 @@
 static bool kind_wanted(const struct mt_attacher *a,
 			const struct mt_kind_info *ki)
 {
+	if (ki->flags & (MT_F_MODCALL | MT_F_NODEEVAL))
+		return a->module_log;
 	if (ki->cpu)
 		return !a->no_cpu;
 	if (ki->lib == MT_LIB_LDSO)
@@ -57,6 +59,10 @@ static int push_link(struct mt_attacher *a, struct bpf_link *l)
 static struct bpf_program *entry_prog(const struct memtrace_bpf *skel,
 				      __u64 flags)
 {
+	if (flags & MT_F_MODCALL)
+		return skel->progs.mt_module_call;
+	if (flags & MT_F_NODEEVAL)
+		return skel->progs.mt_node_eval;
 	if (flags & MT_F_SETNODE)
 		return skel->progs.mt_set_node;
 	if (flags & MT_F_EDGE)

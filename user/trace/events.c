@@ -165,6 +165,10 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 		mt_tracer_on_loader(tr, ev);
 		return 0;
 	}
+	if (ev->kind == MT_K_MODULE_CALL || ev->kind == MT_K_NODE_EVAL) {
+		mt_modlog_probe(tr, ev);
+		return 0;
+	}
 	if (ev->kind == MT_K_FORK) {
 		mt_tracer_add(tr, (int)ev->pid, "forked");
 		return 0;
@@ -191,8 +195,8 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 		__u64 allocated, reserved;
 
 		mt_summary_totals(&k->ses->sum, ev->pid, &allocated, &reserved);
-		mt_modlog_event(t->modlog, ev->ts, site->phase, site->module,
-				mt_pystacks_root(tr->stacks, ev->pid),
+		mt_modlog_event(t->modlog, ev->ts, ev->tid, site->phase,
+				site->frames, site->depth, site->truncated,
 				allocated, reserved);
 	}
 	return 0;

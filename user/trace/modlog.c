@@ -1,14 +1,37 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * The module log is written as the events come, in the order a hook-based
+ * tracer writes it: a module's pre record when its call begins, after its
+ * parent's; its post record when the thread is seen outside it, before its
+ * parent's. Forward and backward each keep the modules running inside one
+ * another (a nest). In forward, the number of module calls an event of the
+ * nest's thread is inside is the number of _call_impl frames on its Python
+ * stack: the calls of the nest past that many have returned. Nothing is
+ * allocated between a return and that event, so the post record's memory
+ * is what a hook would read; its time is that event's. Each module call
+ * notes the call it was made in: in backward, a Node's module enters with
+ * the calls it was made in, and they leave at the first Node evaluated
+ * outside them.
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "trace/modlog.h"
-#include "proc/rank.h"
+#include "lib/hashing.h"
+#include "lib/hashtab.h"
 #include "lib/outfile.h"
+#include "lib/strpool.h"
+#include "proc/rank.h"
+#include "python/pyproc.h"
+#include "python/stack.h"
+#include "trace/tracer.h"
 
-#define MAX_RECORDS 8192
-#define MAX_DEPTH 32
+#define MAX_OPEN 64 /* modules running inside one another */
+#define MAX_CALLED 4096 /* module paths seen called */
+#define CALLED_CAP 8192 /* slots of the table of them: at most half full */
+#define MAX_PATHS 16384 /* strings the log keeps */
+#define PATH_LEN 1024
 #define MIB (1024.0 * 1024.0)
 
 enum stage {
@@ -25,25 +48,43 @@ static const char *const stage_names[] = {
 	"post_backward", "pre_step",	 "post_step",
 };
 
-struct record {
-	char module[256];
-	enum stage stage;
-	__u64 ts, allocated, reserved, max_allocated, max_reserved;
+/* whether the log writes: the step the trace began in is left out */
+enum start {
+	UNDECIDED, /* nothing of a step seen yet */
+	WHOLE, /* the trace saw the step begin */
+	PARTIAL, /* it began inside a step: no records until the next */
+};
+
+/* the modules running inside one another in one pass, outermost first */
+struct nest {
+	const char *mod[MAX_OPEN];
+	int n;
+	__u32 tid; /* the thread that runs them */
+	enum stage pre; /* PRE_FORWARD or PRE_BACKWARD */
 };
 
 struct mt_modlog {
 	FILE *f;
 	bool with_time;
+	enum start start;
 	unsigned long step;
 	bool backward_seen; /* since the last step: zero_grad is no step */
-	const char *phase; /* of the last event */
-	char module[512]; /* of the last event, from the root */
+	bool in_optimizer;
 	const char *root; /* the root module's name */
+	struct mt_strpool *pool; /* module paths from the root */
+	struct called {
+		const char *path,
+			*parent; /* a module, the call it was made in */
+	} called[CALLED_CAP];
+	size_t ncalled;
+	struct nest fwd, bwd;
 	__u64 allocated, reserved, max_allocated, max_reserved;
-	struct record *recs; /* this step's, in order */
-	size_t nrecs;
-	unsigned long dropped;
+	unsigned long calls; /* module calls seen */
+	unsigned long lost; /* records not written: too deep, too many paths */
+	unsigned long other_thread; /* calls of a second thread, not followed */
 };
+
+static const char backward[] = "backward";
 
 struct mt_modlog *mt_modlog_open(const char *pattern, int pid, bool with_time,
 				 char *err, size_t errlen)
@@ -60,8 +101,8 @@ struct mt_modlog *mt_modlog_open(const char *pattern, int pid, bool with_time,
 	}
 	ml = calloc(1, sizeof(*ml));
 	if (ml)
-		ml->recs = calloc(MAX_RECORDS, sizeof(*ml->recs));
-	if (!ml || !ml->recs) {
+		ml->pool = mt_strpool_new(MAX_PATHS);
+	if (!ml || !ml->pool) {
 		free(ml);
 		snprintf(err, errlen, "out of memory");
 		return NULL;
@@ -69,165 +110,192 @@ struct mt_modlog *mt_modlog_open(const char *pattern, int pid, bool with_time,
 	ml->f = mt_create_output_file(path, MT_OUT_PRIVATE, why, sizeof(why));
 	if (!ml->f) {
 		snprintf(err, errlen, "cannot write %s", why);
-		free(ml->recs);
+		mt_strpool_free(ml->pool);
 		free(ml);
 		return NULL;
 	}
 	ml->with_time = with_time;
+	ml->fwd.pre = PRE_FORWARD;
+	ml->bwd.pre = PRE_BACKWARD;
+	fprintf(ml->f,
+		"# memtrace-bpf module log pid=%d: a record per module call "
+		"and stage; allocated_mib, reserved_mib, max_allocated_mib, "
+		"max_reserved_mib in MiB (2^20 bytes)%s\n",
+		pid, with_time ? "; time in seconds of CLOCK_MONOTONIC" : "");
 	return ml;
 }
 
+/* "a.b" lies within "a" (or is "a", unless proper), by name */
+static bool within(const char *outer, const char *inner, bool proper)
+{
+	size_t n = strlen(outer);
+
+	if (strncmp(outer, inner, n))
+		return false;
+	return inner[n] == '.' || (!proper && !inner[n]);
+}
+
+static void put(struct mt_modlog *ml, const char *module, enum stage st,
+		__u64 ts)
+{
+	const char *name = module;
+
+	if (ml->start != WHOLE)
+		return;
+	/* named as named_modules() does: from under the root */
+	if (ml->root && within(ml->root, module, true))
+		name += strlen(ml->root) + 1;
+	fprintf(ml->f,
+		"step=%lu module=%s stage=%s allocated_mib=%.3f "
+		"reserved_mib=%.3f max_allocated_mib=%.3f "
+		"max_reserved_mib=%.3f",
+		ml->step, name, stage_names[st], ml->allocated / MIB,
+		ml->reserved / MIB, ml->max_allocated / MIB,
+		ml->max_reserved / MIB);
+	if (ml->with_time)
+		fprintf(ml->f, " time=%llu.%06llu",
+			(unsigned long long)(ts / 1000000000ULL),
+			(unsigned long long)(ts % 1000000000ULL / 1000));
+	fputc('\n', ml->f);
+}
+
+/* the modules of the nest past its first n return */
+static void leave_to(struct mt_modlog *ml, struct nest *ns, int n, __u64 ts)
+{
+	while (ns->n > n) {
+		ns->n--;
+		put(ml, ns->mod[ns->n], ns->pre + 1, ts);
+	}
+}
+
 /*
- * Keep the first pre record and the last post record of each module and
- * stage within a step: a module run several times in a step gets one of
- * each, spanning all its runs.
+ * A cut stack does not show every call it is in: then the modules whose
+ * names do not hold path return.
  */
-static void record(struct mt_modlog *ml, const char *module, enum stage st,
-		   __u64 ts)
+static void leave_by_name(struct mt_modlog *ml, struct nest *ns,
+			  const char *path, __u64 ts)
 {
-	bool post =
-		st == POST_FORWARD || st == POST_BACKWARD || st == POST_STEP;
-	struct record *r = NULL;
+	int n = ns->n;
 
-	for (size_t i = 0; i < ml->nrecs; i++) {
-		if (ml->recs[i].stage == st &&
-		    !strcmp(ml->recs[i].module, module)) {
-			if (!post)
-				return;
-			r = &ml->recs[i];
-			break;
-		}
-	}
-	if (!r) {
-		if (ml->nrecs == MAX_RECORDS) {
-			ml->dropped++;
-			return;
-		}
-		r = &ml->recs[ml->nrecs++];
-		snprintf(r->module, sizeof(r->module), "%s", module);
-		r->stage = st;
-	}
-	r->ts = ts;
-	r->allocated = ml->allocated;
-	r->reserved = ml->reserved;
-	r->max_allocated = ml->max_allocated;
-	r->max_reserved = ml->max_reserved;
+	while (n > 0 && !within(ns->mod[n - 1], path, true))
+		n--;
+	leave_to(ml, ns, n, ts);
 }
 
-static void flush_step(struct mt_modlog *ml)
-{
-	size_t rootlen = ml->root ? strlen(ml->root) : 0;
-
-	for (size_t i = 0; i < ml->nrecs; i++) {
-		const struct record *r = &ml->recs[i];
-		const char *name = r->module;
-
-		/* named as named_modules() does: from under the root */
-		if (rootlen && !strncmp(name, ml->root, rootlen) &&
-		    name[rootlen] == '.')
-			name += rootlen + 1;
-		fprintf(ml->f,
-			"step=%lu module=%s stage=%s allocated=%.3f "
-			"reserved=%.3f max_allocated=%.3f max_reserved=%.3f",
-			ml->step, name, stage_names[r->stage],
-			r->allocated / MIB, r->reserved / MIB,
-			r->max_allocated / MIB, r->max_reserved / MIB);
-		if (ml->with_time)
-			fprintf(ml->f, " time=%llu.%06llu",
-				(unsigned long long)(r->ts / 1000000000ULL),
-				(unsigned long long)(r->ts % 1000000000ULL /
-						     1000));
-		fputc('\n', ml->f);
-	}
-	ml->nrecs = 0;
-}
-
-/* "a.b.c" -> its prefixes a, a.b, a.b.c; returns how many */
-static int prefixes(const char *module, char out[][256], int max)
+/* how many module calls a stack is inside: its _call_impl frames */
+static int calls_in(const char *const *frames, int depth)
 {
 	int n = 0;
 
-	if (!strcmp(module, "-"))
-		return 0;
-	for (const char *p = module; n < max; p++) {
-		if (*p == '.' || !*p) {
-			size_t l = (size_t)(p - module);
-
-			if (l >= 256)
-				break;
-			memcpy(out[n], module, l);
-			out[n++][l] = '\0';
-		}
-		if (!*p)
-			break;
-	}
+	for (int i = 0; frames && i < depth; i++)
+		if (!strncmp(frames[i], "Module._call_impl (", 19) ||
+		    !strncmp(frames[i], "_call_impl (", 12)) /* 3.10 */
+			n++;
 	return n;
 }
 
-static bool has_prefix(char pre[][256], int n, const char *m)
+static void enter(struct mt_modlog *ml, struct nest *ns, const char *path,
+		  __u64 ts)
 {
-	for (int i = 0; i < n; i++)
-		if (!strcmp(pre[i], m))
-			return true;
-	return false;
-}
-
-/* modules left and entered between two module paths of one stage pair */
-static void transition(struct mt_modlog *ml, const char *from, const char *to,
-		       enum stage pre, __u64 ts)
-{
-	char a[MAX_DEPTH][256], b[MAX_DEPTH][256];
-	int na = from ? prefixes(from, a, MAX_DEPTH) : 0;
-	int nb = to ? prefixes(to, b, MAX_DEPTH) : 0;
-
-	for (int i = na - 1; i >= 0; i--)
-		if (!has_prefix(b, nb, a[i]))
-			record(ml, a[i], pre + 1, ts);
-	for (int i = 0; i < nb; i++)
-		if (!has_prefix(a, na, b[i]))
-			record(ml, b[i], pre, ts);
-}
-
-static const char *in_phase(const char *phase, const char *module,
-			    const char *want)
-{
-	return phase && !strcmp(phase, want) ? module : NULL;
-}
-
-void mt_modlog_event(struct mt_modlog *ml, __u64 ts, const char *phase,
-		     const char *module, const char *root, __u64 allocated,
-		     __u64 reserved)
-{
-	bool was_opt = ml->phase && !strcmp(ml->phase, "optimizer");
-	bool is_opt = !strcmp(phase, "optimizer");
-	char path[sizeof(ml->module)];
-
-	if (root)
-		ml->root = root;
-	/* the root holds every module: its path heads all the others */
-	if (root && strcmp(module, "-") && strcmp(module, root))
-		snprintf(path, sizeof(path), "%s.%s", root, module);
-	else
-		snprintf(path, sizeof(path), "%s", module);
-	if (ml->phase != phase || strcmp(ml->module, path)) {
-		transition(ml, in_phase(ml->phase, ml->module, "forward"),
-			   in_phase(phase, path, "forward"), PRE_FORWARD, ts);
-		transition(ml, in_phase(ml->phase, ml->module, "backward"),
-			   in_phase(phase, path, "backward"), PRE_BACKWARD, ts);
-		/* an optimizer phase after a backward is the step */
-		if (was_opt && !is_opt && ml->backward_seen) {
-			record(ml, "optimizer", POST_STEP, ts);
-			flush_step(ml);
-			ml->step++;
-			ml->backward_seen = false;
-		}
-		if (is_opt && !was_opt && ml->backward_seen)
-			record(ml, "optimizer", PRE_STEP, ts);
-		if (!strcmp(phase, "backward"))
-			ml->backward_seen = true;
+	if (ns->n == MAX_OPEN) {
+		ml->lost++;
+		return;
 	}
-	ml->phase = phase;
-	snprintf(ml->module, sizeof(ml->module), "%s", path);
+	ns->mod[ns->n++] = path;
+	put(ml, path, ns->pre, ts);
+}
+
+/* the table of called paths, for lib/hashtab.h: tab is ml */
+static bool called_used(const void *tab, size_t i)
+{
+	return ((const struct mt_modlog *)tab)->called[i].path;
+}
+
+static bool called_match(const void *tab, size_t i, const void *key)
+{
+	return ((const struct mt_modlog *)tab)->called[i].path == key;
+}
+
+/* path is interned: the pointer is the key */
+static size_t called_slot(const struct mt_modlog *ml, const char *path)
+{
+	return mt_probe(ml, CALLED_CAP - 1, mt_mix64((__u64)(size_t)path),
+			called_used, called_match, path);
+}
+
+/* the call path was last made in, NULL if in none or not seen */
+static const char *parent_of(const struct mt_modlog *ml, const char *path)
+{
+	return ml->called[called_slot(ml, path)].parent;
+}
+
+static void note_called(struct mt_modlog *ml, const char *path,
+			const char *parent)
+{
+	size_t i = called_slot(ml, path);
+
+	if (!ml->called[i].path) {
+		if (ml->ncalled == MAX_CALLED) {
+			ml->lost++;
+			return;
+		}
+		ml->called[i].path = path;
+		ml->ncalled++;
+	}
+	ml->called[i].parent = parent;
+}
+
+/* the trace began inside a step: say so once, write from the next one */
+static void began_inside(struct mt_modlog *ml)
+{
+	ml->start = PARTIAL;
+	fprintf(ml->f, "# the trace began inside a step: its records are left "
+		       "out, step=0 is the first whole step\n");
+}
+
+/*
+ * An optimizer phase that follows a backward is the optimizer step; the
+ * step ends with it (a zero_grad before the backward is no step).
+ */
+static void phase_to(struct mt_modlog *ml, const char *phase, __u64 ts)
+{
+	bool is_opt = !strcmp(phase, "optimizer");
+
+	if (is_opt && !ml->in_optimizer && ml->backward_seen) {
+		leave_to(ml, &ml->bwd, 0, ts);
+		put(ml, "optimizer", PRE_STEP, ts);
+	}
+	if (!is_opt && ml->in_optimizer && ml->backward_seen) {
+		leave_to(ml, &ml->fwd, 0, ts);
+		leave_to(ml, &ml->bwd, 0, ts);
+		put(ml, "optimizer", POST_STEP, ts);
+		if (ml->start == PARTIAL)
+			ml->start = WHOLE;
+		else if (ml->start == WHOLE)
+			ml->step++;
+		ml->backward_seen = false;
+	}
+	ml->in_optimizer = is_opt;
+	if (!strcmp(phase, backward)) {
+		ml->backward_seen = true;
+		if (ml->start == UNDECIDED)
+			began_inside(ml);
+	}
+}
+
+void mt_modlog_event(struct mt_modlog *ml, __u64 ts, __u32 tid,
+		     const char *phase, const char *const *frames, int depth,
+		     bool truncated, __u64 allocated, __u64 reserved)
+{
+	int calls = calls_in(frames, depth);
+
+	phase_to(ml, phase, ts);
+	if (ml->start == UNDECIDED && calls)
+		began_inside(ml);
+	if (ml->fwd.n && tid == ml->fwd.tid && !truncated)
+		leave_to(ml, &ml->fwd, calls, ts);
+	if (ml->bwd.n && tid == ml->bwd.tid && strcmp(phase, backward))
+		leave_to(ml, &ml->bwd, 0, ts);
 	ml->allocated = allocated;
 	ml->reserved = reserved;
 	if (allocated > ml->max_allocated)
@@ -236,19 +304,157 @@ void mt_modlog_event(struct mt_modlog *ml, __u64 ts, const char *phase,
 		ml->max_reserved = reserved;
 }
 
+/*
+ * module (named from under the root) as the log keeps it: from the root,
+ * interned. NULL for no module ("-"), or when the log keeps too many.
+ */
+static const char *from_root(struct mt_modlog *ml, const char *root,
+			     const char *module)
+{
+	char path[PATH_LEN];
+	const char *p;
+
+	if (root)
+		ml->root = root;
+	if (!strcmp(module, "-"))
+		return NULL;
+	if (ml->root && strcmp(module, ml->root))
+		snprintf(path, sizeof(path), "%s.%s", ml->root, module);
+	else
+		snprintf(path, sizeof(path), "%s", module);
+	p = mt_intern(ml->pool, path);
+	if (!p)
+		ml->lost++;
+	return p;
+}
+
+/*
+ * A module's call begins (phase "forward", or "backward" when recomputed),
+ * the innermost of the calls module calls its stack is inside, unless the
+ * stack is truncated.
+ */
+static void module_call(struct mt_modlog *ml, __u64 ts, __u32 tid,
+			const char *phase, const char *path, int calls,
+			bool truncated)
+{
+	phase_to(ml, phase, ts);
+	ml->calls++;
+	if (ml->fwd.n && tid != ml->fwd.tid) {
+		ml->other_thread++;
+		return;
+	}
+	/* the trace saw the step begin if it sees its first call begin */
+	if (ml->start == UNDECIDED) {
+		if (calls == 1 && !truncated)
+			ml->start = WHOLE;
+		else
+			began_inside(ml);
+	}
+	/* a forward starts: the last backward is over */
+	if (strcmp(phase, backward))
+		leave_to(ml, &ml->bwd, 0, ts);
+	if (truncated)
+		leave_by_name(ml, &ml->fwd, path, ts);
+	else
+		leave_to(ml, &ml->fwd, calls - 1, ts);
+	ml->fwd.tid = tid;
+	note_called(ml, path, ml->fwd.n ? ml->fwd.mod[ml->fwd.n - 1] : NULL);
+	enter(ml, &ml->fwd, path, ts);
+}
+
+/*
+ * An autograd Node made in path's forward (NULL: in no module's) is
+ * evaluated: path enters backward with the calls it was made in.
+ */
+static void node_eval(struct mt_modlog *ml, __u64 ts, __u32 tid,
+		      const char *path)
+{
+	const char *chain[MAX_OPEN]; /* innermost first */
+	int n = 0, k = 0;
+
+	phase_to(ml, backward, ts);
+	if (ml->bwd.n && tid != ml->bwd.tid) {
+		ml->other_thread++;
+		return;
+	}
+	ml->bwd.tid = tid;
+	for (const char *p = path; p && n < MAX_OPEN; p = parent_of(ml, p))
+		chain[n++] = p;
+	/* the nest keeps the calls that hold path, outermost first */
+	while (k < ml->bwd.n && k < n && ml->bwd.mod[k] == chain[n - 1 - k])
+		k++;
+	leave_to(ml, &ml->bwd, k, ts);
+	for (int i = n - 1 - k; i >= 0; i--)
+		enter(ml, &ml->bwd, chain[i], ts);
+}
+
+void mt_modlog_probe(struct mt_tracer *tr, const struct mt_event *ev)
+{
+	struct mt_target *t = mt_tracer_find(tr, ev->pid);
+	const struct mt_pyresolved *pr;
+	const char *p;
+
+	if (!t || !t->modlog || !t->py)
+		return;
+	if (ev->kind == MT_K_MODULE_CALL) {
+		/* only _call_impl calls it first thing */
+		if (!mt_py_is_module_call(t->py, ev->args[0]))
+			return;
+		pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->stack_id,
+				     ev->flags & MT_EV_PY_TRUNC);
+		p = pr ? from_root(t->modlog,
+				   mt_pystacks_root(tr->stacks, ev->pid),
+				   pr->module) :
+			 NULL;
+		if (!p) {
+			t->modlog->lost++;
+			return;
+		}
+		module_call(t->modlog, ev->ts, ev->tid, pr->phase, p,
+			    calls_in(pr->frames, pr->depth), pr->truncated);
+		return;
+	}
+	pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->node_stack, false);
+	if (!pr) {
+		t->modlog->lost++;
+		return;
+	}
+	p = from_root(t->modlog, mt_pystacks_root(tr->stacks, ev->pid),
+		      pr->module);
+	node_eval(t->modlog, ev->ts, ev->tid, p);
+}
+
 int mt_modlog_close(struct mt_modlog *ml)
 {
 	int ret = 0;
 
 	if (!ml)
 		return 0;
-	flush_step(ml);
-	if (ml->dropped)
-		fprintf(ml->f, "# dropped=%lu records over %d in a step\n",
-			ml->dropped, MAX_RECORDS);
+	if (!ml->calls)
+		fprintf(ml->f, "# no module call seen: this torch has no "
+			       "torch::jit::tracer::getTracingState to probe, "
+			       "or no module ran\n");
+	else if (ml->start == PARTIAL)
+		fprintf(ml->f, "# no whole step: no optimizer step ended "
+			       "after the one the trace began in\n");
+	if (ml->lost)
+		fprintf(ml->f,
+			"# lost=%lu module records: deeper than %d modules, "
+			"over %d module paths or stacks no longer held\n",
+			ml->lost, MAX_OPEN, MAX_CALLED);
+	if (ml->other_thread)
+		fprintf(ml->f,
+			"# other_thread=%lu module calls and Nodes of a "
+			"second thread left out\n",
+			ml->other_thread);
+	if (ml->fwd.n || ml->bwd.n)
+		fprintf(ml->f,
+			"# open=%d modules still running at the end: no "
+			"post record\n",
+			ml->fwd.n + ml->bwd.n);
 	if (fclose(ml->f))
 		ret = -errno;
-	free(ml->recs);
+	mt_strpool_free(ml->pool);
 	free(ml);
 	return ret;
 }

@@ -190,6 +190,7 @@ static int run(struct mt_tracer *tr)
 	tr->att.no_cuda = o->no_cuda;
 	tr->att.no_python = o->no_python;
 	tr->att.trace_exceptions = o->exc_types != NULL;
+	tr->att.module_log = o->module_log != NULL;
 	tr->att.global = o->children_of || o->all;
 	/* with -q the attach notes still tell a script when tracing began */
 	tr->att.log = o->quiet || o->record ? stderr : tr->out;
