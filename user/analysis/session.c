@@ -6,6 +6,7 @@
 #include <string.h>
 #include "event/format.h"
 #include "analysis/ops.h"
+#include "analysis/report.h"
 #include "analysis/session.h"
 
 int mt_session_init(struct mt_session *s, const struct mt_session_conf *c,
@@ -343,6 +344,10 @@ void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
 {
 	bool stacks = !s->conf.no_stack;
 
+	if (!s->conf.keys) {
+		mt_report_print(s, end);
+		return;
+	}
 	mt_summary_print(&s->sum, s->live, end, s->out);
 	print_ranks(s);
 	mt_oom_print(s->oom, s->out);

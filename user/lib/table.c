@@ -105,6 +105,42 @@ static void pad(size_t n, FILE *out)
 		fputc(' ', out);
 }
 
+/* s shortened to w characters: leading blanks, "...", its tail */
+static void put_elided(const char *s, size_t w, FILE *out)
+{
+	size_t lead = strspn(s, " ");
+	size_t room =
+		w > lead + strlen(ELLIPSIS) ? w - lead - strlen(ELLIPSIS) : 0;
+
+	if (!room) {
+		/* too narrow for a tail: its first w characters */
+		fprintf(out, "%.*s", (int)w, s);
+		return;
+	}
+	fprintf(out, "%.*s%s%s", (int)lead, s, ELLIPSIS,
+		s + lead + tail_from(s + lead, room));
+}
+
+const char *mt_table_elide(char *buf, size_t len, const char *s, size_t width)
+{
+	FILE *f;
+
+	if (!len)
+		return buf;
+	if (mt_table_text_width(s) <= width) {
+		snprintf(buf, len, "%s", s);
+		return buf;
+	}
+	f = fmemopen(buf, len, "w");
+	if (!f) {
+		snprintf(buf, len, "%s", s);
+		return buf;
+	}
+	put_elided(s, width, f);
+	fclose(f);
+	return buf;
+}
+
 /* cell in a column of width w; shortened from the left if it is wider */
 static void put_cell(const char *cell, const struct mt_table_col *col, size_t w,
 		     bool last, FILE *out)
@@ -112,18 +148,7 @@ static void put_cell(const char *cell, const struct mt_table_col *col, size_t w,
 	size_t cw = mt_table_text_width(cell);
 
 	if (cw > w) {
-		size_t lead = strspn(cell, " ");
-		size_t room = w > lead + strlen(ELLIPSIS) ?
-				      w - lead - strlen(ELLIPSIS) :
-				      0;
-
-		if (!room) {
-			/* too narrow for a tail: its first w characters */
-			fprintf(out, "%.*s", (int)w, cell);
-			return;
-		}
-		fprintf(out, "%.*s%s%s", (int)lead, cell, ELLIPSIS,
-			cell + tail_from(cell + lead, room) + lead);
+		put_elided(cell, w, out);
 		return;
 	}
 	if (col->align == MT_TABLE_RIGHT)
@@ -153,20 +178,40 @@ const char *mt_table_tone_off(const struct mt_table_style *st)
 }
 
 static void put_row(const struct mt_table *t, char *const *cells,
-		    enum mt_table_tone tone, const size_t *w,
+		    enum mt_table_tone tone, const size_t *w, const bool *shown,
 		    const struct mt_table_style *st, FILE *out)
 {
 	const char *on = mt_table_tone_on(st, tone);
+	size_t last = 0;
+	bool first = true;
 
+	for (size_t j = 0; j < t->ncols; j++)
+		if (shown[j])
+			last = j;
 	fputs(on, out);
 	for (size_t j = 0; j < t->ncols; j++) {
-		if (j)
+		if (!shown[j])
+			continue;
+		if (!first)
 			pad(GAP, out);
-		put_cell(cells[j], &t->cols[j], w[j], j + 1 == t->ncols, out);
+		first = false;
+		put_cell(cells[j], &t->cols[j], w[j], j == last, out);
 	}
 	if (*on)
 		fputs(mt_table_tone_off(st), out);
 	fputc('\n', out);
+}
+
+/* the shown column of the highest drop; ncols when none is left */
+static size_t next_drop(const struct mt_table *t, const bool *shown)
+{
+	size_t k = t->ncols;
+
+	for (size_t j = 0; j < t->ncols; j++)
+		if (shown[j] && t->cols[j].drop &&
+		    (k == t->ncols || t->cols[j].drop > t->cols[k].drop))
+			k = j;
+	return k;
 }
 
 void mt_table_print(const struct mt_table *t, const struct mt_table_style *st,
@@ -174,8 +219,11 @@ void mt_table_print(const struct mt_table *t, const struct mt_table_style *st,
 {
 	size_t w[MT_TABLE_MAX_COLS], total = GAP * (t->ncols - 1);
 	char *titles[MT_TABLE_MAX_COLS];
+	bool shown[MT_TABLE_MAX_COLS], titled = false;
+	size_t e = t->ncols, want = 0, k;
 
 	for (size_t j = 0; j < t->ncols; j++) {
+		titled |= t->cols[j].title != NULL;
 		titles[j] = (char *)(t->cols[j].title ? t->cols[j].title : "");
 		w[j] = mt_table_text_width(titles[j]);
 		for (size_t i = 0; i < t->nrows; i++) {
@@ -185,22 +233,33 @@ void mt_table_print(const struct mt_table *t, const struct mt_table_style *st,
 				w[j] = cw;
 		}
 		total += w[j];
+		shown[j] = true;
+		if (t->cols[j].elide)
+			e = j;
+	}
+	/* columns left out, while the elided one would fall below its want */
+	if (e < t->ncols)
+		want = w[e] < MT_TABLE_KEEP ? w[e] : MT_TABLE_KEEP;
+	while (total - (e < t->ncols ? w[e] - want : 0) > st->width &&
+	       (k = next_drop(t, shown)) < t->ncols) {
+		shown[k] = false;
+		total -= w[k] + GAP;
 	}
 	/* the column that gives way takes what is too much, to a minimum */
-	for (size_t j = 0; j < t->ncols && total > st->width; j++) {
-		size_t over = total - st->width, keep;
+	if (e < t->ncols && total > st->width && w[e] > MT_TABLE_MIN_ELIDED) {
+		size_t over = total - st->width;
+		size_t keep = over < w[e] - MT_TABLE_MIN_ELIDED ?
+				      w[e] - over :
+				      MT_TABLE_MIN_ELIDED;
 
-		if (!t->cols[j].elide || w[j] <= MT_TABLE_MIN_ELIDED)
-			continue;
-		keep = w[j] - over > MT_TABLE_MIN_ELIDED && over < w[j] ?
-			       w[j] - over :
-			       MT_TABLE_MIN_ELIDED;
-		total -= w[j] - keep;
-		w[j] = keep;
+		total -= w[e] - keep;
+		w[e] = keep;
 	}
-	put_row(t, titles, MT_TONE_BOLD, w, st, out);
+	if (titled)
+		put_row(t, titles, MT_TONE_BOLD, w, shown, st, out);
 	for (size_t i = 0; i < t->nrows; i++)
-		put_row(t, t->rows[i].cells, t->rows[i].tone, w, st, out);
+		put_row(t, t->rows[i].cells, t->rows[i].tone, w, shown, st,
+			out);
 }
 
 void mt_table_style_for(FILE *out, struct mt_table_style *st)

@@ -20,6 +20,8 @@
 #define MT_TABLE_DEFAULT_WIDTH 120
 /* a column that gives way keeps at least this many characters */
 #define MT_TABLE_MIN_ELIDED 12
+/* what columns with a drop are left out for it to keep, where it has it */
+#define MT_TABLE_KEEP 28
 
 enum mt_table_align { MT_TABLE_LEFT, MT_TABLE_RIGHT };
 
@@ -32,6 +34,12 @@ struct mt_table_col {
 	 * tree keeps its indentation). At most one column per table.
 	 */
 	bool elide;
+	/*
+	 * 0: always shown. Otherwise the column may be left out when the
+	 * table is too wide for its elided column to keep MT_TABLE_KEEP
+	 * characters: the highest drop first.
+	 */
+	int drop;
 };
 
 /* how a row is drawn, when colour is on */
@@ -64,7 +72,10 @@ int mt_table_add(struct mt_table *t, enum mt_table_tone tone,
 
 size_t mt_table_rows(const struct mt_table *t);
 
-/* the title line, then the rows, each line at most st->width wide */
+/*
+ * The title line (none when every column's title is NULL), then the rows,
+ * each line at most st->width wide.
+ */
 void mt_table_print(const struct mt_table *t, const struct mt_table_style *st,
 		    FILE *out);
 
@@ -82,5 +93,11 @@ const char *mt_table_tone_off(const struct mt_table_style *st);
 
 /* characters s takes on a terminal (UTF-8 sequences count one) */
 size_t mt_table_text_width(const char *s);
+
+/*
+ * s into buf (len bytes), shortened from the left to at most width
+ * characters as a column that gives way shortens it. Returns buf.
+ */
+const char *mt_table_elide(char *buf, size_t len, const char *s, size_t width);
 
 #endif /* __MT_TABLE_H */
