@@ -389,16 +389,38 @@ static void heading(const struct report *rp, const char *title)
 		title, mt_table_tone_off(&rp->st));
 }
 
-/* one headline line: a label (or blanks) and its text, in a tone */
+/*
+ * A headline: a label (or blanks) and its text in a tone, the text
+ * wrapped at blanks to the width, its later lines under its first.
+ */
 static void headline(const struct report *rp, const char *label,
 		     enum mt_table_tone tone, const char *text)
 {
-	fprintf(rp->out, "%s%-*s%s %s%s%s\n",
-		mt_table_tone_on(&rp->st, MT_TONE_BOLD), LABEL_WIDTH,
-		label ? label : "", mt_table_tone_off(&rp->st),
-		mt_table_tone_on(&rp->st, tone), text,
-		*mt_table_tone_on(&rp->st, tone) ? mt_table_tone_off(&rp->st) :
-						   "");
+	size_t w = rp->st.width > LABEL_WIDTH + 1 + MT_TABLE_MIN_ELIDED ?
+			   rp->st.width - LABEL_WIDTH - 1 :
+			   MT_TABLE_MIN_ELIDED;
+	const char *on = mt_table_tone_on(&rp->st, tone);
+
+	do {
+		size_t n = strlen(text), cut = n;
+
+		if (mt_table_text_width(text) > w) {
+			/* the last blank that fits; none: cut where it must */
+			cut = w;
+			while (cut > 0 && text[cut] != ' ')
+				cut--;
+			if (!cut)
+				cut = w;
+		}
+		fprintf(rp->out, "%s%-*s%s %s%.*s%s\n",
+			mt_table_tone_on(&rp->st, MT_TONE_BOLD), LABEL_WIDTH,
+			label ? label : "", mt_table_tone_off(&rp->st), on,
+			(int)cut, text, *on ? mt_table_tone_off(&rp->st) : "");
+		label = NULL;
+		text += cut;
+		while (*text == ' ')
+			text++;
+	} while (*text);
 }
 
 /* room left on a headline line after LABEL_WIDTH and used characters */
