@@ -563,7 +563,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		o->keys = true;
 		break;
 	case OPT_PERCENT_LIMIT:
-		o->percent_limit = parse_double(state, "percentage", arg, 0, 100);
+		o->percent_limit =
+			parse_double(state, "percentage", arg, 0, 100);
 		break;
 	case OPT_TOP_OPS:
 		o->top_ops = (size_t)parse_ull(state, "operator count", arg,

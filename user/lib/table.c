@@ -217,9 +217,9 @@ static size_t next_drop(const struct mt_table *t, const bool *shown)
 void mt_table_print(const struct mt_table *t, const struct mt_table_style *st,
 		    FILE *out)
 {
-	size_t w[MT_TABLE_MAX_COLS], total = GAP * (t->ncols - 1);
+	size_t w[MT_TABLE_MAX_COLS] = { 0 }, total = GAP * (t->ncols - 1);
 	char *titles[MT_TABLE_MAX_COLS];
-	bool shown[MT_TABLE_MAX_COLS], titled = false;
+	bool shown[MT_TABLE_MAX_COLS] = { 0 }, titled = false;
 	size_t e = t->ncols, want = 0, k;
 
 	for (size_t j = 0; j < t->ncols; j++) {
