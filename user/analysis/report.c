@@ -200,10 +200,15 @@ static const char *bytes(char *buf, size_t len, __u64 b)
 	return buf;
 }
 
-/* a module as a reader sees it: "-" (none) spelled out */
+/*
+ * A module as a reader sees it: "-" (a Python process outside every
+ * module) spelled out; NULL (no Python) stays "-".
+ */
 static const char *module_name(const char *m)
 {
-	return !m || !strcmp(m, "-") ? "(no module)" : m;
+	if (!m)
+		return "-";
+	return strcmp(m, "-") ? m : "(no module)";
 }
 
 static const char *pct(char *buf, size_t len, __u64 part, __u64 total)
@@ -459,8 +464,9 @@ static void headline_peaks(const struct report *rp)
 		any = true;
 		if (!top)
 			continue;
-		snprintf(text, sizeof(text), "  most held by %s: %s, %s",
-			 module_name(top->module),
+		snprintf(text, sizeof(text), "  most held%s%s: %s, %s",
+			 top->module ? " by " : "",
+			 top->module ? module_name(top->module) : "",
 			 bytes(b, sizeof(b), top->bytes),
 			 pct(p, sizeof(p), top->bytes, a->peak));
 		headline(rp, NULL, MT_TONE_PLAIN, text);
