@@ -83,7 +83,8 @@ static int collect(struct build *b, const struct mt_tree_in *in, size_t n)
 		if ((ret = add_name(b, name, strlen(name))))
 			return ret;
 	}
-	qsort(b->names, b->n, sizeof(char *), by_name);
+	if (b->n)
+		qsort(b->names, b->n, sizeof(char *), by_name);
 	for (size_t i = 0; i < b->n; i++) {
 		if (k && !strcmp(b->names[k - 1], b->names[i])) {
 			free(b->names[i]);

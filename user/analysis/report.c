@@ -752,7 +752,8 @@ static void print_phases(struct report *rp, struct account *a)
 	struct row *v = a->by_phase.v;
 	char b[32], pc[16], c[32];
 
-	qsort(v, a->by_phase.n, sizeof(*v), by_bytes_then_end);
+	if (a->by_phase.n)
+		qsort(v, a->by_phase.n, sizeof(*v), by_bytes_then_end);
 	for (size_t i = 0; t && i < a->by_phase.n; i++) {
 		snprintf(c, sizeof(c), "%" PRIu64, (uint64_t)v[i].count);
 		add(t, MT_TONE_PLAIN,
@@ -814,10 +815,11 @@ static void print_lines(struct report *rp, struct row *v, size_t n, int fig,
 		return;
 	}
 	t = mt_table_new(cols, 5);
-	qsort(v, n, sizeof(*v),
-	      fig == V_PEAK ? by_bytes_then_end :
-	      fig == V_END  ? by_end :
-			      by_alloc);
+	if (n)
+		qsort(v, n, sizeof(*v),
+		      fig == V_PEAK ? by_bytes_then_end :
+		      fig == V_END  ? by_end :
+				      by_alloc);
 	for (i = 0; t && i < n && i < top; i++) {
 		__u64 f = fig == V_PEAK ? v[i].bytes :
 			  fig == V_END	? v[i].end :
