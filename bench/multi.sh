@@ -55,7 +55,7 @@ run() {
 	done
 	if [ "$mode" = mt ]; then
 		: >"$d/mt.err" # there before the tracer opens it: polled below
-		"$MT" -q -p "$(IFS=,; echo "${pids[*]}")" \
+		"$MT" --keys -q -p "$(IFS=,; echo "${pids[*]}")" \
 			--metrics-addr 127.0.0.1:$PORT >"$d/mt.out" 2>"$d/mt.err" &
 		mtpid=$!
 		until [ "$(grep -c '^# attach .*libc10' "$d/mt.err")" -ge "$n" ]; do

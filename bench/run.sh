@@ -218,14 +218,14 @@ run_one() {
 		wait_for "$d/bt.out" '^ATTACHED' 60 "$bp" || die "bpftrace did not attach"
 		;;
 	mtq | mtn)
-		"$MT" -q -p "$pid" $([ "$m" = mtn ] && echo --no-python) \
+		"$MT" --keys -q -p "$pid" $([ "$m" = mtn ] && echo --no-python) \
 			>"$d/mt.out" 2>"$d/mt.err" &
 		tp=$!
 		wait_for "$d/mt.err" "^# attach pid=$pid lib=.*libc10" 60 "$tp" ||
 			die "memtrace-bpf -q did not attach"
 		;;
 	mto | check)
-		"$MT" -o "$d/trace.txt" -p "$pid" >"$d/mt.out" 2>"$d/mt.err" &
+		"$MT" --keys -o "$d/trace.txt" -p "$pid" >"$d/mt.out" 2>"$d/mt.err" &
 		tp=$!
 		wait_for "$d/trace.txt" "^# attach pid=$pid lib=.*libc10" 60 "$tp" ||
 			die "memtrace-bpf -o did not attach"
@@ -342,7 +342,7 @@ loss_one() {
 	for ((i = 0; i < k; i++)); do
 		wait_for "$d/fx$i.out" '^READY ' 30 "${pids[$i]}" || die "c10_report did not start"
 	done
-	"$MT" -q --ringbuf-mb "$mb" -p "$(
+	"$MT" --keys -q --ringbuf-mb "$mb" -p "$(
 		IFS=,
 		echo "${pids[*]}"
 	)" >"$d/mt.out" 2>"$d/mt.err" &
@@ -484,7 +484,7 @@ time_reads() {
 	local name=$1 f=$2 events=$3 i r rs=() ss=() rm=0 sm=0
 	cat "$f" >/dev/null # in the page cache, as right after recording
 	for ((i = 0; i < 3; i++)); do
-		r=$(timed /dev/null "$MT" report -i "$f")
+		r=$(timed /dev/null "$MT" report --keys -i "$f")
 		rs+=("${r% *}")
 		rm=${r#* }
 		r=$(timed /dev/null "$MT" script -i "$f")
@@ -496,7 +496,7 @@ time_reads() {
 		echo "${name}_report_rss_kb=$rm"
 		echo "${name}_script_s=${ss[*]}"
 		echo "${name}_script_rss_kb=$sm"
-		echo "${name}_report_events=$("$MT" report -i "$f" |
+		echo "${name}_report_events=$("$MT" report --keys -i "$f" |
 			sed -n 's/^# summary .* events=\([0-9]*\).*/\1/p')"
 		echo "${name}_script_lines=$("$MT" script -i "$f" |
 			LC_ALL=C grep -c '^[^#[:space:]]' || true)"
@@ -536,7 +536,7 @@ rss_run() {
 	# shellcheck disable=SC2086
 	start_workload "$d" ${WARGS[W2]% --iters *} --iters $((RSS_SECONDS * 1000 + 1000))
 	case $m in
-	q) "$MT" -q -p "$WPID" >"$d/mt.out" 2>"$d/mt.err" & ;;
+	q) "$MT" --keys -q -p "$WPID" >"$d/mt.out" 2>"$d/mt.err" & ;;
 	rec)
 		f=$d/rec.mtb
 		"$MT" record -o "$f" -p "$WPID" >"$d/mt.out" 2>"$d/mt.err" &
@@ -592,10 +592,10 @@ rss_run() {
 		events=$(recorded_line "$d/mt.err" events)
 		# the live allocations at the end, and one more read time: report
 		# -i on this long record, 3 runs
-		s=$(timed "$d/report.txt" "$MT" report -i "$f")
+		s=$(timed "$d/report.txt" "$MT" report --keys -i "$f")
 		r=("${s% *}")
 		for ((i = 0; i < 2; i++)); do
-			r+=("$(timed /dev/null "$MT" report -i "$f" | cut -d' ' -f1)")
+			r+=("$(timed /dev/null "$MT" report --keys -i "$f" | cut -d' ' -f1)")
 		done
 		{
 			echo "rss_rec_events=$events"

@@ -50,7 +50,7 @@ rm -f "$OUTDIR/go"
 MT_GO=$OUTDIR/go $PY "$WL" --steps 5 >"$OUTDIR/a.wl" 2>&1 &
 wl=$!
 for _ in $(seq 600); do grep -q '^READY' "$OUTDIR/a.wl" && break; sleep 0.1; done
-"$MT" -p "$wl" >"$OUTDIR/a.full" 2>"$OUTDIR/a.err" &
+"$MT" --keys -p "$wl" >"$OUTDIR/a.full" 2>"$OUTDIR/a.err" &
 mt=$!
 for _ in $(seq 200); do grep -q '^# attach .*libc10' "$OUTDIR/a.full" && break; sleep 0.05; done
 touch "$OUTDIR/go"
@@ -80,7 +80,7 @@ check "A: backward on pt_autograd_0 with its module and autograd node" grep -q '
 check "A: Adam's state in phase=optimizer" grep -q ': c10:alloc: .* dev=cuda:0 .* phase=optimizer module=-$' "$OUTDIR/a.full"
 
 echo "== B: -- mode from the first allocation, with an OOM"
-"$MT" -- $PY "$WL" --steps 3 --oom >"$OUTDIR/b.full" 2>"$OUTDIR/b.err"
+"$MT" --keys -- $PY "$WL" --steps 3 --oom >"$OUTDIR/b.full" 2>"$OUTDIR/b.err"
 echo "exit $?"
 cat "$OUTDIR/b.err" | head -20
 excerpt "$OUTDIR/b.full" 40 b.trace
@@ -92,7 +92,7 @@ check "B: c10:oom reported" grep -q ': c10:oom: size=17592186044416 dev=cuda:0 '
 check "B: the workload caught the OOM" grep -q '^oom caught' "$OUTDIR/b.full"
 
 echo "== C: expandable segments (driver virtual memory calls)"
-PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$MT" -- $PY "$WL" --steps 3 >"$OUTDIR/c.full" 2>"$OUTDIR/c.err"
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$MT" --keys -- $PY "$WL" --steps 3 >"$OUTDIR/c.full" 2>"$OUTDIR/c.err"
 echo "exit $?"
 excerpt "$OUTDIR/c.full" 20 c.trace
 grep -E ': cuda:cuMem' "$OUTDIR/c.full" | head -10 >>"$OUTDIR/c.trace"
@@ -101,7 +101,7 @@ check "C: cuMemCreate with handle and device" grep -q ': cuda:cuMemCreate: handl
 check "C: cuMemMap of that memory" grep -q ': cuda:cuMemMap: ptr=0x[0-9a-f]* size=[0-9]* ret=0 ' "$OUTDIR/c.full"
 
 echo "== D: the cudaMallocAsync backend"
-PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync "$MT" -- $PY "$WL" --steps 3 >"$OUTDIR/d.full" 2>"$OUTDIR/d.err"
+PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync "$MT" --keys -- $PY "$WL" --steps 3 >"$OUTDIR/d.full" 2>"$OUTDIR/d.err"
 echo "exit $?"
 excerpt "$OUTDIR/d.full" 20 d.trace
 grep -E ': cudart:cudaMallocAsync' "$OUTDIR/d.full" | head -5 >>"$OUTDIR/d.trace"

@@ -10,7 +10,7 @@ load helpers
 # stack are read from the living process.
 trace_model() {
 	HELD=1 fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" "$@"
-	trace 1 -p "$fx_PID" ${MTARGS:-}
+	trace 1 --keys -p "$fx_PID" ${MTARGS:-}
 	release fx
 	settle fx '^root '
 	finish

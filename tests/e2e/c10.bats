@@ -23,7 +23,7 @@ expected_c10() {
 
 @test "c10 block reports: every alloc, free and oom with ptr, size, device and totals" {
 	fixture fx "$FIX/c10_report"
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	release fx
 	finish
 	[ "$MT_STATUS" -eq 0 ]
@@ -48,7 +48,7 @@ expected_c10() {
 
 @test "real model on the CPU: c10:cpu_alloc lines match the tensors it makes on purpose" {
 	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/cpu_model.py" --steps 2
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	release fx
 	finish
 	[ "$MT_STATUS" -eq 0 ]
@@ -74,7 +74,7 @@ expected_c10() {
 
 @test "--no-cpu leaves CPU tensors out" {
 	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/cpu_model.py" --steps 1
-	trace 1 -p "$fx_PID" --no-cpu
+	trace 1 --keys -p "$fx_PID" --no-cpu
 	release fx
 	finish
 	grep -q "^# attach pid=$fx_PID lib=.*libc10.* probes=2$" "$TRACE"

@@ -7,7 +7,7 @@ load helpers
 
 @test "real libcudart: failed cudaMalloc shows size, ret and error name" {
 	fixture fx "$FIX/cudart_calls" malloc 1048576 malloc 3333 host 4096
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	release fx
 	finish
 	[ "$MT_STATUS" -eq 0 ]
@@ -33,7 +33,7 @@ load helpers
 		malloc 1048576 malloc 2000000 mallocasync 524288 0x5a5a \
 		host 8192 managed 65536 free 0 freeasync 2 0x5a5a freehost 3 \
 		setdevice 1 malloc 4608 free 5
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	release fx
 	finish
 	[ "$MT_STATUS" -eq 0 ]
@@ -66,7 +66,7 @@ load helpers
 @test "stand-in libcudart: injected out-of-memory is reported with its error" {
 	LD_LIBRARY_PATH=$FIX/fake FAKE_CUDART_FAIL_SIZE=1000000 \
 		fixture fx "$FIX/cudart_calls" setdevice 0 malloc 4096 malloc 5000000
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	release fx
 	finish
 	events cudart:cudaMalloc | grep -q " size=5000000 dev=cuda:0 ret=2 err=cudaErrorMemoryAllocation "
@@ -82,7 +82,7 @@ load helpers
 	# let the first malloc happen before attaching
 	release fx
 	wait_for "$BATS_TEST_TMPDIR/fx.out" '^op=malloc '
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	finish
 	events cudart:cudaFree | grep -q " size=? dev=cuda:? ret=0 "
 	[ -z "$(events cudart:cudaMalloc)" ]
@@ -91,7 +91,7 @@ load helpers
 @test "-q prints the summary only, -o writes to a file, --min-size filters" {
 	LD_LIBRARY_PATH=$FIX/fake fixture fx "$FIX/cudart_calls" \
 		malloc 100 malloc 200000 free 0 free 1
-	MT_LOG=$BATS_TEST_TMPDIR/out.txt trace 1 -p "$fx_PID" --min-size 1000 \
+	MT_LOG=$BATS_TEST_TMPDIR/out.txt trace 1 --keys -p "$fx_PID" --min-size 1000 \
 		-o "$BATS_TEST_TMPDIR/out.txt"
 	release fx
 	finish
@@ -103,7 +103,7 @@ load helpers
 	grep -q '^# event cudart:cudaMalloc count=2 bytes=200100$' "$TRACE"
 
 	LD_LIBRARY_PATH=$FIX/fake fixture fy "$FIX/cudart_calls" malloc 100
-	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 -q -p "$fy_PID"
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 --keys -q -p "$fy_PID"
 	release fy
 	finish
 	[ -z "$(grep -v '^#' "$TRACE")" ]

@@ -209,7 +209,7 @@ dev_field() {
 	run "$MT" estimate -i "$BATS_FILE_TMPDIR/t.mtb" --gc-threshold 0.5
 	[ "$status" -eq 2 ]
 	grep -q 'give both' <<<"$output"
-	run "$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --expandable-segments
+	run "$MT" report --keys -i "$BATS_FILE_TMPDIR/t.mtb" --expandable-segments
 	[ "$status" -eq 2 ]
 	grep -q 'is for estimate, not for report' <<<"$output"
 }

@@ -25,7 +25,7 @@ flamegraph() {
 run_model() {
 	local -a args=("$@")
 	HELD=1 fixture fx "$TORCH_PY" "$MODEL_PY" --steps 3
-	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 "${args[@]}" -p "$fx_PID"
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 --keys "${args[@]}" -p "$fx_PID"
 	release fx
 	settle fx '^spike '
 	finish
@@ -92,7 +92,7 @@ print(*struct.unpack(">II", d[16:24]))' "$1"
 @test "svg from a record: renders to a PNG of its size, the peak named with its owner" {
 	run_model record -o "$BATS_TEST_TMPDIR/t.mtb"
 	S=$BATS_TEST_TMPDIR/x.svg
-	run "$MT" report -i "$BATS_TEST_TMPDIR/t.mtb" --export svg -o "$S"
+	run "$MT" report --keys -i "$BATS_TEST_TMPDIR/t.mtb" --export svg -o "$S"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	read -r _ line spike < <(grep '^spike ' "$MODEL")

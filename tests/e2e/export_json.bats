@@ -16,7 +16,7 @@ SCHEMA=$NPM/speedscope/dist/release/file-format-schema.json
 setup_file() {
 	"$MT" record -o "$BATS_FILE_TMPDIR/t.mtb" -- "$TORCH_PY" "$MODEL_PY" \
 		--steps 3 >/dev/null 2>"$BATS_FILE_TMPDIR/rec.err"
-	"$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" >"$BATS_FILE_TMPDIR/report.out"
+	"$MT" report --keys -i "$BATS_FILE_TMPDIR/t.mtb" >"$BATS_FILE_TMPDIR/report.out"
 }
 
 # same_events TEXT JSONL MIN: every event line of TEXT (with its stack) has
@@ -64,7 +64,7 @@ EOF
 @test "json, live: a line per event with the keys and values of its event line" {
 	# -p, not --: the model's own output stays out of the trace
 	HELD=1 fixture fx "$TORCH_PY" "$MODEL_PY" --steps 2
-	trace 1 -p "$fx_PID" --export json -o "$BATS_TEST_TMPDIR/t.jsonl"
+	trace 1 --keys -p "$fx_PID" --export json -o "$BATS_TEST_TMPDIR/t.jsonl"
 	release fx
 	settle fx '^spike '
 	finish
@@ -78,7 +78,7 @@ EOF
 
 @test "json from a record: what script prints, one object a line" {
 	"$MT" script -i "$BATS_FILE_TMPDIR/t.mtb" >"$BATS_TEST_TMPDIR/script.out"
-	run "$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --export json \
+	run "$MT" report --keys -i "$BATS_FILE_TMPDIR/t.mtb" --export json \
 		-o "$BATS_TEST_TMPDIR/t.jsonl"
 	[ "$status" -eq 0 ]
 	same_events "$BATS_TEST_TMPDIR/script.out" "$BATS_TEST_TMPDIR/t.jsonl" 100
@@ -90,7 +90,7 @@ EOF
 	LD_LIBRARY_PATH=$FIX/fake FAKE_CUDART_FAIL_SIZE=1000000 \
 		fixture fx "$FIX/cudart_calls" setdevice 0 malloc 4096 \
 		mallocasync 524288 0x5a5a freeasync 1 0x5a5a malloc 5000000
-	trace 1 -p "$fx_PID" --export json -o "$BATS_TEST_TMPDIR/t.jsonl"
+	trace 1 --keys -p "$fx_PID" --export json -o "$BATS_TEST_TMPDIR/t.jsonl"
 	release fx
 	finish
 	[ "$MT_STATUS" -eq 0 ]
@@ -105,7 +105,7 @@ EOF
 	# let the first malloc happen before attaching
 	release fx
 	wait_for "$BATS_TEST_TMPDIR/fx.out" '^op=malloc '
-	trace 1 -p "$fx_PID" --export json -o "$BATS_TEST_TMPDIR/t.jsonl"
+	trace 1 --keys -p "$fx_PID" --export json -o "$BATS_TEST_TMPDIR/t.jsonl"
 	finish
 	[ "$MT_STATUS" -eq 0 ]
 	events cudart:cudaFree | grep -q " size=? "
@@ -169,7 +169,7 @@ EOF
 }
 
 @test "perfetto from a record: counters match the summary, phases and modules as slices" {
-	run "$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --export perfetto \
+	run "$MT" report --keys -i "$BATS_FILE_TMPDIR/t.mtb" --export perfetto \
 		-o "$BATS_TEST_TMPDIR/t.json"
 	[ "$status" -eq 0 ]
 	check_perfetto "$BATS_TEST_TMPDIR/t.json" "$BATS_FILE_TMPDIR/report.out"
@@ -185,7 +185,7 @@ EOF
 
 @test "perfetto, live: c10's allocated and reserved per CUDA device, OOM as an instant" {
 	fixture fx "$FIX/c10_report"
-	trace 1 -p "$fx_PID" --export perfetto -o "$BATS_TEST_TMPDIR/t.json"
+	trace 1 --keys -p "$fx_PID" --export perfetto -o "$BATS_TEST_TMPDIR/t.json"
 	release fx
 	finish
 	[ "$MT_STATUS" -eq 0 ]
@@ -209,7 +209,7 @@ EOF
 		fixture fx "$FIX/cudart_calls" setdevice 0 malloc 4096 \
 		host 8192 malloc 65536 free 0 setdevice 1 malloc 4608 \
 		malloc 5000000
-	trace 1 -p "$fx_PID" --export perfetto -o "$BATS_TEST_TMPDIR/t.json"
+	trace 1 --keys -p "$fx_PID" --export perfetto -o "$BATS_TEST_TMPDIR/t.json"
 	release fx
 	finish
 	[ "$MT_STATUS" -eq 0 ]
@@ -242,7 +242,7 @@ EOF
 }
 
 @test "speedscope from a record: valid by speedscope's schema, weights sum to the bytes allocated" {
-	run "$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --export speedscope \
+	run "$MT" report --keys -i "$BATS_FILE_TMPDIR/t.mtb" --export speedscope \
 		-o "$BATS_TEST_TMPDIR/ss.json"
 	[ "$status" -eq 0 ]
 	"$AJV" validate -s "$SCHEMA" -d "$BATS_TEST_TMPDIR/ss.json"
@@ -269,7 +269,7 @@ EOF
 }
 
 @test "speedscope --at peak: weights sum to the peak, the spike the heaviest" {
-	run "$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --export speedscope \
+	run "$MT" report --keys -i "$BATS_FILE_TMPDIR/t.mtb" --export speedscope \
 		--at peak --folded-prefix -o "$BATS_TEST_TMPDIR/ss.json"
 	[ "$status" -eq 0 ]
 	"$AJV" validate -s "$SCHEMA" -d "$BATS_TEST_TMPDIR/ss.json"
@@ -294,7 +294,7 @@ EOF
 @test "speedscope, live: one profile per CUDA device, at the peak too" {
 	for at in "" peak; do
 		fixture fx "$FIX/c10_report"
-		trace 1 -p "$fx_PID" --export speedscope ${at:+--at $at} \
+		trace 1 --keys -p "$fx_PID" --export speedscope ${at:+--at $at} \
 			-o "$BATS_TEST_TMPDIR/ss.json"
 		release fx
 		finish
@@ -319,11 +319,11 @@ EOF
 }
 
 @test "an export that cannot be written is an error, exit 2" {
-	run "$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --export json \
+	run "$MT" report --keys -i "$BATS_FILE_TMPDIR/t.mtb" --export json \
 		-o /nonexistent/t.jsonl
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"cannot write /nonexistent/t.jsonl"* ]]
-	run "$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --export perfetto -o /dev/full
+	run "$MT" report --keys -i "$BATS_FILE_TMPDIR/t.mtb" --export perfetto -o /dev/full
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"export"*"No space left on device"* ]]
 }

@@ -109,7 +109,7 @@ cpu_checks() {
 
 @test "memviz live from a CPU training loop: loads, 1.13 functions run, totals equal ours" {
 	HELD=1 fixture fx "$TORCH_PY" "$MODEL_PY" --steps 3
-	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 -q -p "$fx_PID" \
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 --keys -q -p "$fx_PID" \
 		--export memviz -o "$BATS_TEST_TMPDIR/x.pickle"
 	release fx
 	settle fx '^spike '
@@ -133,7 +133,7 @@ PY
 	"$MT" record -o "$BATS_TEST_TMPDIR/t.mtb" -p "$fx_PID" \
 		>"$BATS_TEST_TMPDIR/rec.out" 2>"$BATS_TEST_TMPDIR/rec.err" &
 	rec=$!
-	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 -q -p "$fx_PID" \
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 --keys -q -p "$fx_PID" \
 		--export memviz -o "$BATS_TEST_TMPDIR/live.pickle"
 	wait_for "$BATS_TEST_TMPDIR/rec.err" '^# attach .*libc10'
 	sleep 0.5
@@ -141,7 +141,7 @@ PY
 	settle fx '^spike '
 	finish
 	wait "$rec"
-	"$MT" report -q -i "$BATS_TEST_TMPDIR/t.mtb" --export memviz \
+	"$MT" report --keys -q -i "$BATS_TEST_TMPDIR/t.mtb" --export memviz \
 		-o "$BATS_TEST_TMPDIR/rep.pickle" >"$BATS_TEST_TMPDIR/report.out"
 	check "$BATS_TEST_TMPDIR/rep.pickle" >"$BATS_TEST_TMPDIR/rep.check"
 	cpu_checks "$BATS_TEST_TMPDIR/rep.check" "$BATS_TEST_TMPDIR/report.out"
@@ -151,7 +151,7 @@ PY
 
 @test "memviz of CUDA caching-allocator reports: per-device lists, oom, CPU last" {
 	fixture fx "$FIX/c10_report"
-	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 -q -p "$fx_PID" \
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 --keys -q -p "$fx_PID" \
 		--export memviz -o "$BATS_TEST_TMPDIR/x.pickle"
 	release fx
 	finish
@@ -184,7 +184,7 @@ PY
 		fixture fx "$FIX/cudart_calls" setdevice 0 malloc 1048576 \
 		malloc 2000000 mallocasync 524288 0x5a5a free 0 \
 		freeasync 2 0x5a5a malloc 5000000 setdevice 1 malloc 4608
-	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 -q -p "$fx_PID" \
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 --keys -q -p "$fx_PID" \
 		--export memviz -o "$BATS_TEST_TMPDIR/x.pickle"
 	release fx
 	finish

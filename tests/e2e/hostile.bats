@@ -21,7 +21,7 @@ state() {
 	# each load until the tracer attaches, so a kill falls inside a stop
 	for try in 1 2 3 4 5; do
 		delay=$(awk -v t="$try" 'BEGIN { printf "%.2f", 0.3 + t * 0.25 }')
-		"$MT" -q -- "$TORCH_PY" -c 'import torch; print("DONE")' \
+		"$MT" --keys -q -- "$TORCH_PY" -c 'import torch; print("DONE")' \
 			>"$BATS_TEST_TMPDIR/cmd.out" 2>"$BATS_TEST_TMPDIR/trace.err" &
 		MT_PID=$!
 		for ((i = 0; i < 100; i++)); do
@@ -75,7 +75,7 @@ refused() {
 @test "output paths: a link planted in a sticky directory is never followed" {
 	spool
 	plant out.txt
-	run "$MT" -q -d 2 -o "$SPOOL/out.txt" -- sleep 0.2
+	run "$MT" --keys -q -d 2 -o "$SPOOL/out.txt" -- sleep 0.2
 	refused "$SPOOL/out.txt" "is a symbolic link"
 
 	plant t.mtb
@@ -84,25 +84,25 @@ refused() {
 
 	"$MT" record -q -d 2 -o "$BATS_TEST_TMPDIR/r.mtb" -- sleep 0.2
 	plant report.txt
-	run "$MT" report -i "$BATS_TEST_TMPDIR/r.mtb" -o "$SPOOL/report.txt"
+	run "$MT" report --keys -i "$BATS_TEST_TMPDIR/r.mtb" -o "$SPOOL/report.txt"
 	refused "$SPOOL/report.txt" "is a symbolic link"
 
 	plant t.json
-	run "$MT" -q -d 2 --export json -o "$SPOOL/t.json" -- sleep 0.2
+	run "$MT" --keys -q -d 2 --export json -o "$SPOOL/t.json" -- sleep 0.2
 	refused "$SPOOL/t.json" "is a symbolic link"
 
 	plant mod.log
-	run "$MT" -q -d 20 --module-log "$SPOOL/mod.log" -- "$TORCH_PY" -c 'import torch'
+	run "$MT" --keys -q -d 20 --module-log "$SPOOL/mod.log" -- "$TORCH_PY" -c 'import torch'
 	refused "$SPOOL/mod.log" "is a symbolic link"
 
 	# the file is written as PATH.tmp, then renamed over PATH
 	plant m.prom.tmp
-	run "$MT" -q -d 2 --metrics-file "$SPOOL/m.prom" -- sleep 0.2
+	run "$MT" --keys -q -d 2 --metrics-file "$SPOOL/m.prom" -- sleep 0.2
 	refused "$SPOOL/m.prom.tmp" "is a symbolic link"
 	# a link at PATH itself is replaced by the rename, not written through
 	rm "$SPOOL/m.prom.tmp"
 	plant m.prom
-	run "$MT" -q -d 2 --metrics-file "$SPOOL/m.prom" -- sleep 0.2
+	run "$MT" --keys -q -d 2 --metrics-file "$SPOOL/m.prom" -- sleep 0.2
 	[ "$status" -eq 0 ]
 	[ ! -L "$SPOOL/m.prom" ]
 	grep -q '^memtrace_lost_events_total 0$' "$SPOOL/m.prom"
@@ -113,7 +113,7 @@ refused() {
 	spool
 	echo theirs >"$SPOOL/theirs.txt"
 	chown nobody "$SPOOL/theirs.txt"
-	run "$MT" -q -d 2 -o "$SPOOL/theirs.txt" -- sleep 0.2
+	run "$MT" --keys -q -d 2 -o "$SPOOL/theirs.txt" -- sleep 0.2
 	refused "$SPOOL/theirs.txt" "belongs to another user in a world-writable sticky directory"
 	[ "$(cat "$SPOOL/theirs.txt")" = theirs ]
 
@@ -124,18 +124,18 @@ refused() {
 
 	# a file of our own there is written over, as before
 	echo old >"$SPOOL/mine.txt"
-	"$MT" -q -d 2 -o "$SPOOL/mine.txt" -- sleep 0.2
+	"$MT" --keys -q -d 2 -o "$SPOOL/mine.txt" -- sleep 0.2
 	grep -q '^# summary ' "$SPOOL/mine.txt"
 }
 
 @test "records, outputs and logs are created for their owner only; the metrics file for node_exporter too" {
 	local d=$BATS_TEST_TMPDIR
-	"$MT" -q -d 2 -o "$d/out.txt" -- sleep 0.2
+	"$MT" --keys -q -d 2 -o "$d/out.txt" -- sleep 0.2
 	"$MT" record -q -d 2 -o "$d/t.mtb" -- sleep 0.2
-	"$MT" report -i "$d/t.mtb" -o "$d/report.txt"
-	"$MT" -q -d 2 --export json -o "$d/t.json" -- sleep 0.2
-	"$MT" -q -d 20 --module-log "$d/mod.log" -- "$TORCH_PY" -c 'import torch'
-	"$MT" -q -d 2 --metrics-file "$d/m.prom" -- sleep 0.2
+	"$MT" report --keys -i "$d/t.mtb" -o "$d/report.txt"
+	"$MT" --keys -q -d 2 --export json -o "$d/t.json" -- sleep 0.2
+	"$MT" --keys -q -d 20 --module-log "$d/mod.log" -- "$TORCH_PY" -c 'import torch'
+	"$MT" --keys -q -d 2 --metrics-file "$d/m.prom" -- sleep 0.2
 	for f in out.txt t.mtb report.txt t.json mod.log; do
 		echo "$f: $(stat -c %a "$d/$f")"
 		[ "$(stat -c %a "$d/$f")" = 600 ]
@@ -151,7 +151,7 @@ free_port() {
 # serve_metrics ADDR: a tracer serving ADDR for up to 60 s, once it listens
 serve_metrics() {
 	local i
-	"$MT" -q -d 60 --metrics-addr "$1" -- sleep 60 \
+	"$MT" --keys -q -d 60 --metrics-addr "$1" -- sleep 60 \
 		>"$BATS_TEST_TMPDIR/trace.out" 2>"$BATS_TEST_TMPDIR/trace.err" &
 	MT_PID=$!
 	for ((i = 0; i < 100; i++)); do
@@ -262,7 +262,7 @@ PY
 	# inside its namespace, the path now points at the host's libc
 	nsenter -t "$fx_PID" -m sh -c "rm '$ns/libcudart.so.13' &&
 		ln -s /lib/x86_64-linux-gnu/libc.so.6 '$ns/libcudart.so.13'"
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	release fx
 	finish
 	[ "$MT_STATUS" -eq 0 ]
@@ -282,7 +282,7 @@ PY
 	mkfifo "$dir/libcudart.so.13"
 	# bounded: an open of the FIFO would block until the kill
 	MT_OUT=$BATS_TEST_TMPDIR/trace.out
-	timeout -s KILL 30 "$MT" -p "$fx_PID" >"$MT_OUT" 2>"$BATS_TEST_TMPDIR/trace.err" &
+	timeout -s KILL 30 "$MT" --keys -p "$fx_PID" >"$MT_OUT" 2>"$BATS_TEST_TMPDIR/trace.err" &
 	MT_PID=$!
 	wait_for "$MT_OUT" "^# attach pid=$fx_PID lib=.*libcudart" 20
 	release fx

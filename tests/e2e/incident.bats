@@ -10,7 +10,7 @@ MODEL_PY=$ROOT/tests/fixtures/incident_model.py
 # trace incident_model.py ARGS... with memtrace-bpf -q -p; sets TRACE, MODEL
 trace_model() {
 	HELD=1 fixture fx "$TORCH_PY" "$MODEL_PY" "$@"
-	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 -q -p "$fx_PID" ${MTARGS:-}
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 --keys -q -p "$fx_PID" ${MTARGS:-}
 	release fx
 	settle fx '^spike '
 	finish
@@ -78,7 +78,7 @@ section() {
 	LD_LIBRARY_PATH=$FIX/fake FAKE_CUDART_FAIL_SIZE=4000000 \
 		HELD=1 fixture fx python3 "$ROOT/tests/fixtures/ctypes_cudart.py" \
 		--depth 2 "$FIX/fake/libcudart.so.13" 1000003 5000011
-	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 -q -p "$fx_PID"
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 --keys -q -p "$fx_PID"
 	release fx
 	settle fx '^op=free '
 	finish
@@ -95,7 +95,7 @@ section() {
 
 @test "the real libcudart without a GPU: a failed call with its error, not an OOM" {
 	HELD=1 fixture fx python3 "$ROOT/tests/fixtures/ctypes_cudart.py" "$CUDART" 1310723
-	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 -q -p "$fx_PID"
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 --keys -q -p "$fx_PID"
 	release fx
 	settle fx '^op=malloc '
 	finish
@@ -108,7 +108,7 @@ section() {
 @test "--watch predicts the time to OOM of a steady growth within 20 %" {
 	local size=$((16 << 20)) n=200
 	LD_LIBRARY_PATH=$FIX/fake FAKE_CUDART_CAPACITY=$((size * n)) \
-		run "$MT" -q --watch 0.25 --watch-window 2 --device-mem $((size * n)) \
+		run "$MT" --keys -q --watch 0.25 --watch-window 2 --device-mem $((size * n)) \
 		-- python3 "$ROOT/tests/fixtures/grow_cudart.py" \
 		"$FIX/fake/libcudart.so.13" $size 0.02
 	echo "$output" | grep -E '^# watch|^oom ' || true
@@ -129,7 +129,7 @@ section() {
 
 @test "--trace-exceptions: torch's OutOfMemoryError printed with its stack when raised" {
 	HELD=1 fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/raise_exc.py" --torch
-	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 -q -p "$fx_PID" --trace-exceptions OutOfMemoryError
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 --keys -q -p "$fx_PID" --trace-exceptions OutOfMemoryError
 	release fx
 	settle fx '^raise '
 	finish
@@ -147,7 +147,7 @@ section() {
 	for py in /root/.pyenv/versions/3.1[0-3].*/bin/python3 /usr/bin/python3; do
 		[ -x "$py" ] || continue
 		HELD=1 fixture fx "$py" "$ROOT/tests/fixtures/raise_exc.py"
-		trace 0 -p "$fx_PID" --trace-exceptions ValueError,KeyError
+		trace 0 --keys -p "$fx_PID" --trace-exceptions ValueError,KeyError
 		# no allocator library here: wait for the raise probe instead
 		wait_for "$BATS_TEST_TMPDIR/trace.out" '^# attach .*python.* probes=[1-9]' 30
 		release fx

@@ -64,7 +64,7 @@ EOF
 	MPORT=$(free_port) PPORT=$(free_port)
 	[ "$MPORT" != "$PPORT" ]
 	HELD=1 fixture fx RANK=3 "$TORCH_PY" "$MODEL_PY" --steps 3
-	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 -q -p "$fx_PID" \
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 --keys -q -p "$fx_PID" \
 		--metrics-addr "127.0.0.1:$MPORT" \
 		--metrics-file "$BATS_TEST_TMPDIR/m.prom"
 	start_prometheus
@@ -137,7 +137,7 @@ s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
 print("listening", flush=True); time.sleep(60)' "$MPORT" >"$BATS_TEST_TMPDIR/busy.out" &
 	busy=$!
 	wait_for "$BATS_TEST_TMPDIR/busy.out" '^listening' 30
-	run "$MT" -q -p $$ --metrics-addr "127.0.0.1:$MPORT"
+	run "$MT" --keys -q -p $$ --metrics-addr "127.0.0.1:$MPORT"
 	kill "$busy"
 	echo "$output"
 	[ "$status" -eq 2 ]

@@ -5,7 +5,7 @@
 load helpers
 
 @test "-- COMMAND: traced from its first call, device 0 by default" {
-	run env LD_LIBRARY_PATH="$FIX/fake" "$MT" -- "$FIX/cudart_calls" malloc 4096 free 0
+	run env LD_LIBRARY_PATH="$FIX/fake" "$MT" --keys -- "$FIX/cudart_calls" malloc 4096 free 0
 	[ "$status" -eq 0 ]
 	TRACE=$BATS_TEST_TMPDIR/run.out
 	printf '%s\n' "$output" >"$TRACE"
@@ -15,7 +15,7 @@ load helpers
 }
 
 @test "-- COMMAND: a library dlopen()ed later is attached before its first call" {
-	run "$MT" -- "$FIX/cudart_calls_dl" sleep 200 dlopen "$FIX/fake/libcudart.so.13" \
+	run "$MT" --keys -- "$FIX/cudart_calls_dl" sleep 200 dlopen "$FIX/fake/libcudart.so.13" \
 		malloc 12345 free 0
 	[ "$status" -eq 0 ]
 	TRACE=$BATS_TEST_TMPDIR/run.out
@@ -27,7 +27,7 @@ load helpers
 }
 
 @test "-- COMMAND that cannot run is a one-line error, exit 2" {
-	run "$MT" -- /nonexistent/prog
+	run "$MT" --keys -- /nonexistent/prog
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"memtrace-bpf: cannot run '/nonexistent/prog': No such file or directory"* ]]
 }
@@ -35,7 +35,7 @@ load helpers
 @test "-p: a library the running process loads later is picked up" {
 	fixture fx "$FIX/cudart_calls_dl" sleep 300 dlopen "$FIX/fake/libcudart.so.13" \
 		sleep 1000 malloc 2222 free 0
-	trace 0 -p "$fx_PID" --wait
+	trace 0 --keys -p "$fx_PID" --wait
 	wait_for "$BATS_TEST_TMPDIR/trace.out" '^# memtrace-bpf '
 	release fx
 	finish
@@ -47,7 +47,7 @@ load helpers
 @test "-p PID,PID: two processes, each line with its own pid" {
 	LD_LIBRARY_PATH=$FIX/fake fixture fa "$FIX/cudart_calls" malloc 1111
 	LD_LIBRARY_PATH=$FIX/fake fixture fb "$FIX/cudart_calls" malloc 2222
-	trace 2 -p "$fa_PID,$fb_PID"
+	trace 2 --keys -p "$fa_PID,$fb_PID"
 	release fa
 	release fb
 	finish
@@ -67,7 +67,7 @@ load helpers
 		mount -t tmpfs none '$ns' && cp '$FIX/fake/libcudart.so.13' '$ns/' &&
 		LD_LIBRARY_PATH='$ns' exec '$FIX/cudart_calls' malloc 3333"
 	[ ! -e "$ns/libcudart.so.13" ]
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	release fx
 	finish
 	[ "$MT_STATUS" -eq 0 ]
@@ -78,7 +78,7 @@ load helpers
 @test "target killed mid-trace: summary and exit 0" {
 	LD_LIBRARY_PATH=$FIX/fake MT_HOLD=$BATS_TEST_TMPDIR/never \
 		fixture fx "$FIX/cudart_calls" malloc 4444
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	release fx
 	wait_for "$BATS_TEST_TMPDIR/trace.out" 'size=4444'
 	kill -9 "$fx_PID"
@@ -91,7 +91,7 @@ load helpers
 @test "-d SECS stops a trace of a process that keeps running" {
 	LD_LIBRARY_PATH=$FIX/fake MT_HOLD=$BATS_TEST_TMPDIR/never \
 		fixture fx "$FIX/cudart_calls" malloc 10
-	trace 1 -p "$fx_PID" -d 1
+	trace 1 --keys -p "$fx_PID" -d 1
 	release fx
 	finish
 	[ "$MT_STATUS" -eq 0 ]
@@ -103,7 +103,7 @@ load helpers
 @test "SIGINT ends the trace with the summary" {
 	LD_LIBRARY_PATH=$FIX/fake MT_HOLD=$BATS_TEST_TMPDIR/never \
 		fixture fx "$FIX/cudart_calls" malloc 10
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	release fx
 	wait_for "$BATS_TEST_TMPDIR/trace.out" 'size=10 '
 	kill -INT "$MT_PID"

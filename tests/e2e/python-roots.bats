@@ -47,7 +47,7 @@ held_trace() {
 	stage "$root" ctypes_cudart.py
 	HELD=1 fixture_in_root fx "${IN_ROOT[@]}" "$py" "$FIXPY" "$@" \
 		"$STAGE/libcudart.so.13" 1310723
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	release fx
 	unhold fx "$n" ': cudart:cudaMalloc: size=1310723 '
 	finish
@@ -106,7 +106,7 @@ check_raise() {
 	local root=$1 py=$2 line
 	stage "$root" raise_exc.py
 	HELD=1 fixture_in_root fx "${IN_ROOT[@]}" "$py" "$STAGE/raise_exc.py"
-	trace 0 -p "$fx_PID" --trace-exceptions ValueError,KeyError
+	trace 0 --keys -p "$fx_PID" --trace-exceptions ValueError,KeyError
 	wait_for "$BATS_TEST_TMPDIR/trace.out" '^# attach .*python.* probes=[1-9]' 30
 	release fx
 	settle fx '^raise '

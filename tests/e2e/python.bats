@@ -13,7 +13,7 @@ check_python() {
 	local py=$1
 	shift
 	fixture fx "$py" "$ROOT/tests/fixtures/ctypes_cudart.py" "$@" "$CUDART" 1310723 524309
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	release fx
 	finish
 	[ "$MT_STATUS" -eq 0 ]
@@ -41,7 +41,7 @@ held_trace() {
 	local n=$1 py=$2
 	shift 2
 	HELD=1 fixture fx "$py" "$FIXPY" "$@" "$CUDART" 1310723
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	release fx
 	unhold fx "$n" ': cudart:cudaMalloc: size=1310723 '
 	finish
@@ -96,7 +96,7 @@ line_of() {
 	stub=$CUDA_HOME/lib64/stubs/libcuda.so
 	[ -e "$stub" ] || skip "no $stub"
 	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/ctypes_cuda_driver.py" "$stub"
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	release fx
 	finish
 	[ "$MT_STATUS" -eq 0 ]

@@ -17,7 +17,7 @@ trace_launcher() {
 		[ "$n" -ge 2 ] && break
 		sleep 0.1
 	done
-	trace 1 "$@" --children "$fx_PID"
+	trace 1 --keys "$@" --children "$fx_PID"
 	release fx
 	settle fx '^done '
 	finish
@@ -45,7 +45,7 @@ trace_launcher() {
 }
 
 @test "--all: a process started after the attach is traced" {
-	trace 0 --all -d 60
+	trace 0 --keys --all -d 60
 	wait_for "$BATS_TEST_TMPDIR/trace.out" '^# memtrace-bpf ' 30
 	# started after the attach; it allocates once the go file is there
 	RANK=5 MT_GO=$BATS_TEST_TMPDIR/fx.go "$TORCH_PY" \
@@ -88,7 +88,7 @@ trace_launcher() {
 		run "$MT" script -i "$BATS_TEST_TMPDIR/r$rank.mtb"
 		[ "$status" -eq 0 ]
 		[ "$(grep -c "^python3 $pid/$pid .*: c10:cpu_alloc: .* size=$bytes .* rank=$rank\$" <<<"$output")" -eq 3 ]
-		run "$MT" report -i "$BATS_TEST_TMPDIR/r$rank.mtb"
+		run "$MT" report --keys -i "$BATS_TEST_TMPDIR/r$rank.mtb"
 		grep -q "^# record target: pid=$pid " <<<"$output"
 		grep -q "^# record rank: pid=$pid rank=$rank local_rank=$rank world_size=3\$" <<<"$output"
 	done < <(grep '^worker ' "$BATS_TEST_TMPDIR/fx.out")
@@ -99,7 +99,7 @@ trace_launcher() {
 	# stand-in runtime's cudaMalloc, as NCCL goes through CUDA
 	LD_LIBRARY_PATH=$FIX/fake HELD=1 fixture fx python3 \
 		"$ROOT/tests/fixtures/nccl_calls.py" "$FIX/fake/libnccl.so.2" 2097152 4194304
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	wait_for "$BATS_TEST_TMPDIR/trace.out" '^# attach .*libnccl' 30
 	release fx
 	settle fx '^done'

@@ -26,7 +26,7 @@ lines() {
 	"$MT" record -o "$BATS_TEST_TMPDIR/t.mtb" -p "$fx_PID" \
 		>"$BATS_TEST_TMPDIR/rec.out" 2>"$BATS_TEST_TMPDIR/rec.err" &
 	rec=$!
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	wait_for "$BATS_TEST_TMPDIR/rec.err" '^# attach .*libc10'
 	sleep 0.5
 	release fx
@@ -38,7 +38,7 @@ lines() {
 	live_events=$(sed -nE 's/^# summary .* events=([0-9]+) .*/\1/p' "$TRACE")
 	[ "$live_events" -gt 1000 ]
 
-	run "$MT" report -i "$BATS_TEST_TMPDIR/t.mtb"
+	run "$MT" report --keys -i "$BATS_TEST_TMPDIR/t.mtb"
 	[ "$status" -eq 0 ]
 	echo "$output" >"$BATS_TEST_TMPDIR/report.out"
 	grep -q "^# record target: pid=$fx_PID comm=python3 cmdline=$TORCH_PY $MODEL_PY --leak --steps 6$" "$BATS_TEST_TMPDIR/report.out"
@@ -75,7 +75,7 @@ record_small() {
 	size=$(stat -c %s "$BATS_TEST_TMPDIR/t.mtb")
 	for cut in 0 7 20 $((size / 2)) $((size - 1)); do
 		head -c "$cut" "$BATS_TEST_TMPDIR/t.mtb" >"$BATS_TEST_TMPDIR/cut.mtb"
-		run "$MT" report -i "$BATS_TEST_TMPDIR/cut.mtb"
+		run "$MT" report --keys -i "$BATS_TEST_TMPDIR/cut.mtb"
 		echo "cut at $cut: status $status"
 		echo "$output" | grep -E '^memtrace-bpf' || true
 		# never a crash: a clean error (2) or what came before (0)
@@ -89,7 +89,7 @@ record_small() {
 	done
 	# an empty file is no record
 	: >"$BATS_TEST_TMPDIR/empty.mtb"
-	run "$MT" report -i "$BATS_TEST_TMPDIR/empty.mtb"
+	run "$MT" report --keys -i "$BATS_TEST_TMPDIR/empty.mtb"
 	[ "$status" -eq 2 ]
 }
 
@@ -104,7 +104,7 @@ record_small() {
 			data[int(sys.argv[3])] ^= 0x10
 			open(sys.argv[2], "wb").write(data)
 		PY
-		run "$MT" report -i "$BATS_TEST_TMPDIR/flip.mtb"
+		run "$MT" report --keys -i "$BATS_TEST_TMPDIR/flip.mtb"
 		[ "$status" -eq 0 ] || [ "$status" -eq 2 ]
 		if [ "$status" -eq 2 ]; then
 			errors=$((errors + 1))
@@ -120,7 +120,7 @@ record_small() {
 		data[len(data) // 2] ^= 0x01
 		open(sys.argv[2], "wb").write(data)
 	PY
-	run "$MT" report -i "$BATS_TEST_TMPDIR/flip.mtb"
+	run "$MT" report --keys -i "$BATS_TEST_TMPDIR/flip.mtb"
 	echo "$output"
 	[ "$status" -eq 2 ]
 	grep -qE '^memtrace-bpf: .*flip.mtb: .*(checksum|corrupt)' <<<"$output"
@@ -131,7 +131,7 @@ record_small() {
 	mkdir "$BATS_TEST_TMPDIR/seeds"
 	"$ROOT/.output/fuzz/seeds" "$BATS_TEST_TMPDIR/seeds" >/dev/null
 	for f in one small larger; do
-		run "$MT" report -i "$BATS_TEST_TMPDIR/seeds/$f.mtb"
+		run "$MT" report --keys -i "$BATS_TEST_TMPDIR/seeds/$f.mtb"
 		echo "$f: $status"
 		[ "$status" -eq 0 ]
 		grep -q '^# summary ' <<<"$output"
@@ -155,7 +155,7 @@ record_small() {
 	kill -9 "$rec"
 	wait "$rec" || true
 	touch "$BATS_TEST_TMPDIR/fx.hold"
-	run "$MT" report -i "$BATS_TEST_TMPDIR/t.mtb"
+	run "$MT" report --keys -i "$BATS_TEST_TMPDIR/t.mtb"
 	echo "$output" | grep -E '^memtrace-bpf|^# summary'
 	[ "$status" -eq 0 ]
 	grep -q 'cut short' <<<"$output"
@@ -170,7 +170,7 @@ record_small() {
 	run "$MT" record -p 1
 	[ "$status" -eq 2 ]
 	grep -q '^memtrace-bpf: record needs -o FILE' <<<"$output"
-	run "$MT" report -i /nonexistent.mtb
+	run "$MT" report --keys -i /nonexistent.mtb
 	[ "$status" -eq 2 ]
 	grep -q '^memtrace-bpf: cannot read /nonexistent.mtb: No such file or directory$' <<<"$output"
 	echo "not a record" >"$BATS_TEST_TMPDIR/x.mtb"

@@ -26,7 +26,7 @@ model_p() {
 	in_root "${!root}" "$2"
 	HELD=1 fixture_in_root fx "${IN_ROOT[@]}" /usr/bin/python3 \
 		"$STAGE/attrib_model.py" --steps 2
-	trace 1 -p "$fx_PID" ${MTARGS:-}
+	trace 1 --keys -p "$fx_PID" ${MTARGS:-}
 	release fx
 	settle fx '^root '
 	finish
@@ -44,7 +44,7 @@ model_cmd() {
 	dir=${!root}$STAGE
 	ln -sfn "$dir/fx.hold" "$BATS_TEST_TMPDIR/fx.hold"
 	: >"$BATS_TEST_TMPDIR/trace.out"
-	MT_HOLD="$STAGE/fx.hold" "$MT" -o "$BATS_TEST_TMPDIR/trace.out" -- \
+	MT_HOLD="$STAGE/fx.hold" "$MT" --keys -o "$BATS_TEST_TMPDIR/trace.out" -- \
 		"${IN_ROOT[@]}" /usr/bin/python3 "$STAGE/attrib_model.py" --steps 2 \
 		>"$BATS_TEST_TMPDIR/fx.out" 2>"$BATS_TEST_TMPDIR/trace.err" &
 	MT_PID=$!
@@ -174,7 +174,7 @@ assert_python() {
 	# as a package upgrade does: another file renamed over the path
 	cp /bin/true "$dir/new"
 	mv -f "$dir/new" "$dir/libcudart.so.13"
-	trace 1 -p "$fx_PID"
+	trace 1 --keys -p "$fx_PID"
 	release fx
 	finish
 	[ "$MT_STATUS" -eq 0 ]

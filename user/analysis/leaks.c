@@ -6,9 +6,11 @@
  * process's latest boundary are kept: one absent there counts 0 at it, and
  * a leak's series must rise to its last sample, so nothing is lost.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include "event/format.h"
 #include "lib/grow.h"
 #include "lib/hashing.h"
@@ -278,6 +280,13 @@ static int by_growth(const void *pa, const void *pb)
 	return ix < iy ? -1 : ix > iy;
 }
 
+/* seconds a boundary of p takes, over the last RUN of them */
+static double boundary_seconds(const struct leak_pid *p)
+{
+	return (double)(p->ts[p->n % HISTORY] - p->ts[(p->n - RUN) % HISTORY]) /
+	       1e9 / RUN;
+}
+
 static const char *or_dash(const char *s)
 {
 	return s ? s : "-";
@@ -293,10 +302,7 @@ static void print_leak(const struct leak *k, bool stacks, FILE *out)
 	if (k->p->steps)
 		snprintf(unit, sizeof(unit), "step");
 	else
-		snprintf(unit, sizeof(unit), "%.3gs",
-			 (double)(k->p->ts[k->p->n % HISTORY] -
-				  k->p->ts[(k->p->n - RUN) % HISTORY]) /
-				 1e9 / RUN);
+		snprintf(unit, sizeof(unit), "%.3gs", boundary_seconds(k->p));
 	fprintf(out,
 		"# leak pid=%u growth=%+.2f/%s bytes_growth=%+.0f/%s "
 		"(%s%s) count=%" PRIu64 " bytes=%" PRIu64 " (%s) counts=",
@@ -335,19 +341,15 @@ size_t mt_leaks_count(const struct mt_leaks *l, __u32 pid)
 	return n;
 }
 
-void mt_leaks_print(const struct mt_leaks *l, const struct mt_livetable *live,
-		    bool stacks, FILE *out)
+/* the growing sites in *out (to free), largest growth first; -1: no memory */
+static ssize_t collect(const struct mt_leaks *l, struct leak **out)
 {
 	struct leak *v = malloc((l->used ? l->used : 1) * sizeof(*v));
-	struct mt_live_stats st;
 	size_t n = 0;
-	__u64 seen = 0;
-	bool any_judged = false;
 
-	if (!v) {
-		fprintf(out, "# leaks: out of memory\n");
-		return;
-	}
+	*out = v;
+	if (!v)
+		return -1;
 	for (size_t i = 0; i < l->used; i++) {
 		const struct leak_site *s = &l->sites[i];
 		const struct leak_pid *p;
@@ -367,6 +369,62 @@ void mt_leaks_print(const struct mt_leaks *l, const struct mt_livetable *live,
 		};
 	}
 	qsort(v, n, sizeof(*v), by_growth);
+	return (ssize_t)n;
+}
+
+int mt_leaks_verdict(const struct mt_leaks *l, struct mt_leak_verdict *vd,
+		     void (*fn)(const struct mt_leak_suspect *k, void *ctx),
+		     void *ctx)
+{
+	struct leak *v;
+	ssize_t n = collect(l, &v);
+
+	*vd = (struct mt_leak_verdict){ .needed = HISTORY };
+	if (n < 0)
+		return -ENOMEM;
+	vd->growing = (size_t)n;
+	for (size_t i = 0; i < l->npids; i++) {
+		vd->boundaries += l->pids[i].n;
+		if (judged(&l->pids[i]))
+			vd->judged = true;
+		else
+			vd->unjudged++;
+		vd->uncounted += l->pids[i].unfit;
+	}
+	for (ssize_t i = 0; fn && i < n; i++) {
+		const struct sample *now = sample(v[i].s, v[i].p, RUN);
+		struct mt_leak_suspect k = {
+			.site = v[i].s->site,
+			.pid = v[i].s->pid,
+			.count = now->count,
+			.bytes = now->bytes,
+			.count_growth = (double)v[i].dcount / RUN,
+			.bytes_growth = (double)v[i].dbytes / RUN,
+			.per_seconds =
+				v[i].p->steps ? 0 : boundary_seconds(v[i].p),
+		};
+
+		fn(&k, ctx);
+	}
+	free(v);
+	return 0;
+}
+
+void mt_leaks_print(const struct mt_leaks *l, const struct mt_livetable *live,
+		    bool stacks, FILE *out)
+{
+	struct leak *v;
+	ssize_t got = collect(l, &v);
+	struct mt_live_stats st;
+	size_t n;
+	__u64 seen = 0;
+	bool any_judged = false;
+
+	if (got < 0) {
+		fprintf(out, "# leaks: out of memory\n");
+		return;
+	}
+	n = (size_t)got;
 	mt_live_stats(live, &st);
 	for (size_t i = 0; i < l->npids; i++) {
 		seen += l->pids[i].n;

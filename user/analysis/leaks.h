@@ -35,6 +35,33 @@ void mt_leaks_boundary(struct mt_leaks *l, __u32 pid, __u32 step, __u64 ts,
 /* how many of pid's sites are leaks by now */
 size_t mt_leaks_count(const struct mt_leaks *l, __u32 pid);
 
+/* the leak check's verdict over every process */
+struct mt_leak_verdict {
+	size_t growing; /* sites that grew at each of the last boundaries */
+	bool judged; /* some process had enough boundaries to judge */
+	size_t unjudged; /* processes with too few */
+	int needed; /* boundaries a process needs to be judged */
+	__u64 boundaries; /* seen, over all processes */
+	__u64 uncounted; /* allocations the site table had no room for */
+};
+
+/* one growing site: its latest sample and its growth per boundary */
+struct mt_leak_suspect {
+	const struct mt_site *site;
+	__u32 pid;
+	__u64 count, bytes;
+	double count_growth, bytes_growth; /* per boundary */
+	double per_seconds; /* a boundary's seconds; 0: a boundary is a step */
+};
+
+/*
+ * The verdict, and fn (may be NULL) for each growing site, largest
+ * growth first. 0, or -ENOMEM.
+ */
+int mt_leaks_verdict(const struct mt_leaks *l, struct mt_leak_verdict *vd,
+		     void (*fn)(const struct mt_leak_suspect *k, void *ctx),
+		     void *ctx);
+
 /*
  * The sites that grew at every one of the last boundaries; the headline
  * is marked incomplete when the live table (counted from) refused entries.

@@ -227,6 +227,14 @@ void mt_oom_event(struct mt_oom *o, const struct mt_call *r,
 					       0 };
 }
 
+void mt_oom_counts(const struct mt_oom *o, struct mt_oom_counts *c)
+{
+	*c = (struct mt_oom_counts){ .failures = o->failures,
+				     .retries = o->retries,
+				     .gave_up = o->gave_up,
+				     .raised = o->raised };
+}
+
 void mt_oom_print(const struct mt_oom *o, FILE *out)
 {
 	fprintf(out,

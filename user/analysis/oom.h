@@ -25,6 +25,15 @@ void mt_oom_event(struct mt_oom *o, const struct mt_call *r,
 		  const struct mt_site *site, struct mt_summary *sum,
 		  struct mt_sites *sites, __u64 t0, bool stacks, FILE *out);
 
+struct mt_oom_counts {
+	__u64 failures; /* allocations failed for want of memory */
+	__u64 retries; /* the caching allocator's retries after one */
+	__u64 gave_up; /* c10's OOM reports: the allocator gave up */
+	__u64 raised; /* Python exceptions traced (--trace-exceptions) */
+};
+
+void mt_oom_counts(const struct mt_oom *o, struct mt_oom_counts *c);
+
 /* out-of-memory failures and retries of the whole run */
 void mt_oom_print(const struct mt_oom *o, FILE *out);
 

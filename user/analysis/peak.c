@@ -31,6 +31,8 @@ struct account {
 	__s8 dev;
 	__u64 cur, peak;
 	__u64 peak_seq, peak_ts;
+	__u32 peak_step; /* steps the process had finished at the peak */
+	const char *peak_phase; /* of the event that made the peak */
 	__u32 gen; /* of the groups freed since the peak */
 	__u32 ngroups; /* freed groups of this generation */
 	__u64 unfit_bytes, unfit_count; /* freed, no group slot left */
@@ -301,6 +303,8 @@ void mt_peak_alloc(struct mt_peak *p, const struct mt_live *e)
 	a->peak = a->cur;
 	a->peak_seq = e->seq;
 	a->peak_ts = e->ts;
+	a->peak_step = e->step;
+	a->peak_phase = e->site ? e->site->phase : NULL;
 	a->gen++;
 	p->stale += a->ngroups;
 	a->ngroups = 0;
@@ -678,7 +682,9 @@ static void hand_account(const struct view *v, const struct account *a,
 				    .dev_type = (enum mt_dev_type)a->dev_type,
 				    .dev = a->dev,
 				    .peak = a->peak,
-				    .peak_ts = a->peak_ts };
+				    .peak_ts = a->peak_ts,
+				    .peak_step = a->peak_step,
+				    .peak_phase = a->peak_phase };
 
 	for (size_t i = 0; i < n; i++) {
 		pg.site = g[i].site;

@@ -52,6 +52,8 @@ struct mt_peak_group {
 	enum mt_dev_type dev_type;
 	int dev; /* -1: none or unknown */
 	__u64 peak, peak_ts; /* the account's: bytes, ns */
+	__u32 peak_step; /* steps its process had finished at the peak */
+	const char *peak_phase; /* of the event that made it; NULL: none */
 	const struct mt_site *site; /* NULL when unfit, or in tests */
 	__u64 bytes, count;
 	bool unfit;

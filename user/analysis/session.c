@@ -6,6 +6,7 @@
 #include <string.h>
 #include "event/format.h"
 #include "analysis/ops.h"
+#include "analysis/report.h"
 #include "analysis/session.h"
 
 int mt_session_init(struct mt_session *s, const struct mt_session_conf *c,
@@ -148,6 +149,7 @@ static void forget(struct mt_session *s, const struct mt_live *old)
 		p->live--;
 	mt_peak_release(s->peak, old);
 	site_live(old->site, -(__s64)old->size);
+	mt_summary_own(&s->sum, old, -(__s64)old->size);
 	if (counted)
 		mt_summary_live(&s->sum, old->pid, old->dev_type, old->dev,
 				old->space, -(__s64)old->size);
@@ -197,6 +199,7 @@ static void track_live(struct mt_session *s, struct mt_call *r,
 		mt_peak_alloc(s->peak, &e);
 		proc_of(s, ev->pid)->live++;
 		site_live(site, (__s64)e.size);
+		mt_summary_own(&s->sum, &e, (__s64)e.size);
 		if (e.space != MT_SP_C10)
 			mt_summary_live(&s->sum, ev->pid, r->dev_type,
 					r->dev_index, r->ki->space,
@@ -205,6 +208,7 @@ static void track_live(struct mt_session *s, struct mt_call *r,
 		if (!mt_live_remove(s->live, ev->pid, (__u16)r->ki->space,
 				    r->ptr, &e)) {
 			mt_live_unpaired(s->live);
+			mt_summary_unmatched_free(&s->sum, r);
 			return;
 		}
 		if (r->size_state == MT_SIZE_UNKNOWN) {
@@ -351,6 +355,10 @@ void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
 {
 	bool stacks = !s->conf.no_stack;
 
+	if (!s->conf.keys) {
+		mt_report_print(s, end);
+		return;
+	}
 	mt_summary_print(&s->sum, s->live, end, s->out);
 	mt_filter_print(s->filter, s->out);
 	print_ranks(s);

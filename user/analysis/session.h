@@ -31,6 +31,8 @@ struct mt_session_conf {
 	unsigned long long
 		min_size; /* lines of smaller events are not printed */
 	size_t max_live, max_sites, top_live, top_ops;
+	/* the report's rows below this % of their table's total are cut */
+	double percent_limit;
 	struct mt_leak_conf leak;
 	struct mt_filter_conf filter; /* which events count (filter.h) */
 };
@@ -99,7 +101,10 @@ void mt_session_set_rank(struct mt_session *s, __u32 pid,
 /* what the session knows of pid; NULL if none of its events came */
 const struct mt_proc *mt_session_proc(const struct mt_session *s, __u32 pid);
 
-/* the summary, then every analysis */
+/*
+ * The end of the trace: the report for people, or with conf.keys the
+ * summary and every analysis as '#' key=value lines.
+ */
 void mt_session_end(struct mt_session *s, const struct mt_summary_end *end);
 
 /* report --at: what lives now, as the peak view shows it */

@@ -31,6 +31,8 @@ struct mt_site {
 	__u64 allocs, alloc_bytes;
 	__u64 live_count, live_bytes;
 	__u64 mark_bytes; /* live_bytes when --watch last looked */
+	/* the summary's module entries of its last event, index + 1 */
+	__u32 mod_hint, own_hint;
 };
 
 /* the overflow site's event: a record carries the writer's under it too */

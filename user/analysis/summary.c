@@ -225,7 +225,7 @@ void mt_summary_attrib(struct mt_summary *s, const struct mt_call *r,
 		if (unpaired(s, r))
 			m->unpaired++;
 	}
-	m->peak = max_u64(m->peak, cur);
+	m->process_peak = max_u64(m->process_peak, cur);
 	p->peak = max_u64(p->peak, cur);
 	m->incomplete |= incomplete;
 	p->incomplete |= incomplete;
@@ -236,6 +236,107 @@ void mt_summary_attrib(struct mt_summary *s, const struct mt_call *r,
 				      .phase = phase,
 				      .module = module,
 				      .ts = r->ev->ts };
+}
+
+/* the module entry of site's (pid, phase, module), through its hint */
+static struct mt_module_stat *site_module(struct mt_summary *s,
+					  struct mt_site *site)
+{
+	const char *module = site->module;
+	struct mt_module_stat *m;
+
+	if (site->mod_hint && site->mod_hint <= s->nmods) {
+		m = &s->mods[site->mod_hint - 1];
+		if (m->pid == site->pid && m->phase == site->phase &&
+		    m->module == module)
+			return m;
+	}
+	m = module_stat(s, site->pid, site->phase, module);
+	if (m)
+		site->mod_hint = (__u32)(m - s->mods) + 1;
+	return m;
+}
+
+static bool own_match(const struct mt_module_own *o, const struct mt_live *e,
+		      const char *module)
+{
+	return o->pid == e->pid && o->module == module &&
+	       o->space == (enum mt_space)e->space &&
+	       o->dev_type == (enum mt_dev_type)e->dev_type && o->dev == e->dev;
+}
+
+/* the (pid, module, account) entry of e; NULL when the table is full */
+static struct mt_module_own *own_of(struct mt_summary *s,
+				    const struct mt_live *e)
+{
+	struct mt_site *site = e->site;
+	const char *module = site->module;
+	struct mt_module_own *o;
+
+	if (site->own_hint && site->own_hint <= s->nowns &&
+	    own_match(&s->owns[site->own_hint - 1], e, module))
+		return &s->owns[site->own_hint - 1];
+	for (size_t i = 0; i < s->nowns; i++) {
+		if (own_match(&s->owns[i], e, module)) {
+			site->own_hint = (__u32)i + 1;
+			return &s->owns[i];
+		}
+	}
+	if (s->nowns == MT_SUM_MODULES ||
+	    mt_grow((void **)&s->owns, &s->capowns, s->nowns + 1,
+		    sizeof(*s->owns)))
+		return NULL;
+	o = &s->owns[s->nowns++];
+	*o = (struct mt_module_own){ .pid = e->pid,
+				     .module = module,
+				     .space = (enum mt_space)e->space,
+				     .dev_type = (enum mt_dev_type)e->dev_type,
+				     .dev = e->dev };
+	site->own_hint = (__u32)s->nowns;
+	return o;
+}
+
+/* live of bytes alive now moves by delta; peak follows it up */
+static void own_move(__u64 *live, __u64 *peak, __s64 delta)
+{
+	if (delta < 0 && (__u64)-delta > *live)
+		*live = 0;
+	else
+		*live += (__u64)delta;
+	*peak = max_u64(*peak, *live);
+}
+
+void mt_summary_own(struct mt_summary *s, const struct mt_live *e, __s64 delta)
+{
+	struct mt_module_stat *m;
+	struct mt_module_own *o;
+
+	if (!e->site || !e->site->phase)
+		return;
+	m = site_module(s, e->site);
+	o = own_of(s, e);
+	if (!m || !o) {
+		s->untracked++;
+		return;
+	}
+	own_move(&m->live, &m->own_peak, delta);
+	own_move(&o->live, &o->peak, delta);
+	if (delta > 0) {
+		o->allocs++;
+		o->alloc_bytes += (__u64)delta;
+	}
+}
+
+void mt_summary_unmatched_free(struct mt_summary *s, const struct mt_call *r)
+{
+	/* once the table refused one, it may be the free of that one */
+	if (s->live_full)
+		return;
+	s->early_frees++;
+	if (r->size_state == MT_SIZE_KNOWN)
+		s->early_bytes += r->size;
+	else
+		s->early_unsized++;
 }
 
 void mt_summary_totals(struct mt_summary *s, __u32 pid, __u64 *allocated,
@@ -267,6 +368,9 @@ void mt_summary_free(struct mt_summary *s)
 	free(s->mods);
 	s->mods = NULL;
 	s->nmods = s->capmods = 0;
+	free(s->owns);
+	s->owns = NULL;
+	s->nowns = s->capowns = 0;
 }
 
 static int by_bytes_alloc_desc(const void *a, const void *b)
@@ -289,14 +393,21 @@ static void print_modules(struct mt_summary *s, FILE *out)
 		fprintf(out,
 			"# module pid=%u phase=%s module=%s allocs=%" PRIu64
 			" frees=%" PRIu64 " bytes_allocated=%" PRIu64
-			" bytes_freed=%" PRIu64 " net=%" PRId64 " peak=%" PRIu64
-			" time=%.6fs recompute_bytes=%" PRIu64,
+			" bytes_freed=%" PRIu64 " net=%" PRId64
+			" peak=%" PRIu64,
 			m->pid, m->phase, m->module, (uint64_t)m->allocs,
 			(uint64_t)m->frees, (uint64_t)m->bytes_alloc,
 			(uint64_t)m->bytes_freed,
 			(int64_t)(m->bytes_alloc - m->bytes_freed),
-			(uint64_t)m->peak, (double)m->time_ns / 1e9,
-			(uint64_t)m->recompute_bytes);
+			(uint64_t)m->own_peak);
+		/* time between a thread's events inside it: none, no figure */
+		if (m->time_ns)
+			fprintf(out, " time=%.6fs", (double)m->time_ns / 1e9);
+		fprintf(out,
+			" recompute_bytes=%" PRIu64 " live=%" PRIu64
+			" process_peak=%" PRIu64,
+			(uint64_t)m->recompute_bytes, (uint64_t)m->live,
+			(uint64_t)m->process_peak);
 		if (m->incomplete || m->unpaired)
 			fprintf(out, " incomplete=live_table unpaired=%" PRIu64,
 				(uint64_t)m->unpaired);
@@ -492,6 +603,12 @@ void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
 	print_modules(s, out);
 	print_live(live, &st, end->top_live, out);
 	print_untracked(s, &st, out);
+	if (s->early_frees)
+		fprintf(out,
+			"# unseen frees_before_attach=%" PRIu64
+			" bytes=%" PRIu64 " unsized=%" PRIu64 "\n",
+			(uint64_t)s->early_frees, (uint64_t)s->early_bytes,
+			(uint64_t)s->early_unsized);
 	if (end->stacks_lost)
 		fprintf(out, "# lost python_stacks=%" PRIu64 "\n",
 			(uint64_t)end->stacks_lost);

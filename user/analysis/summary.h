@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include "event/kinds.h"
 #include "analysis/livetable.h"
+#include "analysis/sites.h"
 
 #define MT_SUM_KINDS 48
 #define MT_SUM_FAILS 64
@@ -46,11 +47,31 @@ struct mt_module_stat {
 	__u32 pid;
 	const char *phase, *module; /* interned */
 	__u64 allocs, frees, bytes_alloc, bytes_freed;
-	__u64 peak; /* highest allocated seen at its events */
+	/*
+	 * Its own memory: the bytes it allocated in this phase that are
+	 * alive now (whoever frees them), and the most alive at once.
+	 */
+	__u64 live, own_peak;
+	/* the process's highest allocated seen at its events */
+	__u64 process_peak;
 	__u64 time_ns; /* between consecutive events of a thread inside it */
 	__u64 recompute_bytes; /* allocated re-running forward in backward */
 	__u64 unpaired; /* frees of no known size, as in mt_kind_stat */
 	bool incomplete; /* peak read from an account missing allocations */
+};
+
+/*
+ * One (process, module, memory account): what the module allocated on
+ * that device and address space, over every phase, for the module tree.
+ */
+struct mt_module_own {
+	__u32 pid;
+	const char *module; /* interned, as its sites have it */
+	enum mt_space space;
+	enum mt_dev_type dev_type;
+	int dev;
+	__u64 live, peak; /* its bytes alive now, the most alive at once */
+	__u64 allocs, alloc_bytes;
 };
 
 struct mt_phase_stat {
@@ -76,6 +97,8 @@ struct mt_summary {
 	size_t ndevs;
 	struct mt_module_stat *mods; /* grows up to MT_SUM_MODULES */
 	size_t nmods, capmods;
+	struct mt_module_own *owns; /* grows up to MT_SUM_MODULES */
+	size_t nowns, capowns;
 	struct mt_phase_stat phases[MT_SUM_PHASES];
 	size_t nphases;
 	struct mt_thread_last threads[MT_SUM_THREADS]; /* by tid % size */
@@ -85,6 +108,12 @@ struct mt_summary {
 	__u64 live_full; /* allocations the live table had no room for */
 	__u64 sites_full; /* events given the sites table's overflow site */
 	__u64 procs_evicted; /* processes whose slot went to another */
+	/*
+	 * Frees of memory allocated before the trace began (an attach with
+	 * -p): no live entry had them while the live table had refused none.
+	 * Their bytes where the free carries its size; unsized where not.
+	 */
+	__u64 early_frees, early_bytes, early_unsized;
 };
 
 /* Count a decoded event (its size already completed from the live table). */
@@ -105,6 +134,15 @@ void mt_summary_untracked(struct mt_summary *s, __u32 pid,
  */
 void mt_summary_attrib(struct mt_summary *s, const struct mt_call *r,
 		       const char *phase, const char *module, bool recompute);
+
+/*
+ * e, an allocation of an attributed site, became live (delta its size)
+ * or was freed (minus its size): its module's own figures follow.
+ */
+void mt_summary_own(struct mt_summary *s, const struct mt_live *e, __s64 delta);
+
+/* a free that matched no live allocation (after mt_summary_event saw it) */
+void mt_summary_unmatched_free(struct mt_summary *s, const struct mt_call *r);
 
 void mt_summary_free(struct mt_summary *s);
 

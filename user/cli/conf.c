@@ -11,6 +11,7 @@ void mt_output_conf_from(struct mt_output_conf *c, const struct mt_options *o)
 				(o->mode == MT_MODE_TRACE && !o->quiet),
 		.no_stack = o->no_stack,
 		.keys = o->keys,
+		.percent_limit = o->percent_limit < 0 ? 1.0 : o->percent_limit,
 		.min_size = o->min_size,
 		.max_live = o->max_live,
 		.max_sites = MT_MAX_SITES,

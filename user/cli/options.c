@@ -43,6 +43,7 @@ enum {
 	OPT_LEAK_AGE,
 	OPT_TOP_OPS,
 	OPT_KEYS,
+	OPT_PERCENT_LIMIT,
 	OPT_WATCH,
 	OPT_WATCH_WINDOW,
 	OPT_DEVICE_MEM,
@@ -143,6 +144,10 @@ static const struct argp_option output_opts[] = {
 	{ "keys", OPT_KEYS, NULL, 0,
 	  "Print the summary as '#' key=value lines, the stable machine "
 	  "format (docs/KEYS.md)",
+	  0 },
+	{ "percent-limit", OPT_PERCENT_LIMIT, "PCT", 0,
+	  "The report's rows below PCT % of their table's total are summed "
+	  "into one '... N more' row (default 1; 0: every row)",
 	  0 },
 	{ "min-size", OPT_MIN_SIZE, "SIZE", 0,
 	  "Print only events of at least SIZE, e.g. 1M (all are counted)", 0 },
@@ -849,6 +854,10 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_KEYS:
 		o->keys = true;
 		break;
+	case OPT_PERCENT_LIMIT:
+		o->percent_limit =
+			parse_double(state, "percentage", arg, 0, 100);
+		break;
 	case OPT_TOP_OPS:
 		o->top_ops = (size_t)parse_ull(state, "operator count", arg,
 					       1000000);
@@ -1189,6 +1198,11 @@ static int check_trace(const struct mt_options *o)
 /* what the options need of each other, past what a mode takes at all */
 static int check(const struct mt_options *o, const struct mt_cmd *cmd)
 {
+	if (o->percent_limit >= 0 && o->keys) {
+		mt_err("--percent-limit cuts the report's rows; --keys "
+		       "prints every figure: give one of them");
+		return 2;
+	}
 	if (o->export_kind && !o->output) {
 		mt_err("--export needs -o FILE");
 		return 2;
@@ -1254,6 +1268,7 @@ int mt_parse_options(int argc, char **argv, const struct mt_cmd *cmds,
 				  .ringbuf_mb = 16,
 				  .max_live = 4194304,
 				  .top_live = 20,
+				  .percent_limit = -1,
 				  .max_depth = MT_MAX_FRAMES };
 	if (argp_parse(&root, argc, argv, ARGP_IN_ORDER, NULL, &x))
 		return 2;

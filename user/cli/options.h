@@ -47,6 +47,7 @@ struct mt_options {
 	unsigned long long min_size;
 	bool quiet;
 	bool keys; /* the summary as '#' key=value lines */
+	double percent_limit; /* the report's cut; -1: not given (1 %) */
 	bool no_cpu;
 	bool no_cuda;
 	bool wait_libs;

@@ -1,0 +1,1000 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The report gathers rows keyed by (process, module, line) from the peak's
+ * groups, the modules' own figures and the sites, in small hash tables,
+ * then prints each table sorted and cut (--percent-limit, --top-live,
+ * --top-ops), a "... N more" row carrying what was cut so that every
+ * table still adds up to its total.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "event/format.h"
+#include "lib/grow.h"
+#include "lib/hashing.h"
+#include "lib/hashtab.h"
+#include "lib/table.h"
+#include "analysis/modtree.h"
+#include "analysis/report.h"
+
+#define MAX_ACCOUNTS 64 /* device accounts given a section of their own */
+#define MAX_DEPTH 64 /* tree levels whose cut rows are summed apart */
+#define MAX_SUSPECTS 20 /* leak suspects listed */
+#define LABEL_WIDTH 10 /* the headline's labels */
+
+/* what a row of a table is about, and its figures */
+struct row {
+	__u32 pid;
+	/* interned, pointers compare; NULL: none */
+	const char *module, *line, *lib;
+	__u64 bytes, count; /* at the peak (or what the table is about) */
+	__u64 end, end_count; /* alive when the trace ended */
+	__u64 alloc, allocs; /* allocated over the trace */
+	__u64 own_peak; /* the most of its own bytes alive at once */
+};
+
+struct agg {
+	struct row *v;
+	size_t n, cap;
+	__u32 *slots; /* index + 1; 0: empty */
+	size_t nslots; /* a power of two, at least twice n */
+	bool oom;
+};
+
+struct account {
+	__u32 pid;
+	enum mt_space space;
+	enum mt_dev_type dev_type;
+	int dev;
+	__u64 peak, peak_ts;
+	__u32 peak_step;
+	const char *peak_phase;
+	struct agg by_line, by_module, by_phase;
+	bool hidden; /* the allocator's segments of a device c10 covers */
+};
+
+struct report {
+	struct mt_session *s;
+	const struct mt_summary_end *end;
+	struct mt_table_style st;
+	FILE *out;
+	struct account acc[MAX_ACCOUNTS];
+	size_t nacc;
+	__u64 unshown; /* groups of accounts beyond MAX_ACCOUNTS */
+	bool many_pids;
+};
+
+static __u64 row_hash(const struct row *k)
+{
+	return mt_mix64((__u64)(uintptr_t)k->module * 31 ^
+			(__u64)(uintptr_t)k->line * 7 ^
+			(__u64)(uintptr_t)k->lib ^ k->pid);
+}
+
+static bool row_match(const void *tab, size_t i, const void *key)
+{
+	const struct mt_index *x = tab;
+	const struct row *r = (const struct row *)x->ents + x->slots[i] - 1;
+	const struct row *k = key;
+
+	return r->pid == k->pid && r->module == k->module &&
+	       r->line == k->line && r->lib == k->lib;
+}
+
+static int agg_rehash(struct agg *a, size_t nslots)
+{
+	__u32 *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->n; i++) {
+		struct mt_index x = { .slots = slots, .ents = a->v };
+		size_t j = mt_probe(&x, nslots - 1, row_hash(&a->v[i]),
+				    mt_index_used, NULL, NULL);
+
+		slots[j] = (__u32)i + 1;
+	}
+	free(a->slots);
+	a->slots = slots;
+	a->nslots = nslots;
+	return 0;
+}
+
+/* the row of key's (pid, module, line, lib), made if new; NULL: no memory */
+static struct row *agg_get(struct agg *a, const struct row *key)
+{
+	struct mt_index x;
+	size_t i;
+
+	if ((a->n + 1) * 2 > a->nslots &&
+	    agg_rehash(a, a->nslots ? a->nslots * 2 : 256)) {
+		a->oom = true;
+		return NULL;
+	}
+	x = (struct mt_index){ .slots = a->slots, .ents = a->v };
+	i = mt_probe(&x, a->nslots - 1, row_hash(key), mt_index_used, row_match,
+		     key);
+	if (a->slots[i])
+		return &a->v[a->slots[i] - 1];
+	if (mt_grow((void **)&a->v, &a->cap, a->n + 1, sizeof(*a->v))) {
+		a->oom = true;
+		return NULL;
+	}
+	a->v[a->n] = (struct row){ .pid = key->pid,
+				   .module = key->module,
+				   .line = key->line,
+				   .lib = key->lib };
+	a->slots[i] = (__u32)++a->n;
+	return &a->v[a->n - 1];
+}
+
+static void agg_free(struct agg *a)
+{
+	free(a->v);
+	free(a->slots);
+	memset(a, 0, sizeof(*a));
+}
+
+/* a frame of PyTorch or the interpreter, not the user's own line */
+static bool library_frame(const char *frame)
+{
+	const char *file = strrchr(frame, '(');
+
+	if (!file)
+		return false;
+	file++;
+	return !strncmp(file, "torch/", 6) || strstr(file, "/torch/") ||
+	       *file == '<';
+}
+
+/*
+ * The line a reader acts on: the innermost frame outside PyTorch, else
+ * the innermost frame, else the autograd node, else the call (and its
+ * library in *lib).
+ */
+static const char *site_line(const struct mt_site *s, const char **lib)
+{
+	*lib = NULL;
+	if (!s)
+		return NULL;
+	for (int i = 0; i < s->depth; i++)
+		if (!library_frame(s->frames[i]))
+			return s->frames[i];
+	if (s->depth)
+		return s->frames[0];
+	if (s->node)
+		return s->node;
+	*lib = s->caller;
+	return s->event;
+}
+
+static const char *show_line(char *buf, size_t len, const struct row *r)
+{
+	if (!r->line)
+		return "-";
+	if (!r->lib)
+		return r->line;
+	snprintf(buf, len, "%s (%s)", r->line, r->lib);
+	return buf;
+}
+
+static const char *or_dash(const char *s)
+{
+	return s ? s : "-";
+}
+
+/* three significant digits at most: "512 B", "1.99 MiB", "16.6 GiB" */
+static const char *bytes(char *buf, size_t len, __u64 b)
+{
+	double v = (double)b;
+	const char *u = mt_byte_unit(&v);
+
+	if (b < 1024 || v >= 99.95)
+		snprintf(buf, len, "%.0f %s", v, u);
+	else if (v >= 9.995)
+		snprintf(buf, len, "%.1f %s", v, u);
+	else
+		snprintf(buf, len, "%.2f %s", v, u);
+	return buf;
+}
+
+/*
+ * A module as a reader sees it: "-" (a Python process outside every
+ * module) spelled out; NULL (no Python) stays "-".
+ */
+static const char *module_name(const char *m)
+{
+	if (!m)
+		return "-";
+	return strcmp(m, "-") ? m : "(no module)";
+}
+
+static const char *pct(char *buf, size_t len, __u64 part, __u64 total)
+{
+	snprintf(buf, len, "%.1f%%",
+		 total ? 100.0 * (double)part / (double)total : 0.0);
+	return buf;
+}
+
+static bool below(const struct report *rp, __u64 part, __u64 total)
+{
+	double limit = rp->s->conf.percent_limit;
+
+	/* of a total of nothing, nothing is worth a row */
+	return !total ||
+	       (limit > 0 && (double)part * 100.0 < limit * (double)total);
+}
+
+static struct account *account_of(struct report *rp, __u32 pid,
+				  enum mt_space space,
+				  enum mt_dev_type dev_type, int dev)
+{
+	for (size_t i = 0; i < rp->nacc; i++) {
+		struct account *a = &rp->acc[i];
+
+		if (a->pid == pid && a->space == space &&
+		    a->dev_type == dev_type && a->dev == dev)
+			return a;
+	}
+	return NULL;
+}
+
+static void add_group(const struct mt_peak_group *g, void *ctx)
+{
+	struct report *rp = ctx;
+	struct account *a =
+		account_of(rp, g->pid, g->space, g->dev_type, g->dev);
+	const struct mt_site *s = g->site;
+	struct row k = { .pid = g->pid }, *r;
+
+	if (!a) {
+		if (rp->nacc == MAX_ACCOUNTS) {
+			rp->unshown++;
+			return;
+		}
+		a = &rp->acc[rp->nacc++];
+		*a = (struct account){ .pid = g->pid,
+				       .space = g->space,
+				       .dev_type = g->dev_type,
+				       .dev = g->dev,
+				       .peak = g->peak,
+				       .peak_ts = g->peak_ts,
+				       .peak_step = g->peak_step,
+				       .peak_phase = g->peak_phase };
+	}
+	k.module = s ? s->module : NULL;
+	k.line = g->unfit ? "(no group slot left)" : site_line(s, &k.lib);
+	r = agg_get(&a->by_line, &k);
+	if (r) {
+		r->bytes += g->bytes;
+		r->count += g->count;
+	}
+	k.line = k.lib = NULL;
+	r = agg_get(&a->by_module, &k);
+	if (r) {
+		r->bytes += g->bytes;
+		r->count += g->count;
+	}
+	k.module = s ? s->phase : NULL;
+	r = agg_get(&a->by_phase, &k);
+	if (r) {
+		r->bytes += g->bytes;
+		r->count += g->count;
+	}
+}
+
+/* the modules' own figures (summary.c) into their accounts' module rows */
+static void add_owns(struct report *rp)
+{
+	const struct mt_summary *sum = &rp->s->sum;
+
+	for (size_t i = 0; i < sum->nowns; i++) {
+		const struct mt_module_own *o = &sum->owns[i];
+		struct account *a =
+			account_of(rp, o->pid, o->space, o->dev_type, o->dev);
+		struct row k = { .pid = o->pid, .module = o->module }, *r;
+
+		if (!a || !(r = agg_get(&a->by_module, &k)))
+			continue;
+		r->end += o->live;
+		r->alloc += o->alloc_bytes;
+		r->allocs += o->allocs;
+		if (o->peak > r->own_peak)
+			r->own_peak = o->peak;
+	}
+}
+
+static bool reserved_space(enum mt_space sp)
+{
+	return sp == MT_SP_CUDART || sp == MT_SP_DRIVER || sp == MT_SP_VAMAP ||
+	       sp == MT_SP_HANDLE;
+}
+
+/* the allocator's segments are hidden where c10's blocks tell more */
+static void hide_segments(struct report *rp)
+{
+	for (size_t i = 0; i < rp->nacc; i++) {
+		struct account *a = &rp->acc[i];
+
+		if (a->pid != rp->acc[0].pid)
+			rp->many_pids = true;
+		if (!reserved_space(a->space))
+			continue;
+		for (size_t j = 0; j < rp->nacc; j++)
+			if (rp->acc[j].space == MT_SP_C10 &&
+			    rp->acc[j].pid == a->pid &&
+			    rp->acc[j].dev == a->dev)
+				a->hidden = true;
+	}
+}
+
+static const char *account_name(char *buf, size_t len, const struct report *rp,
+				const struct account *a)
+{
+	char dev[32], pid[32] = "";
+
+	mt_format_dev(dev, sizeof(dev), a->dev_type, a->dev);
+	if (rp->many_pids)
+		snprintf(pid, sizeof(pid), " pid %u", a->pid);
+	if (a->space == MT_SP_CPU)
+		snprintf(buf, len, "%s%s", dev, pid);
+	else
+		snprintf(buf, len, "%s %s%s", dev, mt_space_name(a->space),
+			 pid);
+	return buf;
+}
+
+static int by_bytes_then_end(const void *pa, const void *pb)
+{
+	const struct row *x = pa, *y = pb;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	if (x->end != y->end)
+		return x->end > y->end ? -1 : 1;
+	if (x->alloc != y->alloc)
+		return x->alloc > y->alloc ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static int by_alloc(const void *pa, const void *pb)
+{
+	const struct row *x = pa, *y = pb;
+
+	if (x->alloc != y->alloc)
+		return x->alloc > y->alloc ? -1 : 1;
+	return by_bytes_then_end(pa, pb);
+}
+
+static int by_end(const void *pa, const void *pb)
+{
+	const struct row *x = pa, *y = pb;
+
+	if (x->end != y->end)
+		return x->end > y->end ? -1 : 1;
+	return by_alloc(pa, pb);
+}
+
+/* the (module, line) row holding most at a's peak; NULL: none */
+static const struct row *top_line(const struct account *a)
+{
+	const struct row *best = NULL;
+
+	for (size_t i = 0; i < a->by_line.n; i++)
+		if (!best || a->by_line.v[i].bytes > best->bytes)
+			best = &a->by_line.v[i];
+	return best;
+}
+
+static void heading(const struct report *rp, const char *title)
+{
+	fprintf(rp->out, "\n%s%s%s\n", mt_table_tone_on(&rp->st, MT_TONE_BOLD),
+		title, mt_table_tone_off(&rp->st));
+}
+
+/*
+ * A headline: a label (or blanks) and its text in a tone, the text
+ * wrapped at blanks to the width, its later lines under its first.
+ */
+static void headline(const struct report *rp, const char *label,
+		     enum mt_table_tone tone, const char *text)
+{
+	size_t w = rp->st.width > LABEL_WIDTH + 1 + MT_TABLE_MIN_ELIDED ?
+			   rp->st.width - LABEL_WIDTH - 1 :
+			   MT_TABLE_MIN_ELIDED;
+	const char *on = mt_table_tone_on(&rp->st, tone);
+
+	do {
+		size_t n = strlen(text), cut = n;
+
+		if (mt_table_text_width(text) > w) {
+			/* the last blank that fits; none: cut where it must */
+			cut = w;
+			while (cut > 0 && text[cut] != ' ')
+				cut--;
+			if (!cut)
+				cut = w;
+		}
+		fprintf(rp->out, "%s%-*s%s %s%.*s%s\n",
+			mt_table_tone_on(&rp->st, MT_TONE_BOLD), LABEL_WIDTH,
+			label ? label : "", mt_table_tone_off(&rp->st), on,
+			(int)cut, text, *on ? mt_table_tone_off(&rp->st) : "");
+		label = NULL;
+		text += cut;
+		while (*text == ' ')
+			text++;
+	} while (*text);
+}
+
+/* room left on a headline line after LABEL_WIDTH and used characters */
+static size_t room(const struct report *rp, size_t used)
+{
+	size_t taken = LABEL_WIDTH + 1 + used;
+
+	return rp->st.width > taken + MT_TABLE_MIN_ELIDED ?
+		       rp->st.width - taken :
+		       MT_TABLE_MIN_ELIDED;
+}
+
+static void headline_peaks(const struct report *rp)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < rp->nacc; i++) {
+		const struct account *a = &rp->acc[i];
+		const struct row *top = top_line(a);
+		char name[64], b[32], text[600], line[512], el[512], p[16];
+		double at = a->peak_ts > rp->s->t0 ?
+				    (double)(a->peak_ts - rp->s->t0) / 1e9 :
+				    0;
+		int n;
+
+		if (a->hidden || !a->peak)
+			continue;
+		n = snprintf(text, sizeof(text), "%s: %s at %.3f s",
+			     account_name(name, sizeof(name), rp, a),
+			     bytes(b, sizeof(b), a->peak), at);
+		if (n > 0 && rp->s->sum.attributed)
+			snprintf(text + n, sizeof(text) - (size_t)n,
+				 ", step %u, %s", a->peak_step,
+				 or_dash(a->peak_phase));
+		headline(rp, any ? NULL : "Peak", MT_TONE_BOLD, text);
+		any = true;
+		if (!top)
+			continue;
+		snprintf(text, sizeof(text), "  most held%s%s: %s, %s",
+			 top->module ? " by " : "",
+			 top->module ? module_name(top->module) : "",
+			 bytes(b, sizeof(b), top->bytes),
+			 pct(p, sizeof(p), top->bytes, a->peak));
+		headline(rp, NULL, MT_TONE_PLAIN, text);
+		mt_table_elide(el, sizeof(el),
+			       show_line(line, sizeof(line), top), room(rp, 5));
+		snprintf(text, sizeof(text), "  at %s", el);
+		headline(rp, NULL, MT_TONE_PLAIN, text);
+	}
+	if (!any)
+		headline(rp, "Peak", MT_TONE_PLAIN,
+			 "no memory seen allocated and alive");
+}
+
+struct suspects {
+	struct mt_leak_suspect v[MAX_SUSPECTS];
+	size_t n;
+};
+
+static void keep_suspect(const struct mt_leak_suspect *k, void *ctx)
+{
+	struct suspects *s = ctx;
+
+	if (s->n < MAX_SUSPECTS)
+		s->v[s->n++] = *k;
+}
+
+static void headline_leaks(const struct report *rp,
+			   const struct mt_leak_verdict *vd)
+{
+	char text[256];
+
+	if (vd->growing) {
+		snprintf(text, sizeof(text),
+			 "%zu call site%s grew at each of the last %d "
+			 "boundaries (steps, or --leak-age): leak suspects "
+			 "below",
+			 vd->growing, vd->growing == 1 ? "" : "s",
+			 vd->needed - 1);
+		headline(rp, "Leaks", MT_TONE_RED, text);
+	} else if (vd->judged) {
+		snprintf(text, sizeof(text),
+			 "none: no call site grew at each of the last %d "
+			 "boundaries (%" PRIu64 " seen)",
+			 vd->needed - 1, (uint64_t)vd->boundaries);
+		headline(rp, "Leaks", MT_TONE_GREEN, text);
+	} else {
+		snprintf(text, sizeof(text),
+			 "not judged: %" PRIu64 " boundar%s seen, %d needed "
+			 "(optimizer steps, or --leak-age TIME)",
+			 (uint64_t)vd->boundaries,
+			 vd->boundaries == 1 ? "y" : "ies", vd->needed);
+		headline(rp, "Leaks", MT_TONE_PLAIN, text);
+	}
+	if (vd->uncounted) {
+		snprintf(text, sizeof(text),
+			 "%" PRIu64 " allocations not counted: the leak "
+			 "check's site table was full",
+			 (uint64_t)vd->uncounted);
+		headline(rp, NULL, MT_TONE_YELLOW, text);
+	}
+}
+
+static void headline_ooms(const struct report *rp)
+{
+	const struct mt_summary *sum = &rp->s->sum;
+	struct mt_oom_counts c;
+	__u64 failed = 0;
+	char text[256];
+
+	mt_oom_counts(rp->s->oom, &c);
+	for (size_t i = 0; i < sum->nfails; i++)
+		failed += sum->fails[i].count;
+	if (c.failures || c.gave_up) {
+		snprintf(text, sizeof(text),
+			 "%" PRIu64 " allocation%s failed for want of memory, "
+			 "the allocator retried %" PRIu64
+			 " and gave up %" PRIu64
+			 " time%s (the '# oom' blocks above)",
+			 (uint64_t)c.failures, c.failures == 1 ? "" : "s",
+			 (uint64_t)c.retries, (uint64_t)c.gave_up,
+			 c.gave_up == 1 ? "" : "s");
+		headline(rp, "OOMs", MT_TONE_RED, text);
+	} else {
+		headline(rp, "OOMs", MT_TONE_GREEN, "none");
+	}
+	if (failed > c.failures) {
+		snprintf(text, sizeof(text),
+			 "%" PRIu64 " other failed call%s (--keys: '# failed')",
+			 (uint64_t)(failed - c.failures),
+			 failed - c.failures == 1 ? "" : "s");
+		headline(rp, NULL, MT_TONE_YELLOW, text);
+	}
+}
+
+static void headline_unseen(const struct report *rp)
+{
+	const struct mt_summary *sum = &rp->s->sum;
+	const struct mt_summary_end *end = rp->end;
+	const char *label = "Unseen";
+	struct mt_live_stats st;
+	char text[512], b[32];
+
+	mt_live_stats(rp->s->live, &st);
+	if (end->lost) {
+		snprintf(text, sizeof(text),
+			 "%" PRIu64 " events lost (ring buffer full: "
+			 "--ringbuf-mb); every figure is low",
+			 (uint64_t)end->lost);
+		headline(rp, label, MT_TONE_YELLOW, text);
+		label = NULL;
+	}
+	if (end->stacks_lost) {
+		snprintf(text, sizeof(text),
+			 "%" PRIu64 " Python stacks could not be stored",
+			 (uint64_t)end->stacks_lost);
+		headline(rp, label, MT_TONE_YELLOW, text);
+		label = NULL;
+	}
+	if (sum->early_frees) {
+		int n = snprintf(text, sizeof(text),
+				 "%" PRIu64 " frees of memory allocated "
+				 "before the attach",
+				 (uint64_t)sum->early_frees);
+
+		if (n > 0 && sum->early_frees > sum->early_unsized)
+			n += snprintf(text + n, sizeof(text) - (size_t)n,
+				      ", %s known",
+				      bytes(b, sizeof(b), sum->early_bytes));
+		if (n > 0 && sum->early_unsized)
+			snprintf(text + n, sizeof(text) - (size_t)n,
+				 ", %" PRIu64 " of unknown size",
+				 (uint64_t)sum->early_unsized);
+		headline(rp, label, MT_TONE_YELLOW, text);
+		label = NULL;
+	}
+	if (sum->live_full) {
+		snprintf(text, sizeof(text),
+			 "%" PRIu64 " allocations not tracked: the live "
+			 "table was full (--max-live %" PRIu64
+			 " holds them all)",
+			 (uint64_t)sum->live_full, (uint64_t)st.advise);
+		headline(rp, label, MT_TONE_YELLOW, text);
+		label = NULL;
+	}
+	if (sum->untracked || sum->sites_full || sum->procs_evicted) {
+		snprintf(text, sizeof(text),
+			 "%" PRIu64
+			 " events beyond the summary's tables, %" PRIu64
+			 " in the sites table's overflow, %" PRIu64
+			 " processes evicted",
+			 (uint64_t)sum->untracked, (uint64_t)sum->sites_full,
+			 (uint64_t)sum->procs_evicted);
+		headline(rp, label, MT_TONE_YELLOW, text);
+		label = NULL;
+	}
+	if (label)
+		headline(rp, label, MT_TONE_GREEN,
+			 "nothing: no event lost, every free paired with "
+			 "its allocation");
+}
+
+/* the table's rows; a failure to add one only shortens the table */
+static void add(struct mt_table *t, enum mt_table_tone tone,
+		const char *const *cells)
+{
+	(void)mt_table_add(t, tone, cells);
+}
+
+static void print_table(struct report *rp, struct mt_table *t)
+{
+	if (t)
+		mt_table_print(t, &rp->st, rp->out);
+	else
+		fprintf(rp->out, "(out of memory)\n");
+	mt_table_free(t);
+}
+
+/* the cut rows of one parent in the module tree */
+struct pending {
+	size_t n;
+	__u64 incl[MT_TREE_VALS];
+};
+
+static void tree_more(struct mt_table *t, int depth, const struct pending *p,
+		      __u64 total)
+{
+	char name[64], b0[32], b1[32], b2[32], pc[16];
+
+	snprintf(name, sizeof(name), "%*s... %zu more", 2 * depth, "", p->n);
+	add(t, MT_TONE_DIM,
+	    (const char *const[]){ name, bytes(b0, sizeof(b0), p->incl[0]),
+				   pct(pc, sizeof(pc), p->incl[0], total), NULL,
+				   NULL, bytes(b1, sizeof(b1), p->incl[1]),
+				   bytes(b2, sizeof(b2), p->incl[2]) });
+}
+
+enum { V_PEAK, V_END, V_ALLOC, V_OWN_PEAK };
+
+static void print_tree(struct report *rp, const struct account *a)
+{
+	static const struct mt_table_col cols[] = {
+		{ "module", MT_TABLE_LEFT, true, 0 },
+		{ "at peak", MT_TABLE_RIGHT, false, 0 },
+		{ "%", MT_TABLE_RIGHT, false, 0 },
+		{ "self", MT_TABLE_RIGHT, false, 0 },
+		{ "own peak", MT_TABLE_RIGHT, false, 1 },
+		{ "at end", MT_TABLE_RIGHT, false, 2 },
+		{ "allocated", MT_TABLE_RIGHT, false, 3 },
+	};
+	struct mt_tree_in *in = calloc(a->by_module.n + 1, sizeof(*in));
+	struct pending pend[MAX_DEPTH] = { 0 };
+	__u64 end_total = 0;
+	struct mt_tree tree;
+	struct mt_table *t;
+	int skip_below = -1;
+
+	for (size_t i = 0; in && i < a->by_module.n; i++) {
+		const struct row *r = &a->by_module.v[i];
+
+		in[i] = (struct mt_tree_in){
+			.name = module_name(r->module),
+			.v = { r->bytes, r->end, r->alloc, r->own_peak },
+		};
+		end_total += r->end;
+	}
+	if (!in || mt_tree_build(&tree, in, a->by_module.n)) {
+		free(in);
+		fprintf(rp->out, "(out of memory)\n");
+		return;
+	}
+	free(in);
+	t = mt_table_new(cols, sizeof(cols) / sizeof(cols[0]));
+	for (size_t i = 0; t && i <= tree.n; i++) {
+		const struct mt_tree_node *x = i < tree.n ? &tree.v[i] : NULL;
+		int d = x ? (x->depth < MAX_DEPTH ? x->depth : MAX_DEPTH - 1) :
+			    -1;
+		char name[512], b[5][32], pc[16];
+
+		if (x && skip_below >= 0 && d > skip_below)
+			continue;
+		skip_below = -1;
+		/* the cut children of the parents this node is past */
+		for (int k = MAX_DEPTH - 1; k > d; k--)
+			if (pend[k].n) {
+				tree_more(t, k, &pend[k], a->peak);
+				memset(&pend[k], 0, sizeof(pend[k]));
+			}
+		if (!x)
+			break;
+		if (below(rp, x->incl[V_PEAK], a->peak) &&
+		    below(rp, x->incl[V_END], end_total)) {
+			pend[d].n++;
+			for (int k = 0; k < MT_TREE_VALS; k++)
+				pend[d].incl[k] += x->incl[k];
+			skip_below = d;
+			continue;
+		}
+		snprintf(name, sizeof(name), "%*s%s", 2 * d, "", x->name);
+		add(t, d ? MT_TONE_PLAIN : MT_TONE_BOLD,
+		    (const char *const[]){
+			    name, bytes(b[0], 32, x->incl[V_PEAK]),
+			    pct(pc, sizeof(pc), x->incl[V_PEAK], a->peak),
+			    bytes(b[1], 32, x->self[V_PEAK]),
+			    x->self[V_OWN_PEAK] ?
+				    bytes(b[2], 32, x->self[V_OWN_PEAK]) :
+				    "-",
+			    bytes(b[3], 32, x->incl[V_END]),
+			    bytes(b[4], 32, x->incl[V_ALLOC]) });
+	}
+	mt_tree_free(&tree);
+	print_table(rp, t);
+}
+
+static void print_phases(struct report *rp, struct account *a)
+{
+	static const struct mt_table_col cols[] = {
+		{ "phase", MT_TABLE_LEFT, true, 0 },
+		{ "at peak", MT_TABLE_RIGHT, false, 0 },
+		{ "%", MT_TABLE_RIGHT, false, 0 },
+		{ "count", MT_TABLE_RIGHT, false, 0 },
+	};
+	struct mt_table *t = mt_table_new(cols, 4);
+	struct row *v = a->by_phase.v;
+	char b[32], pc[16], c[32];
+
+	if (a->by_phase.n)
+		qsort(v, a->by_phase.n, sizeof(*v), by_bytes_then_end);
+	for (size_t i = 0; t && i < a->by_phase.n; i++) {
+		snprintf(c, sizeof(c), "%" PRIu64, (uint64_t)v[i].count);
+		add(t, MT_TONE_PLAIN,
+		    (const char *const[]){
+			    or_dash(v[i].module),
+			    bytes(b, sizeof(b), v[i].bytes),
+			    pct(pc, sizeof(pc), v[i].bytes, a->peak), c });
+	}
+	print_table(rp, t);
+}
+
+/* rows [from, n) of v, summed into a "... N more" row */
+static void more_row(struct mt_table *t, const struct row *v, size_t from,
+		     size_t n, size_t ncols, int fig, __u64 total)
+{
+	__u64 sum = 0, count = 0;
+	char what[64], b[32], pc[16], c[32];
+	const char *cells[MT_TABLE_MAX_COLS] = { 0 };
+
+	if (from >= n)
+		return;
+	for (size_t i = from; i < n; i++) {
+		sum += fig == V_PEAK ? v[i].bytes :
+		       fig == V_END  ? v[i].end :
+				       v[i].alloc;
+		count += fig == V_PEAK ? v[i].count :
+			 fig == V_END  ? v[i].end_count :
+					 v[i].allocs;
+	}
+	snprintf(what, sizeof(what), "... %zu more", n - from);
+	snprintf(c, sizeof(c), "%" PRIu64, (uint64_t)count);
+	cells[0] = what;
+	cells[ncols - 3] = bytes(b, sizeof(b), sum);
+	cells[ncols - 2] = pct(pc, sizeof(pc), sum, total);
+	cells[ncols - 1] = c;
+	add(t, MT_TONE_DIM, cells);
+}
+
+/*
+ * A flat table of rows v: module, line, the figure fig, its percentage of
+ * total, its count; at most top rows, none below --percent-limit.
+ */
+static void print_lines(struct report *rp, struct row *v, size_t n, int fig,
+			__u64 total, size_t top, const char *what)
+{
+	const struct mt_table_col cols[] = {
+		{ "module", MT_TABLE_LEFT, false, 0 },
+		{ "line", MT_TABLE_LEFT, true, 0 },
+		{ what, MT_TABLE_RIGHT, false, 0 },
+		{ "%", MT_TABLE_RIGHT, false, 0 },
+		{ fig == V_ALLOC ? "allocations" : "count", MT_TABLE_RIGHT,
+		  false, 1 },
+	};
+	struct mt_table *t;
+	size_t i;
+
+	if (!total) {
+		fprintf(rp->out, "nothing\n");
+		return;
+	}
+	t = mt_table_new(cols, 5);
+	if (n)
+		qsort(v, n, sizeof(*v),
+		      fig == V_PEAK ? by_bytes_then_end :
+		      fig == V_END  ? by_end :
+				      by_alloc);
+	for (i = 0; t && i < n && i < top; i++) {
+		__u64 f = fig == V_PEAK ? v[i].bytes :
+			  fig == V_END	? v[i].end :
+					  v[i].alloc;
+		__u64 c = fig == V_PEAK ? v[i].count :
+			  fig == V_END	? v[i].end_count :
+					  v[i].allocs;
+		char line[512], b[32], pc[16], cs[32], mod[128];
+
+		if (!f || below(rp, f, total))
+			break;
+		if (rp->many_pids)
+			snprintf(mod, sizeof(mod), "%u %s", v[i].pid,
+				 module_name(v[i].module));
+		else
+			snprintf(mod, sizeof(mod), "%s",
+				 module_name(v[i].module));
+		snprintf(cs, sizeof(cs), "%" PRIu64, (uint64_t)c);
+		add(t, MT_TONE_PLAIN,
+		    (const char *const[]){ mod,
+					   show_line(line, sizeof(line), &v[i]),
+					   bytes(b, sizeof(b), f),
+					   pct(pc, sizeof(pc), f, total), cs });
+	}
+	/* the rest, without the rows of nothing */
+	while (n > i && !(fig == V_PEAK ? v[n - 1].bytes :
+			  fig == V_END	? v[n - 1].end :
+					  v[n - 1].alloc))
+		n--;
+	if (t)
+		more_row(t, v, i, n, 5, fig, total);
+	print_table(rp, t);
+}
+
+static void print_account(struct report *rp, struct account *a)
+{
+	char name[64], b[32], title[256];
+	double at = a->peak_ts > rp->s->t0 ?
+			    (double)(a->peak_ts - rp->s->t0) / 1e9 :
+			    0;
+
+	snprintf(title, sizeof(title), "%s: %s at the peak, %.3f s",
+		 account_name(name, sizeof(name), rp, a),
+		 bytes(b, sizeof(b), a->peak), at);
+	heading(rp, title);
+	if (rp->s->sum.attributed) {
+		fprintf(rp->out, "By module (self: its own at the peak; own "
+				 "peak: the most it held at once):\n");
+		print_tree(rp, a);
+		fprintf(rp->out, "\nBy phase:\n");
+		print_phases(rp, a);
+		fprintf(rp->out, "\n");
+	}
+	fprintf(rp->out, "Alive at the peak, by module and line:\n");
+	print_lines(rp, a->by_line.v, a->by_line.n, V_PEAK, a->peak,
+		    rp->s->conf.top_live, "at peak");
+}
+
+static void add_site(struct mt_site *site, void *ctx)
+{
+	struct agg *a = ctx;
+	struct row k = { .pid = site->pid, .module = site->module }, *r;
+
+	if (!site->allocs && !site->live_bytes)
+		return;
+	k.line = site_line(site, &k.lib);
+	r = agg_get(a, &k);
+	if (!r)
+		return;
+	r->alloc += site->alloc_bytes;
+	r->allocs += site->allocs;
+	r->end += site->live_bytes;
+	r->end_count += site->live_count;
+}
+
+static void print_sites(struct report *rp)
+{
+	struct agg a = { 0 };
+	__u64 alloc = 0, end = 0;
+
+	mt_sites_foreach(rp->s->sites, add_site, &a);
+	for (size_t i = 0; i < a.n; i++) {
+		alloc += a.v[i].alloc;
+		end += a.v[i].end;
+	}
+	heading(rp, "Top call sites, by bytes allocated");
+	print_lines(rp, a.v, a.n, V_ALLOC, alloc, rp->s->conf.top_ops,
+		    "allocated");
+	heading(rp, "Still alive when the trace ended");
+	fprintf(rp->out, "(not leaks: the leak check is the headline's "
+			 "Leaks)\n");
+	print_lines(rp, a.v, a.n, V_END, end, rp->s->conf.top_live,
+		    "alive at end");
+	agg_free(&a);
+}
+
+static void print_suspects(struct report *rp, const struct suspects *sp)
+{
+	static const struct mt_table_col cols[] = {
+		{ "module", MT_TABLE_LEFT, false, 0 },
+		{ "line", MT_TABLE_LEFT, true, 0 },
+		{ "alive", MT_TABLE_RIGHT, false, 0 },
+		{ "count", MT_TABLE_RIGHT, false, 1 },
+		{ "growth", MT_TABLE_RIGHT, false, 0 },
+	};
+	struct mt_table *t;
+
+	if (!sp->n)
+		return;
+	heading(rp, "Leak suspects: alive across steps, growing at each");
+	t = mt_table_new(cols, 5);
+	for (size_t i = 0; t && i < sp->n; i++) {
+		const struct mt_leak_suspect *k = &sp->v[i];
+		struct row r = { .module = k->site ? k->site->module : NULL };
+		char line[512], b[32], g[64], c[32], unit[32];
+		double gb = k->bytes_growth < 0 ? -k->bytes_growth :
+						  k->bytes_growth;
+
+		r.line = site_line(k->site, &r.lib);
+		if (k->per_seconds > 0)
+			snprintf(unit, sizeof(unit), "%.3g s", k->per_seconds);
+		else
+			snprintf(unit, sizeof(unit), "step");
+		snprintf(g, sizeof(g), "%s%s/%s",
+			 k->bytes_growth < 0 ? "-" : "+",
+			 bytes(b, sizeof(b), (__u64)gb), unit);
+		snprintf(c, sizeof(c), "%" PRIu64, (uint64_t)k->count);
+		add(t, MT_TONE_RED,
+		    (const char *const[]){ module_name(r.module),
+					   show_line(line, sizeof(line), &r),
+					   bytes(b, sizeof(b), k->bytes), c,
+					   g });
+	}
+	print_table(rp, t);
+}
+
+void mt_report_print(struct mt_session *s, const struct mt_summary_end *end)
+{
+	struct report rp = { .s = s, .end = end, .out = s->out };
+	struct mt_leak_verdict vd;
+	struct suspects sp = { 0 };
+	bool oom = false;
+
+	mt_table_style_for(s->out, &rp.st);
+	if (mt_peak_foreach(s->peak, s->live, add_group, &rp))
+		oom = true;
+	if (mt_leaks_verdict(s->leaks, &vd, keep_suspect, &sp))
+		oom = true;
+	add_owns(&rp);
+	hide_segments(&rp);
+	fprintf(rp.out,
+		"%smemtrace-bpf report%s: %.3f s traced, %" PRIu64
+		" events, %" PRIu64 " lost\n\n",
+		mt_table_tone_on(&rp.st, MT_TONE_BOLD),
+		mt_table_tone_off(&rp.st), end->seconds,
+		(uint64_t)s->sum.events, (uint64_t)end->lost);
+	headline_peaks(&rp);
+	headline_leaks(&rp, &vd);
+	headline_ooms(&rp);
+	headline_unseen(&rp);
+	for (size_t i = 0; i < rp.nacc; i++)
+		if (!rp.acc[i].hidden && rp.acc[i].peak)
+			print_account(&rp, &rp.acc[i]);
+	print_suspects(&rp, &sp);
+	print_sites(&rp);
+	if (oom || rp.unshown)
+		fprintf(rp.out,
+			"\n(out of memory or past %d device accounts: some "
+			"rows are missing)\n",
+			MAX_ACCOUNTS);
+	fprintf(rp.out,
+		"\nEvery figure as key=value lines: --keys (docs/KEYS.md)\n");
+	for (size_t i = 0; i < rp.nacc; i++) {
+		agg_free(&rp.acc[i].by_line);
+		agg_free(&rp.acc[i].by_module);
+		agg_free(&rp.acc[i].by_phase);
+	}
+}
