@@ -232,14 +232,10 @@ static void print_list_str(FILE *out, const char *key, const char *const *v,
 		fprintf(out, "%s%s", i ? "," : "", v[i]);
 }
 
-void mt_filter_print(const struct mt_filter *f, FILE *out)
+void mt_filter_print_settings(const struct mt_filter *f, FILE *out)
 {
-	const struct mt_filter_conf *c;
+	const struct mt_filter_conf *c = &f->c;
 
-	if (!f)
-		return;
-	c = &f->c;
-	fputs("# filter", out);
 	if (c->has_time) {
 		fprintf(out, " time=%g,", c->t_start);
 		if (c->t_end >= 0)
@@ -260,6 +256,14 @@ void mt_filter_print(const struct mt_filter *f, FILE *out)
 		if (c->size_max)
 			fprintf(out, "%" PRIu64, (uint64_t)c->size_max);
 	}
+}
+
+void mt_filter_print(const struct mt_filter *f, FILE *out)
+{
+	if (!f)
+		return;
+	fputs("# filter", out);
+	mt_filter_print_settings(f, out);
 	fprintf(out,
 		" passed=%" PRIu64 " dropped=%" PRIu64
 		" freed_before_window=%" PRIu64

@@ -78,6 +78,9 @@ void mt_filter_free(struct mt_filter *f);
 bool mt_filter_event(struct mt_filter *f, const struct mt_call *r,
 		     const struct mt_site *site, double secs, __u32 step);
 
+/* its settings as " key=value" pairs, each after a blank: " time=1,2" */
+void mt_filter_print_settings(const struct mt_filter *f, FILE *out);
+
 /* what the filter let through and held back: one '# filter' line */
 void mt_filter_print(const struct mt_filter *f, FILE *out);
 

@@ -561,6 +561,30 @@ static void headline_ooms(const struct report *rp)
 	}
 }
 
+/* what a filter left out, said where the figures it narrows are read */
+static void headline_filter(const struct report *rp)
+{
+	struct mt_filter_stats st;
+	char set[256] = "", text[512];
+	FILE *m;
+
+	if (!rp->s->filter)
+		return;
+	mt_filter_stats(rp->s->filter, &st);
+	m = fmemopen(set, sizeof(set) - 1, "w");
+	if (m) {
+		mt_filter_print_settings(rp->s->filter, m);
+		if (fclose(m))
+			set[0] = '\0';
+	}
+	snprintf(text, sizeof(text),
+		 "%s: %" PRIu64 " of %" PRIu64
+		 " events counted; every figure below is of those",
+		 set[0] == ' ' ? set + 1 : set, (uint64_t)st.passed,
+		 (uint64_t)(st.passed + st.dropped));
+	headline(rp, "Filter", MT_TONE_YELLOW, text);
+}
+
 static void headline_unseen(const struct report *rp)
 {
 	const struct mt_summary *sum = &rp->s->sum;
@@ -601,6 +625,30 @@ static void headline_unseen(const struct report *rp)
 				 (uint64_t)sum->early_unsized);
 		headline(rp, label, MT_TONE_YELLOW, text);
 		label = NULL;
+	}
+	if (rp->s->filter) {
+		struct mt_filter_stats fs;
+
+		mt_filter_stats(rp->s->filter, &fs);
+		if (fs.freed_before_window) {
+			snprintf(text, sizeof(text),
+				 "%" PRIu64 " frees (%s) of memory allocated "
+				 "before the --time/--steps window",
+				 (uint64_t)fs.freed_before_window,
+				 bytes(b, sizeof(b),
+				       fs.freed_before_window_bytes));
+			headline(rp, label, MT_TONE_YELLOW, text);
+			label = NULL;
+		}
+		if (fs.untracked) {
+			snprintf(text, sizeof(text),
+				 "%" PRIu64 " frees judged without their "
+				 "allocation: the filter's table was full "
+				 "(--max-live)",
+				 (uint64_t)fs.untracked);
+			headline(rp, label, MT_TONE_YELLOW, text);
+			label = NULL;
+		}
 	}
 	if (sum->live_full) {
 		snprintf(text, sizeof(text),
@@ -979,6 +1027,7 @@ void mt_report_print(struct mt_session *s, const struct mt_summary_end *end)
 	headline_peaks(&rp);
 	headline_leaks(&rp, &vd);
 	headline_ooms(&rp);
+	headline_filter(&rp);
 	headline_unseen(&rp);
 	for (size_t i = 0; i < rp.nacc; i++)
 		if (!rp.acc[i].hidden && rp.acc[i].peak)
