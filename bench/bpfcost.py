@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Time inside memtrace-bpf's BPF programs per run, on W2's loop.
 
-Usage: bpfcost.py [--reps N] [--iters N] [--mt PATH] [-- TOOL-ARGS...]
+Usage: bpfcost.py [--reps N] [--iters N] [--mt PATH]... [-- TOOL-ARGS...]
 
 Runs bench/workload_train.py with W2's model (bench/run.sh) N times; each
 time memtrace-bpf TOOL-ARGS (default: -q) is attached after the warm-up,
@@ -11,11 +11,12 @@ sysctl kernel.bpf_stats_enabled cannot switch them off meanwhile), and the
 run_cnt and run_time_ns of each of the tool's programs are read from its
 /proc/PID/fdinfo before it is stopped.  These figures count the programs
 alone (not the trap or the uprobe dispatch), so they hardly move with the
-load of a shared machine.  Output, one line a program and repetition,
+load of a shared machine.  Several --mt binaries (a change's before and
+after) run interleaved, one of each a repetition.  Output, one line a program and repetition,
 then per program the median and the spread:
 
-    rep=<r> prog=<name> run_cnt=<n> ns_per_run=<ns>
-    prog=<name> ns_per_run median=<ns> min=<ns> max=<ns> runs=<n>
+    mt=<path> rep=<r> prog=<name> run_cnt=<n> ns_per_run=<ns>
+    mt=<path> prog=<name> ns_per_run median=<ns> min=<ns> max=<ns> runs=<n>
 """
 
 import argparse
@@ -89,7 +90,7 @@ def prog_name(pid_):
         return "id" + pid_
 
 
-def one(rep, a, work, py):
+def one(tool, a, work, py):
     go, hold = os.path.join(work, "go"), os.path.join(work, "hold")
     for p in (go, hold):
         if os.path.exists(p):
@@ -104,7 +105,7 @@ def one(rep, a, work, py):
     pid = wait_line(wl_out, r"^READY (\d+)", 120, wl).group(1)
     mt_err = os.path.join(work, "mt.err")
     with open(mt_err, "w") as e:
-        mt = subprocess.Popen([a.mt] + a.args + ["-p", pid],
+        mt = subprocess.Popen([tool] + a.args + ["-p", pid],
                               stdout=subprocess.DEVNULL, stderr=e)
     wait_line(mt_err, rf"^# attach pid={pid} lib=.*libc10", 60, mt)
     time.sleep(0.5)
@@ -130,24 +131,27 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--iters", type=int, default=200)
-    ap.add_argument("--mt", default=os.path.join(ROOT, "memtrace-bpf"))
+    ap.add_argument("--mt", action="append")
     ap.add_argument("args", nargs="*")
     a = ap.parse_args()
     a.args = a.args or ["-q"]
+    a.mt = a.mt or [os.path.join(ROOT, "memtrace-bpf")]
     fd = enable_stats()
     per = {}
     with tempfile.TemporaryDirectory(prefix="bpfcost.") as work:
         for r in range(1, a.reps + 1):
-            for name, (c, t) in sorted(one(r, a, work, "/usr/bin/python3")
-                                       .items()):
-                print(f"rep={r} prog={name} run_cnt={c} "
-                      f"ns_per_run={t / c:.0f}", flush=True)
-                per.setdefault(name, []).append((c, t / c))
+            for tool in a.mt:
+                res = one(tool, a, work, "/usr/bin/python3")
+                for name, (c, t) in sorted(res.items()):
+                    print(f"mt={tool} rep={r} prog={name} run_cnt={c} "
+                          f"ns_per_run={t / c:.0f}", flush=True)
+                    per.setdefault((tool, name), []).append((c, t / c))
     os.close(fd)
-    for name, v in sorted(per.items()):
+    for (tool, name), v in per.items():
         ns = [x[1] for x in v]
-        print(f"prog={name} ns_per_run median={statistics.median(ns):.0f} "
-              f"min={min(ns):.0f} max={max(ns):.0f} runs={v[0][0]}")
+        print(f"mt={tool} prog={name} ns_per_run "
+              f"median={statistics.median(ns):.0f} min={min(ns):.0f} "
+              f"max={max(ns):.0f} runs={v[0][0]}")
 
 
 if __name__ == "__main__":
