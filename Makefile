@@ -231,6 +231,7 @@ bench: setup
 	bench/multi.sh
 	bench/exports.sh
 	bench/estimate.sh
+	bench/cost.sh
 
 -include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)
 

@@ -42,14 +42,6 @@ struct {
 	__type(value, struct mt_event);
 } inflight SEC(".maps");
 
-/* the CUDA device each thread last set with cudaSetDevice */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, MAX_THREADS);
-	__type(key, __u32);
-	__type(value, __s32);
-} thread_dev SEC(".maps");
-
 struct node_ref {
 	__u64 node, vt, stack;
 };
@@ -62,13 +54,24 @@ struct {
 	__type(value, __u64);
 } node_stack SEC(".maps");
 
-/* the autograd Node each thread evaluates now (backward) */
+/*
+ * What a thread's events carry from its earlier calls: the CUDA device it
+ * last set with cudaSetDevice, and the autograd Node it evaluates now
+ * (backward). One map, so that an event costs one lookup; its thread
+ * writes it in place, cheaper than an update.
+ */
+struct thread_vars {
+	__s32 dev; /* MT_DEV_UNKNOWN until cudaSetDevice */
+	__u32 pad;
+	struct node_ref node;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, MAX_THREADS);
 	__type(key, __u32);
-	__type(value, struct node_ref);
-} thread_node SEC(".maps");
+	__type(value, struct thread_vars);
+} thread_vars SEC(".maps");
 
 /* per traced process: how to walk its Python frames */
 struct {
@@ -93,6 +96,18 @@ struct {
 	__type(key, __u64);
 	__type(value, struct mt_pystack);
 } stacks SEC(".maps");
+
+/* the calling thread's thread_vars, made on first use; NULL: map full */
+static __always_inline struct thread_vars *thread_vars_get(__u32 tid)
+{
+	struct thread_vars *tv = bpf_map_lookup_elem(&thread_vars, &tid);
+	struct thread_vars fresh = { .dev = MT_DEV_UNKNOWN };
+
+	if (tv)
+		return tv;
+	bpf_map_update_elem(&thread_vars, &tid, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&thread_vars, &tid);
+}
 
 /* a stack is built here: too big for the BPF stack */
 struct {
@@ -156,17 +171,16 @@ static __always_inline bool wanted(void)
 }
 
 static __always_inline void fill(struct mt_event *e, struct pt_regs *ctx,
-				 __u32 kind)
+				 __u64 cookie)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct node_ref *nr;
-	__s32 *dev;
+	struct thread_vars *tv;
 
 	e->ts = bpf_ktime_get_ns();
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
 	e->cpu = bpf_get_smp_processor_id();
-	e->kind = kind;
+	e->kind = MT_COOKIE_KIND(cookie);
 	e->flags = 0;
 	e->args[0] = PT_REGS_PARM1(ctx);
 	e->args[1] = PT_REGS_PARM2(ctx);
@@ -177,14 +191,21 @@ static __always_inline void fill(struct mt_event *e, struct pt_regs *ctx,
 	e->ret = 0;
 	e->caller = 0;
 	e->stack_id = 0;
-	bpf_probe_read_user(&e->caller, sizeof(e->caller),
-			    (void *)PT_REGS_SP(ctx));
-	dev = bpf_map_lookup_elem(&thread_dev, &e->tid);
-	e->dev = dev ? *dev : MT_DEV_UNKNOWN;
-	nr = bpf_map_lookup_elem(&thread_node, &e->tid);
-	e->node = nr ? nr->node : 0;
-	e->node_vt = nr ? nr->vt : 0;
-	e->node_stack = nr ? nr->stack : 0;
+	/*
+	 * A user read costs ~170 ns, as much as the rest of this function:
+	 * skipped where the probe's own address names the caller's library.
+	 * (In a uprobe's handler the ip is the probed address.)
+	 */
+	if (cookie & MT_F_SELFCALL)
+		e->caller = PT_REGS_IP(ctx);
+	else
+		bpf_probe_read_user(&e->caller, sizeof(e->caller),
+				    (void *)PT_REGS_SP(ctx));
+	tv = bpf_map_lookup_elem(&thread_vars, &e->tid);
+	e->dev = tv ? tv->dev : MT_DEV_UNKNOWN;
+	e->node = tv ? tv->node.node : 0;
+	e->node_vt = tv ? tv->node.vt : 0;
+	e->node_stack = tv ? tv->node.stack : 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 }
 
@@ -456,7 +477,7 @@ static __always_inline void record_entry(struct pt_regs *ctx, __u64 cookie)
 	struct mt_event ev;
 	__s32 dev;
 
-	fill(&ev, ctx, kind);
+	fill(&ev, ctx, cookie);
 	if (kind != MT_K_LOADER)
 		walk_python(&ev);
 	if (cookie & MT_F_PROPDEV) {
@@ -507,11 +528,13 @@ int mt_exc_filter(struct pt_regs *ctx)
 SEC("uprobe")
 int mt_set_device(struct pt_regs *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	__s32 dev = (__s32)PT_REGS_PARM1(ctx);
+	struct thread_vars *tv;
 
-	if (wanted())
-		bpf_map_update_elem(&thread_dev, &tid, &dev, BPF_ANY);
+	if (!wanted())
+		return 0;
+	tv = thread_vars_get((__u32)bpf_get_current_pid_tgid());
+	if (tv)
+		tv->dev = (__s32)PT_REGS_PARM1(ctx);
 	return 0;
 }
 
@@ -547,15 +570,18 @@ SEC("uprobe")
 int mt_set_node(struct pt_regs *ctx)
 {
 	struct node_ref ref = { .node = PT_REGS_PARM3(ctx) };
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct thread_vars *tv;
 	__u64 *stack;
 
 	if (!wanted())
 		return 0;
+	tv = thread_vars_get((__u32)bpf_get_current_pid_tgid());
+	if (!tv)
+		return 0;
 	stack = bpf_map_lookup_elem(&node_stack, &ref.node);
 	read_u64(&ref.vt, ref.node);
 	ref.stack = stack ? *stack : 0;
-	bpf_map_update_elem(&thread_node, &tid, &ref, BPF_ANY);
+	tv->node = ref;
 	return 0;
 }
 

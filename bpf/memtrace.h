@@ -60,6 +60,12 @@ enum mt_kind {
 #define MT_F_EXC (1u << 23) /* entry: drop it if arg1 (a type) is in exc_skip */
 #define MT_F_MODCALL (1u << 24) /* entry: a module call (args[0]: top code) */
 #define MT_F_NODEEVAL (1u << 25) /* entry: arg2 is the Node* evaluated now */
+/*
+ * entry: every caller lies in the probed function's own library (a method
+ * only that library calls), so the event's caller is the probed address,
+ * which names the same library, and the return address is not read
+ */
+#define MT_F_SELFCALL (1u << 26)
 
 /* mt_event.kind of what no probe reports: a traced process forked */
 #define MT_K_FORK 0x8000 /* pid: the child, args[0]: its parent */
@@ -136,7 +142,7 @@ struct mt_event {
 	__u64 args[MT_NARGS]; /* raw argument registers at entry */
 	__u64 out; /* *arg0 at return (MT_F_DEREF0) */
 	__s64 ret; /* return register */
-	__u64 caller; /* return address at entry */
+	__u64 caller; /* return address at entry; MT_F_SELFCALL: the probe's */
 	__u32 pid; /* tgid */
 	__u32 tid;
 	__u32 cpu;

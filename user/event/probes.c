@@ -136,6 +136,7 @@ static const struct mt_kind_info kinds[MT_K_MAX] = {
 	/* ProfiledCPUMemoryReporter::New(this, ptr, nbytes) */
 	[MT_K_CPU_NEW] = {
 		.event = "c10:cpu_alloc", .lib = MT_LIB_C10, .cpu = true,
+		.flags = MT_F_SELFCALL, /* c10's CPU allocators call it */
 		.role = MT_ROLE_ALLOC, .space = MT_SP_CPU,
 		.devsrc = MT_DS_CPU, 
 		.syms = { "_ZN3c1025ProfiledCPUMemoryReporter3NewEPvm" },
@@ -144,6 +145,7 @@ static const struct mt_kind_info kinds[MT_K_MAX] = {
 	/* ProfiledCPUMemoryReporter::Delete(this, ptr) */
 	[MT_K_CPU_DELETE] = {
 		.event = "c10:cpu_free", .lib = MT_LIB_C10, .cpu = true,
+		.flags = MT_F_SELFCALL, /* c10's CPU allocators call it */
 		.role = MT_ROLE_FREE, .space = MT_SP_CPU, .devsrc = MT_DS_CPU,
 		.syms = { "_ZN3c1025ProfiledCPUMemoryReporter6DeleteEPv" },
 		.ptr_arg = MT_A(1),

@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# memtrace-bpf's overhead on W2 against bpftrace anchors, in one interleaved
+# run; writes the section "Cost against bpftrace anchors (W2)" of
+# bench/RESULTS.md (issue 18). Run as root after bench/run.sh (make bench
+# runs it), about 11 minutes with the defaults.
+#
+# Modes, order rotated by one place each repetition:
+#   bare     no tracer
+#   empty    bench/anchor_empty.bt: empty action on New / Delete
+#   counter  bench/anchor_count.bt: count() at New entry and return, Delete
+#   memleak  bench/anchor_memleak.bt: memleak's logic (size at entry, the
+#            pointer and the native stack on return, deleted on free)
+#   mtq      memtrace-bpf -q
+#   mtn      memtrace-bpf -q --no-python
+#   rec      memtrace-bpf record -o FILE
+# Each repetition's own overheads (loop s / bare loop s - 1, the same
+# repetition's bare run) give its ratios; the ratios are reported as the
+# median with their min-max over the repetitions, and a goal is met when
+# every repetition meets it, not met when none does, else not resolved.
+#
+# Environment knobs: REPS (9), ITERS (400 timed W2 iterations), OUT
+# (bench/RESULTS.md), MT (another memtrace-bpf binary), KEEP=1 keeps the
+# work directory.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PY=/usr/bin/python3
+MT=${MT:-$ROOT/memtrace-bpf}
+LIB=/usr/lib/x86_64-linux-gnu/libc10.so.1.13.0
+SYM_NEW=_ZN3c1025ProfiledCPUMemoryReporter3NewEPvm
+SYM_DEL=_ZN3c1025ProfiledCPUMemoryReporter6DeleteEPv
+BLAS_DIR=/usr/lib/x86_64-linux-gnu/openblas-serial
+REPS=${REPS:-9}
+ITERS=${ITERS:-400}
+OUT=${OUT:-$ROOT/bench/RESULTS.md}
+MODES=(bare empty counter memleak mtq mtn rec)
+W2="--batch 2 --seq 16 --d-model 64 --ff 256 --layers 4 --iters $ITERS"
+
+die() {
+	echo "cost: $*" >&2
+	exit 1
+}
+
+[ "$(id -u)" -eq 0 ] || die "run as root (uprobes need it)"
+[[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a number of repetitions"
+[[ $ITERS =~ ^[1-9][0-9]*$ ]] || die "ITERS=$ITERS: a number of iterations"
+[ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
+[ -r "$LIB" ] || die "$LIB missing (python3-torch)"
+command -v bpftrace >/dev/null || die "bpftrace missing"
+BLAS_LD=
+[ ! -e "$BLAS_DIR/libblas.so.3" ] || BLAS_LD=$BLAS_DIR
+
+WORK=$(mktemp -d /tmp/memtrace-cost.XXXXXX)
+KIDS=()
+cleanup() {
+	local p
+	for p in "${KIDS[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	touch "$WORK/go" "$WORK/hold" 2>/dev/null || true
+	if [ "${KEEP:-0}" = 1 ]; then
+		echo "cost: work directory kept: $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+RUNS=$WORK/runs.tsv
+printf 'mode\trep\tloop_s\tevents\tlost\n' >"$RUNS"
+# the binary measured, copied so that a rebuild meanwhile changes nothing
+cp "$MT" "$WORK/memtrace-bpf"
+MT_DESC="$("$MT" --version | head -1), git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- user bpf 2>/dev/null || echo ' with uncommitted changes')"
+MT=$WORK/memtrace-bpf
+T_START=$(date +%s)
+
+# wait_for FILE REGEX SECONDS [PID]: until a line of FILE matches REGEX
+wait_for() {
+	local file=$1 re=$2 secs=$3 pid=${4:-} i
+	for ((i = 0; i < secs * 20; i++)); do
+		if [ -f "$file" ] && grep -Eq -- "$re" "$file"; then
+			return 0
+		fi
+		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+			break
+		fi
+		sleep 0.05
+	done
+	echo "cost: no /$re/ in $file after ${secs}s; it holds:" >&2
+	cat "$file" >&2 2>/dev/null || true
+	return 1
+}
+
+# stop PID: SIGINT and wait up to 20 s, then kill
+stop() {
+	local p=$1 i
+	kill -INT "$p" 2>/dev/null || true
+	for ((i = 0; i < 400; i++)); do
+		kill -0 "$p" 2>/dev/null || return 0
+		sleep 0.05
+	done
+	kill -KILL "$p" 2>/dev/null || true
+}
+
+probe_bytes() {
+	$PY "$ROOT/bench/probecheck.py" "$1" "$LIB" "$SYM_NEW" "$SYM_DEL" |
+		sed -n 's/.* byte=\(0x..\).*/\1/p' | paste -sd/
+}
+
+# run_one MODE REP: one W2 run; a line of $RUNS
+run_one() {
+	local m=$1 r=$2 d=$WORK/$1-$2 wl pid tp="" pb events=NA lost=NA s loop
+	mkdir -p "$d"
+	rm -f "$WORK/go" "$WORK/hold"
+	# shellcheck disable=SC2086
+	MT_GO=$WORK/go MT_HOLD=$WORK/hold LD_LIBRARY_PATH=$BLAS_LD \
+		$PY "$ROOT/bench/workload_train.py" $W2 >"$d/wl.out" 2>"$d/wl.err" &
+	wl=$!
+	KIDS+=("$wl")
+	wait_for "$d/wl.out" '^READY ' 120 "$wl" || die "workload did not start"
+	pid=$(awk '/^READY /{ print $2; exit }' "$d/wl.out")
+	case $m in
+	bare) ;;
+	empty | counter | memleak)
+		bpftrace "$ROOT/bench/anchor_$([ "$m" = counter ] && echo count || echo "$m").bt" \
+			"$pid" >"$d/bt.out" 2>"$d/bt.err" &
+		tp=$!
+		wait_for "$d/bt.out" '^ATTACHED' 60 "$tp" || die "bpftrace $m did not attach"
+		;;
+	mtq | mtn)
+		# shellcheck disable=SC2046
+		"$MT" -q -p "$pid" $([ "$m" = mtn ] && echo --no-python) \
+			>"$d/mt.out" 2>"$d/mt.err" &
+		tp=$!
+		wait_for "$d/mt.err" "^# attach pid=$pid lib=.*libc10" 60 "$tp" ||
+			die "memtrace-bpf did not attach"
+		;;
+	rec)
+		"$MT" record -o "$d/rec.mtb" -p "$pid" >"$d/mt.out" 2>"$d/mt.err" &
+		tp=$!
+		wait_for "$d/mt.err" "^# attach pid=$pid lib=.*libc10" 60 "$tp" ||
+			die "memtrace-bpf record did not attach"
+		;;
+	esac
+	[ -z "$tp" ] || KIDS+=("$tp")
+	pb=$(probe_bytes "$pid")
+	if [ "$m" = bare ]; then
+		[ "$pb" != "0xcc/0xcc" ] || die "bare: a uprobe is still attached ($pb)"
+	else
+		[ "$pb" = "0xcc/0xcc" ] || die "$m: probes not in place ($pb)"
+	fi
+	sleep 0.5
+	touch "$WORK/go"
+	wait_for "$d/wl.out" '^RESULT ' 600 "$wl" || die "$m: workload failed: $(cat "$d/wl.err")"
+	if [ -n "$tp" ]; then
+		stop "$tp"
+		# bpftrace 0.17 exits 1 on a tracefs detach warning
+		wait "$tp" || case $m in mtq | mtn | rec) die "$m: memtrace-bpf failed: $(cat "$d/mt.err")" ;; esac
+	fi
+	touch "$WORK/hold"
+	wait "$wl" || die "$m: workload exited with $?"
+	loop=$(sed -n 's/^RESULT .* loop_s=\([0-9.]*\).*/\1/p' "$d/wl.out")
+	case $m in
+	mtq | mtn)
+		s=$(grep '^# summary ' "$d/mt.out") || die "$m: no summary line"
+		events=$(sed -n 's/.* events=\([0-9]*\).*/\1/p' <<<"$s")
+		lost=$(sed -n 's/.* lost=\([0-9]*\).*/\1/p' <<<"$s")
+		;;
+	rec)
+		s=$(grep -E 'recorded [0-9]+ events in ' "$d/mt.err" | tail -1) ||
+			die "rec: no 'recorded N events' line"
+		events=$(sed -E 's/.*recorded ([0-9]+) events in .*/\1/' <<<"$s")
+		lost=$(sed -E 's/.*, lost ([0-9]+).*/\1/' <<<"$s")
+		rm -f "$d/rec.mtb"
+		;;
+	esac
+	printf '%s\t%s\t%s\t%s\t%s\n' "$m" "$r" "$loop" "$events" "$lost" >>"$RUNS"
+	printf 'cost: %-7s rep %s  loop %6ss  events %s  lost %s  (%ds)\n' \
+		"$m" "$r" "$loop" "$events" "$lost" $(($(date +%s) - T_START))
+}
+
+echo "cost: work directory $WORK; $REPS repetitions x ${#MODES[@]} modes, W2 $ITERS iterations"
+# shellcheck disable=SC2086
+LD_LIBRARY_PATH=$BLAS_LD $PY "$ROOT/bench/workload_train.py" ${W2% --iters *} --iters 2 >/dev/null ||
+	die "warm-up run failed"
+for ((r = 1; r <= REPS; r++)); do
+	for ((j = 0; j < ${#MODES[@]}; j++)); do
+		run_one "${MODES[$(((j + r - 1) % ${#MODES[@]}))]}" "$r"
+	done
+done
+T_END=$(date +%s)
+
+{
+	echo "date=$(date)"
+	echo "cores=$(nproc)"
+	echo "load=$(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "tool=$MT_DESC"
+	echo "bpftrace=$(bpftrace --version)"
+	echo "reps=$REPS"
+	echo "w2_args=$W2"
+	echo "secs=$((T_END - T_START))"
+} >"$WORK/meta.txt"
+$PY "$ROOT/bench/cost_report.py" "$WORK/meta.txt" "$RUNS" >"$WORK/section.md"
+# shellcheck source=bench/section.sh
+. "$ROOT/bench/section.sh"
+put_section "$OUT" "Cost against bpftrace anchors (W2)" "$WORK/section.md"
+cat "$WORK/section.md"
+echo "cost: wrote its section of $OUT in $((T_END - T_START)) s"

@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""The section of bench/RESULTS.md that bench/cost.sh writes.
+
+Usage: cost_report.py META RUNS
+
+META: key=value lines (date, cores, load, tool, bpftrace, reps, w2_args,
+secs).  RUNS: tab-separated mode, rep, loop_s, events, lost.  A mode's
+overhead in a repetition is its loop time over that repetition's bare loop
+time, less one; a ratio is taken per repetition, from its own overheads.
+"""
+
+import statistics
+import sys
+
+NAMES = {
+    "empty": "bpftrace: empty action on New/Delete (`bench/anchor_empty.bt`)",
+    "counter": "bpftrace: count New entry + return and Delete "
+               "(`bench/anchor_count.bt`)",
+    "memleak": "bpftrace: memleak-style, size at entry, pointer + native "
+               "stack on return, delete on free (`bench/anchor_memleak.bt`)",
+    "mtq": "memtrace-bpf -q",
+    "mtn": "memtrace-bpf -q --no-python",
+    "rec": "memtrace-bpf record -o FILE",
+}
+# (ours, anchor, goal): ours' overhead at most goal x the anchor's
+GOALS = [
+    ("mtq", "empty", 1.3),
+    ("mtq", "counter", 0.8),
+    ("mtq", "memleak", 0.6),
+    ("mtn", "empty", 1.1),
+    ("rec", "mtq", 1.05),
+]
+
+
+def main():
+    if len(sys.argv) != 3:
+        raise SystemExit(__doc__)
+    meta = dict(line.rstrip("\n").split("=", 1)
+                for line in open(sys.argv[1]) if "=" in line)
+    loops, events, lost = {}, {}, {}
+    with open(sys.argv[2]) as f:
+        next(f)
+        for line in f:
+            m, r, loop, ev, lo = line.rstrip("\n").split("\t")
+            loops.setdefault(m, {})[int(r)] = float(loop)
+            if ev != "NA":
+                events.setdefault(m, []).append(int(ev))
+                lost.setdefault(m, []).append(int(lo))
+    reps = sorted(loops["bare"])
+    over = {m: {r: v[r] / loops["bare"][r] - 1 for r in reps if r in v}
+            for m, v in loops.items() if m != "bare"}
+
+    out = []
+    put = out.append
+    put("## Cost against bpftrace anchors (W2)")
+    put("")
+    put(f"Measured {meta['date']} by `bench/cost.sh` ({meta['reps']} "
+        f"repetitions, {int(meta['secs']) // 60} min {int(meta['secs']) % 60}"
+        f" s; load average at the end {meta['load']}, {meta['cores']} "
+        f"cores); {meta['tool']}; {meta['bpftrace']}. W2 = "
+        f"`{meta['w2_args']}`. Every repetition runs each mode once, in an "
+        "order rotated by one place a repetition. Overhead = loop s / the "
+        "same repetition's bare loop s − 1; a ratio is taken in each "
+        "repetition from its own overheads, and given as the median with "
+        "its min–max over the repetitions. A goal is met when every "
+        "repetition meets it, not met when none does, not resolved when the "
+        "spread straddles it.")
+    put("")
+    put("| mode | loop s, median (min–max) | overhead, median (min–max) "
+        "| events | lost |")
+    put("|---|---|---|---|---|")
+    b = list(loops["bare"].values())
+    put(f"| bare | {statistics.median(b):.3f} ({min(b):.3f}–{max(b):.3f}) "
+        "| – | – | – |")
+    for m in ("empty", "counter", "memleak", "mtq", "mtn", "rec"):
+        if m not in loops:
+            continue
+        v = list(loops[m].values())
+        o = list(over[m].values())
+        ev = events.get(m)
+        put(f"| {NAMES[m]} | {statistics.median(v):.3f} ({min(v):.3f}–"
+            f"{max(v):.3f}) | {statistics.median(o) * 100:+.1f} % "
+            f"({min(o) * 100:+.1f} to {max(o) * 100:+.1f}) | "
+            f"{f'{min(ev):,}–{max(ev):,}' if ev else '–'} | "
+            f"{max(lost[m]) if ev else '–'} |")
+    put("")
+    put("| goal | ratio of overheads, median (min–max over repetitions) "
+        "| met? |")
+    put("|---|---|---|")
+    for ours, anchor, goal in GOALS:
+        if ours not in over or anchor not in over:
+            continue
+        rs = [over[ours][r] / over[anchor][r] for r in reps
+              if r in over[ours] and r in over[anchor]
+              and over[anchor][r] > 0]
+        if not rs:
+            put(f"| {NAMES[ours]} ≤ {goal}× {NAMES[anchor]} | no repetition "
+                "with a positive anchor overhead | not resolved |")
+            continue
+        if max(rs) <= goal:
+            verdict = "met"
+        elif min(rs) > goal:
+            verdict = "not met"
+        else:
+            verdict = "not resolved (the spread straddles the goal)"
+        put(f"| {NAMES[ours]}: overhead ≤ {goal}× that of "
+            f"{NAMES[anchor]} | ×{statistics.median(rs):.2f} "
+            f"({min(rs):.2f}–{max(rs):.2f}) | {verdict} |")
+    lost_any = sum(sum(v) for v in lost.values())
+    put("")
+    put(f"Events lost by memtrace-bpf over all its runs: {lost_any}.")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
