@@ -25,7 +25,7 @@ flamegraph() {
 run_model() {
 	local -a args=("$@")
 	HELD=1 fixture fx "$TORCH_PY" "$MODEL_PY" --steps 3
-	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 --keys "${args[@]}" -p "$fx_PID"
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 "${args[@]}" --keys -p "$fx_PID"
 	release fx
 	settle fx '^spike '
 	finish

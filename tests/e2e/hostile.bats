@@ -307,7 +307,7 @@ exit_at() {
 	SLOW_PID=$(ps -o ppid= -p "$fx_PID" | tr -d ' ')
 	[ "$reap" = 1 ] && SLOW_PID=
 	run timeout 120 gdb -q -batch -ex "break $bp" \
-		-ex "run -q -p $fx_PID >$out 2>$err" \
+		-ex "run -q --keys -p $fx_PID >$out 2>$err" \
 		-ex "shell kill -9 $fx_PID; until [ ! -d /proc/$fx_PID ] || grep -q '^State:.Z' /proc/$fx_PID/status; do sleep 0.05; done" \
 		-ex delete -ex continue -ex 'quit $_exitcode' --args "$MT"
 	MT_STATUS=$status

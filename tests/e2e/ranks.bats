@@ -17,7 +17,7 @@ trace_launcher() {
 		[ "$n" -ge 2 ] && break
 		sleep 0.1
 	done
-	trace 1 --keys "$@" --children "$fx_PID"
+	trace 1 "$@" --keys --children "$fx_PID"
 	release fx
 	settle fx '^done '
 	finish
