@@ -129,7 +129,7 @@ run_one() {
 		;;
 	mtq | mtn)
 		# shellcheck disable=SC2046
-		"$MT" -q -p "$pid" $([ "$m" = mtn ] && echo --no-python) \
+		"$MT" --keys -q -p "$pid" $([ "$m" = mtn ] && echo --no-python) \
 			>"$d/mt.out" 2>"$d/mt.err" &
 		tp=$!
 		wait_for "$d/mt.err" "^# attach pid=$pid lib=.*libc10" 60 "$tp" ||
