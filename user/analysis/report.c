@@ -138,30 +138,18 @@ static void agg_free(struct agg *a)
 }
 
 /* a frame of PyTorch or the interpreter, not the user's own line */
-static bool library_frame(const char *frame)
-{
-	const char *file = strrchr(frame, '(');
-
-	if (!file)
-		return false;
-	file++;
-	return !strncmp(file, "torch/", 6) || strstr(file, "/torch/") ||
-	       *file == '<';
-}
-
 /*
- * The line a reader acts on: the innermost frame outside PyTorch, else
- * the innermost frame, else the autograd node, else the call (and its
- * library in *lib).
+ * The line a reader acts on: the innermost frame of the program's own
+ * code, else the innermost frame, else the autograd node, else the call
+ * (and its library in *lib).
  */
 static const char *site_line(const struct mt_site *s, const char **lib)
 {
+	const char *own = mt_site_own_frame(s);
+
 	*lib = NULL;
-	if (!s)
-		return NULL;
-	for (int i = 0; i < s->depth; i++)
-		if (!library_frame(s->frames[i]))
-			return s->frames[i];
+	if (!s || own)
+		return own;
 	if (s->depth)
 		return s->frames[0];
 	if (s->node)

@@ -214,3 +214,20 @@ void mt_sites_foreach(struct mt_sites *s,
 	for (size_t i = 0; i < s->n; i++)
 		fn(s->all[i], ctx);
 }
+
+static bool own_frame(const char *frame)
+{
+	const char *file = strrchr(frame, '(');
+
+	return file && file[1] == '/' && !strstr(file, "/lib/python");
+}
+
+const char *mt_site_own_frame(const struct mt_site *site)
+{
+	if (!site)
+		return NULL;
+	for (int i = 0; i < site->depth; i++)
+		if (own_frame(site->frames[i]))
+			return site->frames[i];
+	return NULL;
+}

@@ -46,6 +46,13 @@ struct mt_sites;
  */
 bool mt_site_is_overflow(const struct mt_site *site);
 
+/*
+ * The innermost frame of the program's own code, the line a reader acts
+ * on: not an installed package's (their files are printed relative to
+ * site-packages) nor the standard library's; NULL when there is none.
+ */
+const char *mt_site_own_frame(const struct mt_site *site);
+
 /* at most max sites; then every new one shares the overflow site */
 struct mt_sites *mt_sites_new(size_t max);
 void mt_sites_free(struct mt_sites *s);

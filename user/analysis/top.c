@@ -381,22 +381,13 @@ struct collect {
 };
 
 /* a frame's file, "qual (file:line)": one of the program, not a library */
-static bool own_frame(const char *frame)
-{
-	const char *file = strrchr(frame, '(');
-
-	/* installed packages are shown relative to site-packages */
-	return file && file[1] == '/' && !strstr(file, "/lib/python");
-}
-
 /* the innermost frame of the program's own code, else the innermost one */
 static const char *line_of(const struct mt_site *site)
 {
-	if (!site || site->depth <= 0)
-		return NULL;
-	for (int i = 0; i < site->depth; i++)
-		if (own_frame(site->frames[i]))
-			return site->frames[i];
+	const char *own = mt_site_own_frame(site);
+
+	if (own || !site || site->depth <= 0)
+		return own;
 	return site->frames[0];
 }
 
