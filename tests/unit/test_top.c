@@ -180,6 +180,11 @@ static void test_fits(void **state)
 		p += n + (p[n] == '\n');
 	}
 	assert_true(lines <= 12);
+	/* too narrow for every figure: columns left out, none cut */
+	assert_non_null(strstr(t, "\n    PID   DEVICE     CURRENT   GROWTH/STEP"
+				  "  SOURCE\n"
+				  "   4242      cpu    2.93 KiB       +1000 B"
+				  "  cpu\n"));
 	/* a name that does not fit keeps its end */
 	assert_non_null(strstr(t, "  ...0.self_attn.out_proj\n"));
 	free(t);

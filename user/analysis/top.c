@@ -4,8 +4,9 @@
  * of each account noted at the first event of every optimizer step (the
  * same event each step, so the differences are exact); the modules and
  * lines from the live table's groups by (account, site), summed by module
- * and by line. The columns are written by a small local helper that
- * lib/table.h can replace.
+ * and by line. The tables are lib/table.h's, each with only the rows the
+ * frame has room for, their lines placed by the frame, which cuts them
+ * at its columns and stops at its rows.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include "event/format.h"
 #include "lib/grow.h"
+#include "lib/table.h"
 #include "analysis/peak.h"
 #include "analysis/top.h"
 
@@ -186,17 +188,23 @@ static bool room(const struct frame *f)
 	return !f->rows || f->used < f->rows;
 }
 
-static void put_text(struct frame *f, const char *text)
+/* n bytes of text as one line, cut at the frame's columns, no blanks last */
+static void put_bytes(struct frame *f, const char *text, size_t n)
 {
-	size_t n = strlen(text);
-
 	if (!room(f))
 		return;
 	if (f->cols > 0 && n > (size_t)f->cols)
 		n = (size_t)f->cols;
+	while (n && text[n - 1] == ' ')
+		n--;
 	fwrite(text, 1, n, f->out);
 	fputc('\n', f->out);
 	f->used++;
+}
+
+static void put_text(struct frame *f, const char *text)
+{
+	put_bytes(f, text, strlen(text));
 }
 
 static void __attribute__((format(printf, 2, 3)))
@@ -212,62 +220,29 @@ put_line(struct frame *f, const char *fmt, ...)
 }
 
 /*
- * The columns of a table: each but the last right-aligned in its width,
- * two blanks apart; the last one takes the width left and loses its start
- * when it does not fit (a module path's or a file's end says most).
+ * A table's lines, as wide as the frame (uncut: as wide as they are),
+ * without colour: the frame is plain text. 0 or -ENOMEM.
  */
-struct col {
-	const char *head;
-	int width;
-};
-
-static void put_row(struct frame *f, const struct col *c, size_t n,
-		    const char *const *cell)
+static int put_table(struct frame *f, const struct mt_table *t)
 {
-	char line[LINE_MAX_LEN];
-	size_t used = 0, len, left;
-	const char *last = cell[n - 1];
+	struct mt_table_style st = {
+		.width = f->cols > 0 ? (size_t)f->cols : SIZE_MAX,
+	};
+	size_t len = 0;
+	char *text = mt_table_format(t, &st, &len);
+	const char *p, *end;
 
-	for (size_t i = 0; i + 1 < n && used < sizeof(line); i++) {
-		int w = snprintf(line + used, sizeof(line) - used, "%s%*s",
-				 i ? "  " : "", c[i].width, cell[i]);
+	if (!text)
+		return -ENOMEM;
+	for (p = text, end = text + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
-		if (w < 0)
-			return;
-		used += (size_t)w;
+		put_bytes(f, p, n);
+		p += n + 1;
 	}
-	if (used + 2 < sizeof(line)) {
-		memcpy(line + used, "  ", 3);
-		used += 2;
-	}
-	len = strlen(last);
-	left = f->cols > 0 && (size_t)f->cols > used ? (size_t)f->cols - used :
-						       sizeof(line) - 1 - used;
-	if (used >= sizeof(line) - 1 ||
-	    (f->cols > 0 && used >= (size_t)f->cols))
-		left = 0;
-	if (left > sizeof(line) - 1 - used)
-		left = sizeof(line) - 1 - used;
-	if (len <= left)
-		snprintf(line + used, sizeof(line) - used, "%s", last);
-	else if (left > 3)
-		snprintf(line + used, sizeof(line) - used, "...%s",
-			 last + len - (left - 3));
-	else
-		line[used] = '\0';
-	/* a last column with no room leaves no blanks behind */
-	for (len = strlen(line); len && line[len - 1] == ' '; len--)
-		line[len - 1] = '\0';
-	put_text(f, line);
-}
-
-static void put_head(struct frame *f, const struct col *c, size_t n)
-{
-	const char *cell[16];
-
-	for (size_t i = 0; i < n && i < 16; i++)
-		cell[i] = c[i].head;
-	put_row(f, c, n, cell);
+	free(text);
+	return 0;
 }
 
 /* "+1.50 MiB", "-512 B", "+0 B" */
@@ -296,20 +271,73 @@ static int by_key(const void *pa, const void *pb)
 	return x->space < y->space ? -1 : x->space > y->space;
 }
 
-static const struct col dev_cols[] = {
-	{ "PID", 7 },	{ "DEVICE", 7 },    { "CURRENT", 10 },
-	{ "PEAK", 10 }, { "RESERVED", 10 }, { "GROWTH/STEP", 12 },
-	{ "STEP", 6 },	{ "SOURCE", 0 },
+/*
+ * The rows a table's body has: at most max (0: no limit), and no more than
+ * the frame has left below the table's title line. SIZE_MAX: no limit.
+ */
+static size_t body_rows(const struct frame *f, int max)
+{
+	size_t cap = max > 0 ? (size_t)max : SIZE_MAX;
+	int left = f->rows - f->used - 1;
+
+	if (f->rows && (size_t)(left > 0 ? left : 0) < cap)
+		cap = (size_t)(left > 0 ? left : 0);
+	return cap;
+}
+
+/* of n rows, those shown in cap: when more, the last place says so */
+static size_t rows_shown(size_t n, size_t cap)
+{
+	return n <= cap ? n : (cap ? cap - 1 : 0);
+}
+
+/* a table of ncols columns, widths[i] characters at least; NULL: no memory */
+static struct mt_table *new_table(const struct mt_table_col *cols,
+				  const size_t *widths, size_t ncols)
+{
+	struct mt_table *tb = mt_table_new(cols, ncols);
+
+	for (size_t i = 0; tb && i < ncols; i++)
+		mt_table_set_width(tb, i, widths[i]);
+	return tb;
+}
+
+/* the table's lines into the frame and the table freed; 0 or -ENOMEM */
+static int end_table(struct frame *f, struct mt_table *tb, int err)
+{
+	if (!err)
+		err = put_table(f, tb);
+	mt_table_free(tb);
+	return err;
+}
+
+static const struct mt_table_col dev_cols[] = {
+	{ "PID", MT_TABLE_RIGHT, false, 0 },
+	{ "DEVICE", MT_TABLE_RIGHT, false, 0 },
+	{ "CURRENT", MT_TABLE_RIGHT, false, 0 },
+	/* on a narrow screen: left out, RESERVED first, not cut mid-figure */
+	{ "PEAK", MT_TABLE_RIGHT, false, 1 },
+	{ "RESERVED", MT_TABLE_RIGHT, false, 3 },
+	{ "GROWTH/STEP", MT_TABLE_RIGHT, false, 0 },
+	{ "STEP", MT_TABLE_RIGHT, false, 2 },
+	{ "SOURCE", MT_TABLE_LEFT, true, 0 },
 };
 
 #define NDEV_COLS (sizeof(dev_cols) / sizeof(dev_cols[0]))
 
-static void put_devices(struct mt_top *t, const struct mt_session *s,
-			struct frame *f, int max)
+/* the columns' least widths: they stay put from frame to frame */
+static const size_t dev_widths[NDEV_COLS] = { 7, 7, 10, 10, 10, 12, 6, 0 };
+
+static int put_devices(struct mt_top *t, const struct mt_session *s,
+		       struct frame *f, int max)
 {
 	const struct mt_dev_stat *v[MT_SUM_DEVS] = { NULL };
-	size_t n = 0, i;
+	struct mt_table *tb = new_table(dev_cols, dev_widths, NDEV_COLS);
+	size_t n = 0, i, show;
+	int err = 0;
 
+	if (!tb)
+		return -ENOMEM;
 	for (i = 0; i < s->sum.ndevs; i++) {
 		const struct mt_dev_stat *d = &s->sum.devs[i];
 
@@ -317,20 +345,17 @@ static void put_devices(struct mt_top *t, const struct mt_session *s,
 			v[n++] = d;
 	}
 	qsort(v, n, sizeof(v[0]), by_key);
-	put_head(f, dev_cols, NDEV_COLS);
-	if (!n)
-		put_line(f, "%*s", dev_cols[0].width, "-");
-	for (i = 0; i < n && (max <= 0 || i < (size_t)max); i++) {
+	show = rows_shown(n, body_rows(f, max));
+	for (i = 0; i < show && !err; i++) {
 		const struct mt_dev_stat *d = v[i];
 		char pid[16], dev[32], cur[32], peak[32], res[32], grow[32],
 			step[16];
-		const char *cell[NDEV_COLS] = { pid, dev,  cur,	 peak,
-						res, grow, step, NULL };
+		const char *cell[NDEV_COLS] = {
+			pid, dev,  cur,	 peak,
+			res, grow, step, mt_space_name(d->space),
+		};
 		double g;
 
-		/* the last rows' place, when more than fit: one says so */
-		if (max > 0 && i + 1 == (size_t)max && n > (size_t)max)
-			break;
 		snprintf(pid, sizeof(pid), "%u", d->pid);
 		mt_format_dev(dev, sizeof(dev), d->type, d->index);
 		mt_format_bytes(cur, sizeof(cur), held(d));
@@ -344,12 +369,17 @@ static void put_devices(struct mt_top *t, const struct mt_session *s,
 		else
 			snprintf(grow, sizeof(grow), "-");
 		snprintf(step, sizeof(step), "%u", mt_session_step(s, d->pid));
-		cell[NDEV_COLS - 1] = mt_space_name(d->space);
-		put_row(f, dev_cols, NDEV_COLS, cell);
+		err = mt_table_add(tb, MT_TONE_PLAIN, cell);
 	}
-	if (i < n)
-		put_line(f, "%*s ... %zu more accounts", dev_cols[0].width, "",
-			 n - i);
+	err = end_table(f, tb, err);
+	if (err)
+		return err;
+	if (!n)
+		put_line(f, "%*s", (int)dev_widths[0], "-");
+	else if (show < n)
+		put_line(f, "%*s ... %zu more accounts", (int)dev_widths[0], "",
+			 n - show);
+	return 0;
 }
 
 /* bytes alive now under one key (a module, or a line) on one device */
@@ -489,33 +519,55 @@ static __u64 dev_total(const struct collect *c, const struct item *x)
 	return 0;
 }
 
-static const struct col item_cols[] = {
-	{ "DEVICE", 7 }, { "NOW", 10 }, { "%", 5 }, { "COUNT", 7 }, { "", 0 },
+static const struct mt_table_col item_cols[] = {
+	{ "DEVICE", MT_TABLE_RIGHT, false, 0 },
+	{ "NOW", MT_TABLE_RIGHT, false, 0 },
+	{ "%", MT_TABLE_RIGHT, false, 0 },
+	{ "COUNT", MT_TABLE_RIGHT, false, 0 },
+	{ NULL, MT_TABLE_LEFT, true, 0 }, /* the table's title */
 };
 
 #define NITEM_COLS (sizeof(item_cols) / sizeof(item_cols[0]))
 
-static void put_items(const struct collect *c, const struct items *it,
-		      const char *title, const char *none, struct frame *f,
-		      int max)
+static const size_t item_widths[NITEM_COLS] = { 7, 10, 5, 7, 0 };
+
+/* the rows past those shown, summed into one that says how many */
+static int add_rest(struct mt_table *tb, const struct items *it, size_t shown)
 {
-	struct col cols[NITEM_COLS];
 	__u64 rest = 0, rest_count = 0;
-	size_t i;
+	char now[32], count[24], more[48];
+	const char *cell[NITEM_COLS] = { NULL, now, NULL, count, more };
+
+	for (size_t i = shown; i < it->n; i++) {
+		rest += it->v[i].bytes;
+		rest_count += it->v[i].count;
+	}
+	mt_format_bytes(now, sizeof(now), rest);
+	snprintf(count, sizeof(count), "%" PRIu64, (uint64_t)rest_count);
+	snprintf(more, sizeof(more), "... %zu more", it->n - shown);
+	return mt_table_add(tb, MT_TONE_DIM, cell);
+}
+
+static int put_items(const struct collect *c, const struct items *it,
+		     const char *title, const char *none, struct frame *f,
+		     int max)
+{
+	struct mt_table_col cols[NITEM_COLS];
+	struct mt_table *tb;
+	size_t i, show = rows_shown(it->n, body_rows(f, max));
+	int err = 0;
 
 	memcpy(cols, item_cols, sizeof(cols));
-	cols[NITEM_COLS - 1].head = title;
-	put_head(f, cols, NITEM_COLS);
-	if (!it->n)
-		put_line(f, "%*s", cols[0].width, "-");
-	for (i = 0; i < it->n && (max <= 0 || i < (size_t)max); i++) {
+	cols[NITEM_COLS - 1].title = title;
+	tb = new_table(cols, item_widths, NITEM_COLS);
+	if (!tb)
+		return -ENOMEM;
+	for (i = 0; i < show && !err; i++) {
 		const struct item *x = &it->v[i];
 		char dev[32], now[32], pct[16], count[24], name[256];
 		const char *cell[NITEM_COLS] = { dev, now, pct, count, name };
 		__u64 total = dev_total(c, x);
 
-		if (max > 0 && i + 1 == (size_t)max && it->n > (size_t)max)
-			break;
 		mt_format_dev(dev, sizeof(dev), x->type, x->dev);
 		mt_format_bytes(now, sizeof(now), x->bytes);
 		snprintf(pct, sizeof(pct), "%.1f",
@@ -528,21 +580,14 @@ static void put_items(const struct collect *c, const struct items *it,
 				 x->phase);
 		else
 			snprintf(name, sizeof(name), "[%s]", none);
-		put_row(f, cols, NITEM_COLS, cell);
+		err = mt_table_add(tb, MT_TONE_PLAIN, cell);
 	}
-	if (i < it->n) {
-		size_t shown = i;
-		char b[32];
-
-		for (; i < it->n; i++) {
-			rest += it->v[i].bytes;
-			rest_count += it->v[i].count;
-		}
-		put_line(f, "%*s  %*s  %*s  %*" PRIu64 "  ... %zu more",
-			 cols[0].width, "", cols[1].width,
-			 mt_format_bytes(b, sizeof(b), rest), cols[2].width, "",
-			 cols[3].width, (uint64_t)rest_count, it->n - shown);
-	}
+	if (!err && show < it->n)
+		err = add_rest(tb, it, show);
+	err = end_table(f, tb, err);
+	if (!err && !it->n)
+		put_line(f, "%*s", (int)item_widths[0], "-");
+	return err;
 }
 
 static void put_status(const struct mt_session *s,
@@ -580,43 +625,56 @@ static void put_status(const struct mt_session *s,
 			 (uint64_t)st->stacks_lost);
 }
 
-int mt_top_frame(struct mt_top *t, const struct mt_session *s,
-		 const struct mt_top_status *st, int cols, int rows, FILE *out)
+/* the three tables, each as long as its share of the frame's rows */
+static int put_tables(struct mt_top *t, const struct mt_session *s,
+		      struct collect *c, struct frame *f)
 {
-	struct frame f = { .out = out, .cols = cols, .rows = rows };
-	struct collect c = { .s = s };
-	int dev_max = 0, mod_max = TOP_ROWS, line_max = TOP_ROWS, left;
+	int rows = f->rows, dev_max = 0, mod_max = TOP_ROWS,
+	    line_max = TOP_ROWS, left, err;
 
-	put_status(s, st, &f);
-	if (mt_peak_foreach_now(s->live, collect_group, &c) || c.nomem) {
-		put_line(&f, "out of memory: no tables this time");
-		free(c.mods.v);
-		free(c.lines.v);
-		return -ENOMEM;
-	}
-	merge(&c.mods);
-	merge(&c.lines);
+	merge(&c->mods);
+	merge(&c->lines);
 	if (rows > 0)
 		dev_max = rows / 4 > 1 ? rows / 4 : 1;
-	put_text(&f, "");
-	put_devices(t, s, &f, dev_max);
+	put_text(f, "");
+	err = put_devices(t, s, f, dev_max);
+	if (err)
+		return err;
 	if (rows > 0) {
 		/* two titles and two blank lines, the rest shared */
-		left = rows - f.used - 4;
+		left = rows - f->used - 4;
 		if (left < 0)
 			left = 0;
 		mod_max = (left + 1) / 2;
 		line_max = left / 2;
 	}
-	put_text(&f, "");
-	if (mod_max > 0 || !rows)
-		put_items(&c, &c.mods, "MODULE (alive now)", "no module", &f,
-			  mod_max);
-	put_text(&f, "");
+	put_text(f, "");
+	if (mod_max > 0 || !rows) {
+		err = put_items(c, &c->mods, "MODULE (alive now)", "no module",
+				f, mod_max);
+		if (err)
+			return err;
+	}
+	put_text(f, "");
 	if (line_max > 0 || !rows)
-		put_items(&c, &c.lines, "LINE (alive now)", "no Python stack",
-			  &f, line_max);
+		err = put_items(c, &c->lines, "LINE (alive now)",
+				"no Python stack", f, line_max);
+	return err;
+}
+
+int mt_top_frame(struct mt_top *t, const struct mt_session *s,
+		 const struct mt_top_status *st, int cols, int rows, FILE *out)
+{
+	struct frame f = { .out = out, .cols = cols, .rows = rows };
+	struct collect c = { .s = s };
+	int err = -ENOMEM;
+
+	put_status(s, st, &f);
+	if (!mt_peak_foreach_now(s->live, collect_group, &c) && !c.nomem)
+		err = put_tables(t, s, &c, &f);
+	if (err)
+		put_line(&f, "out of memory: no tables this time");
 	free(c.mods.v);
 	free(c.lines.v);
-	return 0;
+	return err;
 }

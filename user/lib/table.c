@@ -18,6 +18,7 @@ struct row {
 struct mt_table {
 	struct mt_table_col cols[MT_TABLE_MAX_COLS];
 	size_t ncols;
+	size_t least[MT_TABLE_MAX_COLS]; /* a column's width at least */
 	struct row *rows;
 	size_t nrows, cap;
 };
@@ -74,6 +75,12 @@ int mt_table_add(struct mt_table *t, enum mt_table_tone tone,
 size_t mt_table_rows(const struct mt_table *t)
 {
 	return t->nrows;
+}
+
+void mt_table_set_width(struct mt_table *t, size_t col, size_t width)
+{
+	if (col < t->ncols)
+		t->least[col] = width;
 }
 
 size_t mt_table_text_width(const char *s)
@@ -226,6 +233,8 @@ void mt_table_print(const struct mt_table *t, const struct mt_table_style *st,
 		titled |= t->cols[j].title != NULL;
 		titles[j] = (char *)(t->cols[j].title ? t->cols[j].title : "");
 		w[j] = mt_table_text_width(titles[j]);
+		if (w[j] < t->least[j])
+			w[j] = t->least[j];
 		for (size_t i = 0; i < t->nrows; i++) {
 			size_t cw = mt_table_text_width(t->rows[i].cells[j]);
 
@@ -260,6 +269,24 @@ void mt_table_print(const struct mt_table *t, const struct mt_table_style *st,
 	for (size_t i = 0; i < t->nrows; i++)
 		put_row(t, t->rows[i].cells, t->rows[i].tone, w, shown, st,
 			out);
+}
+
+char *mt_table_format(const struct mt_table *t, const struct mt_table_style *st,
+		      size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	bool bad;
+
+	if (!f)
+		return NULL;
+	mt_table_print(t, st, f);
+	bad = ferror(f);
+	if (fclose(f) || bad) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 void mt_table_style_for(FILE *out, struct mt_table_style *st)

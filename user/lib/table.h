@@ -73,11 +73,26 @@ int mt_table_add(struct mt_table *t, enum mt_table_tone tone,
 size_t mt_table_rows(const struct mt_table *t);
 
 /*
+ * Column col (< ncols, else nothing) takes at least width characters: a
+ * view drawn again and again (memtrace-bpf top) keeps its columns in place
+ * from one frame to the next while its figures change length.
+ */
+void mt_table_set_width(struct mt_table *t, size_t col, size_t width);
+
+/*
  * The title line (none when every column's title is NULL), then the rows,
  * each line at most st->width wide.
  */
 void mt_table_print(const struct mt_table *t, const struct mt_table_style *st,
 		    FILE *out);
+
+/*
+ * What mt_table_print writes, into a buffer of *len bytes (NUL-ended, to
+ * free) for a caller that places the lines itself (a frame that counts
+ * its rows). NULL: no memory.
+ */
+char *mt_table_format(const struct mt_table *t, const struct mt_table_style *st,
+		      size_t *len);
 
 /*
  * The style for out: its width from COLUMNS when set, else the terminal's

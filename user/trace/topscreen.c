@@ -162,9 +162,13 @@ static void terminal_size(const struct mt_topscreen *ts, int *cols, int *rows)
 	}
 }
 
-/* the frame's text (malloc'd, *len bytes), NULL when out of memory */
+/*
+ * The frame's text (malloc'd, *len bytes), NULL when out of memory: as
+ * wide and as high as the terminal when sized, else uncut; whole: as long
+ * as its tables are, whatever the terminal's height.
+ */
 static char *compose(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now,
-		     int cols, int rows, size_t *len)
+		     bool sized, bool whole, size_t *len)
 {
 	const struct mt_target *t = tr->ntargets ? &tr->targets[0] : NULL;
 	struct mt_top_status st = {
@@ -179,8 +183,13 @@ static char *compose(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now,
 		.keys = ts->keys,
 	};
 	char *buf = NULL;
+	int cols = 0, rows = 0;
 	FILE *f;
 
+	if (sized)
+		terminal_size(ts, &cols, &rows);
+	if (whole)
+		rows = 0;
 	for (int i = 0; i < tr->ntargets; i++)
 		st.nexited += tr->targets[i].exited;
 	f = open_memstream(&buf, len);
@@ -222,24 +231,29 @@ static void draw_log(struct mt_topscreen *ts, const char *text, size_t len)
 	fwrite(text, 1, len, ts->screen);
 }
 
-static void draw(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now)
+/*
+ * A frame: in place on the screen while it is up, else below the last one
+ * for a log. The last one, as the trace ended, goes on a terminal below
+ * what the shell showed, as wide as it is and as long as the tables are.
+ */
+static void draw(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now,
+		 bool last)
 {
-	int cols = 0, rows = 0;
+	bool sized = last ? ts->tty : ts->in_screen;
 	size_t len = 0;
-	char *text;
+	char *text = compose(ts, tr, now, sized, last, &len);
 
-	if (ts->in_screen)
-		terminal_size(ts, &cols, &rows);
-	text = compose(ts, tr, now, cols, rows, &len);
 	if (!text) {
 		fputs("memtrace-bpf: top: out of memory for a frame\n",
 		      ts->screen);
 		return;
 	}
-	if (ts->in_screen)
-		draw_screen(ts, text, len);
-	else
+	if (!sized)
 		draw_log(ts, text, len);
+	else if (last)
+		fwrite(text, 1, len, ts->screen);
+	else
+		draw_screen(ts, text, len);
 	fflush(ts->screen);
 	ts->frames++;
 	ts->last = now;
@@ -269,14 +283,14 @@ bool mt_topscreen_tick(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now)
 		ts->started = true;
 		ts->start = now;
 		enter(ts);
-		draw(ts, tr, now);
+		draw(ts, tr, now, false);
 		return false;
 	}
 	if (quit_typed(ts))
 		return true;
 	if (resized || now < ts->last || now - ts->last >= interval) {
 		resized = 0;
-		draw(ts, tr, now);
+		draw(ts, tr, now, false);
 	}
 	return false;
 }
@@ -297,30 +311,6 @@ static void replay(FILE *f, FILE *to)
 	fflush(to);
 }
 
-/*
- * The figures as the trace ended: on a terminal below what the shell
- * showed, as wide as it is and as long as the tables are; else one more
- * frame of the log.
- */
-static void last_frame(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now)
-{
-	int cols = 0, rows = 0;
-	size_t len = 0;
-	char *text;
-
-	if (ts->tty)
-		terminal_size(ts, &cols, &rows);
-	text = compose(ts, tr, now, cols, 0, &len);
-	if (!text)
-		return;
-	if (ts->tty)
-		fwrite(text, 1, len, ts->screen);
-	else
-		draw_log(ts, text, len);
-	fflush(ts->screen);
-	free(text);
-}
-
 void mt_topscreen_close(struct mt_topscreen *ts, struct mt_tracer *tr)
 {
 	struct timespec now;
@@ -332,9 +322,9 @@ void mt_topscreen_close(struct mt_topscreen *ts, struct mt_tracer *tr)
 	leave(ts);
 	if (ts->started && tr->sink.ses &&
 	    !clock_gettime(CLOCK_MONOTONIC, &now))
-		last_frame(ts, tr,
-			   (__u64)now.tv_sec * 1000000000ULL +
-				   (__u64)now.tv_nsec);
+		draw(ts, tr,
+		     (__u64)now.tv_sec * 1000000000ULL + (__u64)now.tv_nsec,
+		     true);
 	if (ts->saved_out >= 0) {
 		fflush(stdout);
 		fflush(stderr);
