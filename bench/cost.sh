@@ -74,22 +74,9 @@ MT_DESC="$("$MT" --version | head -1), git $(git rev-parse --short HEAD 2>/dev/n
 MT=$WORK/memtrace-bpf
 T_START=$(date +%s)
 
-# wait_for FILE REGEX SECONDS [PID]: until a line of FILE matches REGEX
-wait_for() {
-	local file=$1 re=$2 secs=$3 pid=${4:-} i
-	for ((i = 0; i < secs * 20; i++)); do
-		if [ -f "$file" ] && grep -Eq -- "$re" "$file"; then
-			return 0
-		fi
-		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
-			break
-		fi
-		sleep 0.05
-	done
-	echo "cost: no /$re/ in $file after ${secs}s; it holds:" >&2
-	cat "$file" >&2 2>/dev/null || true
-	return 1
-}
+WAIT_NAME=cost
+# shellcheck source=bench/wait.sh
+. "$ROOT/bench/wait.sh"
 
 # stop PID: SIGINT and wait up to 20 s, then kill
 stop() {

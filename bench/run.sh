@@ -136,22 +136,9 @@ else
 	TOOL_DESC="$("$MT" --version | head -1), built in this tree at git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- user bpf 2>/dev/null || echo ' with uncommitted changes in user/ or bpf/')"
 fi
 
-# wait_for FILE REGEX SECONDS [PID]: until a line of FILE matches REGEX
-wait_for() {
-	local file=$1 re=$2 secs=$3 pid=${4:-} i
-	for ((i = 0; i < secs * 20; i++)); do
-		if [ -f "$file" ] && grep -Eq -- "$re" "$file"; then
-			return 0
-		fi
-		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
-			break
-		fi
-		sleep 0.05
-	done
-	echo "bench: no /$re/ in $file after ${secs}s; it holds:" >&2
-	cat "$file" >&2 2>/dev/null || true
-	return 1
-}
+WAIT_NAME=bench
+# shellcheck source=bench/wait.sh
+. "$ROOT/bench/wait.sh"
 
 # stop_tracer PID NAME: SIGINT, and wait for it; a tracer that ignores it
 # for 20 s is reported (with its state) and killed
