@@ -11,8 +11,9 @@
 #   W2 launch-bound:  batch 2, seq 16, d_model 64, ff 256, 4 layers, Adam
 # Modes, interleaved, order rotated each repetition:
 #   bare   no tracer
-#   empty  bpftrace, empty action, on the two symbols memtrace-bpf hits for
-#          CPU tensors (ProfiledCPUMemoryReporter::New / ::Delete)
+#   empty  bench/anchor_empty.bt: bpftrace, empty action, on the two
+#          symbols memtrace-bpf hits for CPU tensors
+#          (ProfiledCPUMemoryReporter::New / ::Delete)
 #   mtq    memtrace-bpf -q (Python stacks, modules and phases on)
 #   mtn    memtrace-bpf -q --no-python (the same without them)
 #   mto    memtrace-bpf -o FILE (every event line written)
@@ -198,9 +199,7 @@ run_one() {
 	case $m in
 	bare) ;;
 	empty)
-		bpftrace -p "$pid" -e "BEGIN { printf(\"ATTACHED\\n\"); }
-			uprobe:$LIB:$SYM_NEW { }
-			uprobe:$LIB:$SYM_DEL { }" >"$d/bt.out" 2>"$d/bt.err" &
+		bpftrace "$ROOT/bench/anchor_empty.bt" >"$d/bt.out" 2>"$d/bt.err" &
 		bp=$!
 		wait_for "$d/bt.out" '^ATTACHED' 60 "$bp" || die "bpftrace did not attach"
 		;;

@@ -137,12 +137,8 @@ struct {
 	__type(value, struct bulk);
 } bulkbuf SEC(".maps");
 
-/*
- * Wake the reader only once this much waits in the ring buffer (or for an
- * event it must act on at once): a wakeup per event costs the traced
- * thread more than the probe. User space also drains on a timer.
- */
-const volatile __u64 wakeup_bytes = 1 << 20;
+/* --no-python: no stacks, so no event looks for its process's pyconf */
+const volatile bool python_stacks = true;
 
 /*
  * --children: the probes are on whole library files, for every process
@@ -165,20 +161,29 @@ __u64 lost_forks = 0; /* children not followed: the traced map was full */
 
 static __always_inline bool wanted(void)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 tgid;
 
-	return !filter_pids || bpf_map_lookup_elem(&traced, &tgid);
+	if (!filter_pids)
+		return true;
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	return bpf_map_lookup_elem(&traced, &tgid);
 }
 
+/*
+ * A helper call costs tens of nanoseconds (a third of a user read) on a
+ * kernel with return-thunk mitigations: what the task itself holds (its
+ * ids, name and fs_base) is loaded straight from its task_struct, one call
+ * for all of it.
+ */
 static __always_inline void fill(struct mt_event *e, struct pt_regs *ctx,
 				 __u64 cookie)
 {
-	__u64 id = bpf_get_current_pid_tgid();
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct thread_vars *tv;
 
 	e->ts = bpf_ktime_get_ns();
-	e->pid = id >> 32;
-	e->tid = (__u32)id;
+	e->pid = task->tgid;
+	e->tid = task->pid;
 	e->cpu = bpf_get_smp_processor_id();
 	e->kind = MT_COOKIE_KIND(cookie);
 	e->flags = 0;
@@ -206,7 +211,7 @@ static __always_inline void fill(struct mt_event *e, struct pt_regs *ctx,
 	e->node = tv ? tv->node.node : 0;
 	e->node_vt = tv ? tv->node.vt : 0;
 	e->node_stack = tv ? tv->node.stack : 0;
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	__builtin_memcpy(e->comm, task->comm, sizeof(e->comm));
 }
 
 /* 64-bit FNV-1a: a stack's id is the hash of its frames */
@@ -257,11 +262,11 @@ static long ts_step(__u64 i, void *data)
  */
 static __always_inline __u64 thread_state(const struct mt_pyconf *c)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct ts_search s = { .c = c };
 	__u64 ts;
 
-	s.fs = BPF_CORE_READ(task, thread.fsbase);
+	s.fs = task->thread.fsbase;
 	if (c->ts_how == MT_TS_FS)
 		return read_u64(&ts, s.fs + c->ts_fs_off) ? 0 : ts;
 	if (c->ts_how != MT_TS_LIST || read_u64(&s.ts, c->ts_list))
@@ -411,6 +416,8 @@ static __always_inline void walk_python(struct mt_event *ev)
 	__u32 zero = 0;
 	long err;
 
+	if (!python_stacks)
+		return;
 	w.c = bpf_map_lookup_elem(&pyconf, &ev->pid);
 	if (!w.c)
 		return;
@@ -442,21 +449,21 @@ static __always_inline void walk_python(struct mt_event *ev)
 		ev->flags |= MT_EV_PY_LOST;
 }
 
+/*
+ * The reader drains the ring buffer on a 10 ms timer, so an event wakes it
+ * only when it must act at once (a held command, a fork): a wakeup, or
+ * even asking the ring how full it is, costs the traced thread more than
+ * the record.
+ */
+static __always_inline __u64 wakeup(bool urgent)
+{
+	return urgent ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void submit(const struct mt_event *src, bool urgent)
 {
-	__u64 flags = BPF_RB_NO_WAKEUP;
-	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-
-	/*
-	 * Wake the reader as the backlog crosses the mark, not at every event
-	 * above it: a reader that is behind is awake already, and a wakeup
-	 * per event costs the traced thread microseconds. The reader's timer
-	 * covers a wakeup that found it busy.
-	 */
-	if (urgent ||
-	    (avail < wakeup_bytes && avail + sizeof(*src) >= wakeup_bytes))
-		flags = BPF_RB_FORCE_WAKEUP;
-	if (bpf_ringbuf_output(&events, (void *)src, sizeof(*src), flags))
+	if (bpf_ringbuf_output(&events, (void *)src, sizeof(*src),
+			       wakeup(urgent)))
 		__sync_fetch_and_add(&lost_events, 1);
 }
 
@@ -466,33 +473,50 @@ static __always_inline void submit(const struct mt_event *src, bool urgent)
  */
 #define CU_PROP_LOCATION_ID_OFF 12
 
+/* the event of a call at its entry, written in place */
+static __always_inline void entry_event(struct mt_event *ev,
+					struct pt_regs *ctx, __u64 cookie)
+{
+	__s32 dev;
+
+	fill(ev, ctx, cookie);
+	if (MT_COOKIE_KIND(cookie) != MT_K_LOADER)
+		walk_python(ev);
+	if (cookie & MT_F_PROPDEV) {
+		if (bpf_probe_read_user(&dev, sizeof(dev),
+					(void *)(ev->args[2] +
+						 CU_PROP_LOCATION_ID_OFF)) == 0)
+			ev->dev = dev;
+	}
+}
+
 /*
- * The event of a call at its entry: sent now, or kept in inflight for the
- * return probe to finish (MT_F_STASH).
+ * The event of a call at its entry: built in the ring buffer and sent (a
+ * copy less), or kept in inflight for the return probe to finish
+ * (MT_F_STASH).
  */
 static __always_inline void record_entry(struct pt_regs *ctx, __u64 cookie)
 {
 	__u32 kind = MT_COOKIE_KIND(cookie);
 	struct inflight_key key;
-	struct mt_event ev;
-	__s32 dev;
+	struct mt_event ev, *e;
 
-	fill(&ev, ctx, cookie);
-	if (kind != MT_K_LOADER)
-		walk_python(&ev);
-	if (cookie & MT_F_PROPDEV) {
-		if (bpf_probe_read_user(&dev, sizeof(dev),
-					(void *)(ev.args[2] +
-						 CU_PROP_LOCATION_ID_OFF)) == 0)
-			ev.dev = dev;
-	}
-	if (cookie & MT_F_STOP)
-		bpf_send_signal(SIGSTOP);
 	if (!(cookie & MT_F_STASH)) {
+		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		if (e)
+			entry_event(e, ctx, cookie);
+		else
+			__sync_fetch_and_add(&lost_events, 1);
+		if (cookie & MT_F_STOP)
+			bpf_send_signal(SIGSTOP);
 		/* a held command waits for its loader event to be handled */
-		submit(&ev, kind == MT_K_LOADER);
+		if (e)
+			bpf_ringbuf_submit(e, wakeup(kind == MT_K_LOADER));
 		return;
 	}
+	entry_event(&ev, ctx, cookie);
+	if (cookie & MT_F_STOP)
+		bpf_send_signal(SIGSTOP);
 	key.tid = ev.tid;
 	key.kind = kind;
 	if (bpf_map_update_elem(&inflight, &key, &ev, BPF_ANY))

@@ -117,7 +117,7 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 
 	while (!exiting) {
 		ret = ring_buffer__poll(rb, POLL_MS);
-		/* events below the wakeup threshold are read on this timer */
+		/* BPF wakes us only for urgent events: the rest on this timer */
 		if (ret >= 0)
 			ret = ring_buffer__consume(rb);
 		if (ret < 0 && ret != -EINTR) {
@@ -176,9 +176,8 @@ static int run(struct mt_tracer *tr)
 	}
 	ret = bpf_map__set_max_entries(tr->skel->maps.events,
 				       o->ringbuf_mb << 20);
-	/* an eighth full: the reader still has room to catch up */
-	tr->skel->rodata->wakeup_bytes = ((__u64)o->ringbuf_mb << 20) / 8;
 	tr->skel->rodata->filter_pids = o->children_of > 0;
+	tr->skel->rodata->python_stacks = !o->no_python;
 	if (!ret)
 		ret = memtrace_bpf__load(tr->skel);
 	if (ret) {
