@@ -450,14 +450,31 @@ static __always_inline void walk_python(struct mt_event *ev)
 }
 
 /*
- * The reader drains the ring buffer on a 10 ms timer, so an event wakes it
- * only when it must act at once (a held command, a fork): a wakeup, or
- * even asking the ring how full it is, costs the traced thread more than
- * the record.
+ * Records this CPU wrote since it last woke the reader. The reader drains
+ * the ring buffer on a 10 ms timer; a burst wakes it sooner, when each
+ * CPU's count reaches wake_every (an eighth of the ring shared among the
+ * CPUs, set by user space). Counting here costs the traced thread
+ * nothing like a wakeup per event, or asking the ring how full it is.
  */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} since_wakeup SEC(".maps");
+
+const volatile __u32 wake_every = 1024;
+
+/* urgent: the reader must act on this event at once (a held command, a fork) */
 static __always_inline __u64 wakeup(bool urgent)
 {
-	return urgent ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	__u32 zero = 0, *n = bpf_map_lookup_elem(&since_wakeup, &zero);
+
+	if (!urgent && n && ++*n < wake_every)
+		return BPF_RB_NO_WAKEUP;
+	if (n)
+		*n = 0;
+	return BPF_RB_FORCE_WAKEUP;
 }
 
 static __always_inline void submit(const struct mt_event *src, bool urgent)

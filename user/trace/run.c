@@ -160,6 +160,21 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 	return 0;
 }
 
+/*
+ * Records a CPU writes before it wakes the reader: an eighth of the ring
+ * buffer shared among the CPUs, so that the reader wakes while it still
+ * has room to catch up even when every CPU writes at once.
+ */
+static __u32 wake_every(__u32 ringbuf_mb)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 n = ((__u64)ringbuf_mb << 20) / 8 / (sizeof(struct mt_event) + 8);
+
+	if (ncpu > 0)
+		n /= (__u64)ncpu;
+	return n ? (__u32)n : 1;
+}
+
 static int run(struct mt_tracer *tr)
 {
 	const struct mt_trace_conf *o = tr->conf;
@@ -177,6 +192,7 @@ static int run(struct mt_tracer *tr)
 	ret = bpf_map__set_max_entries(tr->skel->maps.events,
 				       o->ringbuf_mb << 20);
 	tr->skel->rodata->filter_pids = o->children_of > 0;
+	tr->skel->rodata->wake_every = wake_every(o->ringbuf_mb);
 	tr->skel->rodata->python_stacks = !o->no_python;
 	if (!ret)
 		ret = memtrace_bpf__load(tr->skel);
