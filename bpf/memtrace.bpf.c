@@ -204,7 +204,9 @@ static __always_inline void fill(struct mt_event *e, struct pt_regs *ctx,
 	else
 		bpf_probe_read_user(&e->caller, sizeof(e->caller),
 				    (void *)PT_REGS_SP(ctx));
-	tv = bpf_task_storage_get(&thread_vars, task, 0, 0);
+	tv = cookie & MT_F_TVARS ?
+		     bpf_task_storage_get(&thread_vars, task, 0, 0) :
+		     NULL;
 	e->dev = tv ? tv->dev : MT_DEV_UNKNOWN;
 	e->node = tv ? tv->node.node : 0;
 	e->node_vt = tv ? tv->node.vt : 0;
