@@ -66,6 +66,12 @@ enum mt_kind {
  * which names the same library, and the return address is not read
  */
 #define MT_F_SELFCALL (1u << 26)
+/*
+ * entry: the event carries the thread's device and autograd Node (a
+ * device taken from cudaSetDevice, or Python attribution with the autograd
+ * probes); without it they are left unknown and not looked up
+ */
+#define MT_F_TVARS (1u << 30)
 
 /* mt_event.kind of what no probe reports: a traced process forked */
 #define MT_K_FORK 0x8000 /* pid: the child, args[0]: its parent */

@@ -176,6 +176,9 @@ static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 			continue;
 		if (kind_of[i] == MT_K_LOADER && t->spawned)
 			cookie |= MT_F_STOP;
+		/* backward's Node comes with the autograd probes, on with Python */
+		if (ki->devsrc == MT_DS_THREAD || !a->no_python)
+			cookie |= MT_F_TVARS;
 		/* the return probe first, so no entry waits for a return */
 		if (ki->retprobe) {
 			ret = attach_one(a, a->skel->progs.mt_exit, t->pid,
