@@ -45,12 +45,30 @@ struct node_ref {
 	__u64 node, vt, stack;
 };
 
-/* the Python stack each autograd Node was made in (forward) */
+/*
+ * The Python stack each autograd Node was made in (forward), by the Node's
+ * address and process: a 4-way set-associative table in an array. An LRU
+ * hash cost ~1.4 us an update, more than the stack walk; here a Node takes
+ * a free way of its set, or replaces the one its address picks, with no
+ * lock. A slot is valid while its check matches its other fields, so a
+ * slot two CPUs write at once is found empty, never mixed.
+ */
+#define NODE_WAYS 4
+#define NODE_SET_BITS 17
+
+struct node_slot {
+	__u64 node;
+	__u64 stack;
+	__u32 pid;
+	__u32 pad;
+	__u64 check; /* node_check() of the fields above; 0: empty */
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1 << 18);
-	__type(key, __u64);
-	__type(value, __u64);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NODE_WAYS << NODE_SET_BITS);
+	__type(key, __u32);
+	__type(value, struct node_slot);
 } node_stack SEC(".maps");
 
 /*
@@ -217,6 +235,73 @@ static __always_inline void fill(struct mt_event *e, struct pt_regs *ctx,
 /* 64-bit FNV-1a: a stack's id is the hash of its frames */
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
+
+static __always_inline __u64 node_check(__u64 node, __u64 stack, __u32 pid)
+{
+	return ((node ^ stack ^ ((__u64)pid << 32)) * FNV_PRIME) | 1;
+}
+
+/* the first slot of the set a Node's address and process pick */
+static __always_inline __u32 node_set(__u64 node, __u32 pid)
+{
+	return (__u32)((((node >> 4) ^ pid) * 0x9e3779b97f4a7c15ULL) >>
+		       (64 - NODE_SET_BITS)) *
+	       NODE_WAYS;
+}
+
+/* the stack Node node of process pid was made in; 0: not known */
+static __always_inline __u64 node_origin(__u64 node, __u32 pid)
+{
+	__u32 first = node_set(node, pid);
+
+	for (__u32 w = 0; w < NODE_WAYS; w++) {
+		__u32 k = first + w;
+		struct node_slot *s = bpf_map_lookup_elem(&node_stack, &k);
+		__u64 stack;
+
+		if (!s)
+			return 0;
+		if (s->node != node || s->pid != pid)
+			continue;
+		stack = s->stack;
+		return s->check == node_check(node, stack, pid) ? stack : 0;
+	}
+	return 0;
+}
+
+/* remember that Node node of process pid was made in stack */
+static __always_inline void node_origin_put(__u64 node, __u32 pid, __u64 stack)
+{
+	__u32 first = node_set(node, pid), k;
+	struct node_slot *s, *victim = NULL;
+
+	for (__u32 w = 0; w < NODE_WAYS; w++) {
+		k = first + w;
+		s = bpf_map_lookup_elem(&node_stack, &k);
+		if (!s)
+			return;
+		if (s->node == node && s->pid == pid) {
+			victim = s;
+			break;
+		}
+		if (!victim && !s->check)
+			victim = s;
+	}
+	if (!victim) {
+		/* a full set: the way the address picks gives way */
+		k = first + ((node >> 4) & (NODE_WAYS - 1));
+		victim = bpf_map_lookup_elem(&node_stack, &k);
+		if (!victim)
+			return;
+	}
+	victim->check = 0;
+	asm volatile("" ::: "memory");
+	victim->node = node;
+	victim->stack = stack;
+	victim->pid = pid;
+	asm volatile("" ::: "memory");
+	victim->check = node_check(node, stack, pid);
+}
 
 static __always_inline int read_u64(__u64 *dst, __u64 addr)
 {
@@ -598,7 +683,7 @@ int mt_node_origin(struct pt_regs *ctx)
 		return 0;
 	walk_python(&ev);
 	if (ev.flags & MT_EV_PY)
-		bpf_map_update_elem(&node_stack, &node, &ev.stack_id, BPF_ANY);
+		node_origin_put(node, ev.pid, ev.stack_id);
 	return 0;
 }
 
@@ -612,16 +697,14 @@ int mt_set_node(struct pt_regs *ctx)
 {
 	struct node_ref ref = { .node = PT_REGS_PARM3(ctx) };
 	struct thread_vars *tv;
-	__u64 *stack;
 
 	if (!wanted())
 		return 0;
 	tv = thread_vars_get();
 	if (!tv)
 		return 0;
-	stack = bpf_map_lookup_elem(&node_stack, &ref.node);
+	ref.stack = node_origin(ref.node, bpf_get_current_pid_tgid() >> 32);
 	read_u64(&ref.vt, ref.node);
-	ref.stack = stack ? *stack : 0;
 	tv->node = ref;
 	return 0;
 }
@@ -723,16 +806,16 @@ int mt_node_eval(struct pt_regs *ctx)
 {
 	struct mt_event ev;
 	__u64 node = PT_REGS_PARM3(ctx);
-	__u64 *stack;
+	__u64 stack;
 
 	if (!wanted())
 		return 0;
-	stack = bpf_map_lookup_elem(&node_stack, &node);
+	stack = node_origin(node, bpf_get_current_pid_tgid() >> 32);
 	if (!stack)
 		return 0;
 	fill(&ev, ctx, MT_COOKIE_KIND(bpf_get_attach_cookie(ctx)));
 	ev.node = node;
-	ev.node_stack = *stack;
+	ev.node_stack = stack;
 	ev.node_vt = 0;
 	read_u64(&ev.node_vt, node);
 	submit(&ev, false);
