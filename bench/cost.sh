@@ -13,7 +13,8 @@
 #   mtq      memtrace-bpf -q
 #   mtn      memtrace-bpf -q --no-python
 #   rec      memtrace-bpf record -o FILE
-# Each repetition's own overheads (loop s / bare loop s - 1, the same
+# The loop runs on the last CPU, the tracers on the others (taskset). Each
+# repetition's own overheads (loop s / bare loop s - 1, the same
 # repetition's bare run) give its ratios; the ratios are reported as the
 # median with their min-max over the repetitions, and a goal is met when
 # every repetition meets it, not met when none does, else not resolved.
@@ -50,6 +51,15 @@ die() {
 command -v bpftrace >/dev/null || die "bpftrace missing"
 BLAS_LD=
 [ ! -e "$BLAS_DIR/libblas.so.3" ] || BLAS_LD=$BLAS_DIR
+# The loop on the last CPU, every tracer's reader on the others: neither
+# takes the other's CPU, and the loop does not move between CPUs.
+PIN_WL=()
+PIN_TOOL=()
+NCPU=$(nproc)
+if [ "$NCPU" -ge 2 ] && command -v taskset >/dev/null; then
+	PIN_WL=(taskset -c $((NCPU - 1)))
+	PIN_TOOL=(taskset -c 0-$((NCPU - 2)))
+fi
 
 WORK=$(mktemp -d /tmp/memtrace-cost.XXXXXX)
 KIDS=()
@@ -101,7 +111,7 @@ run_one() {
 	rm -f "$WORK/go" "$WORK/hold"
 	# shellcheck disable=SC2086
 	MT_GO=$WORK/go MT_HOLD=$WORK/hold LD_LIBRARY_PATH=$BLAS_LD \
-		$PY "$ROOT/bench/workload_train.py" $W2 >"$d/wl.out" 2>"$d/wl.err" &
+		"${PIN_WL[@]}" $PY "$ROOT/bench/workload_train.py" $W2 >"$d/wl.out" 2>"$d/wl.err" &
 	wl=$!
 	KIDS+=("$wl")
 	wait_for "$d/wl.out" '^READY ' 120 "$wl" || die "workload did not start"
@@ -109,21 +119,21 @@ run_one() {
 	case $m in
 	bare) ;;
 	empty | counter | memleak)
-		bpftrace "$ROOT/bench/anchor_$([ "$m" = counter ] && echo count || echo "$m").bt" \
+		"${PIN_TOOL[@]}" bpftrace "$ROOT/bench/anchor_$([ "$m" = counter ] && echo count || echo "$m").bt" \
 			"$pid" >"$d/bt.out" 2>"$d/bt.err" &
 		tp=$!
 		wait_for "$d/bt.out" '^ATTACHED' 60 "$tp" || die "bpftrace $m did not attach"
 		;;
 	mtq | mtn)
 		# shellcheck disable=SC2046
-		"$MT" --keys -q -p "$pid" $([ "$m" = mtn ] && echo --no-python) \
+		"${PIN_TOOL[@]}" "$MT" --keys -q -p "$pid" $([ "$m" = mtn ] && echo --no-python) \
 			>"$d/mt.out" 2>"$d/mt.err" &
 		tp=$!
 		wait_for "$d/mt.err" "^# attach pid=$pid lib=.*libc10" 60 "$tp" ||
 			die "memtrace-bpf did not attach"
 		;;
 	rec)
-		"$MT" record -o "$d/rec.mtb" -p "$pid" >"$d/mt.out" 2>"$d/mt.err" &
+		"${PIN_TOOL[@]}" "$MT" record -o "$d/rec.mtb" -p "$pid" >"$d/mt.out" 2>"$d/mt.err" &
 		tp=$!
 		wait_for "$d/mt.err" "^# attach pid=$pid lib=.*libc10" 60 "$tp" ||
 			die "memtrace-bpf record did not attach"
@@ -180,6 +190,7 @@ T_END=$(date +%s)
 {
 	echo "date=$(date)"
 	echo "cores=$(nproc)"
+	echo "pinning=${PIN_WL[*]:-none} (loop), ${PIN_TOOL[*]:-none} (tracers)"
 	echo "load=$(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "tool=$MT_DESC"
 	echo "bpftrace=$(bpftrace --version)"

@@ -3,8 +3,8 @@
 
 Usage: cost_report.py META RUNS
 
-META: key=value lines (date, cores, load, tool, bpftrace, reps, w2_args,
-secs).  RUNS: tab-separated mode, rep, loop_s, events, lost.  A mode's
+META: key=value lines (date, cores, pinning, load, tool, bpftrace, reps,
+w2_args, secs).  RUNS: tab-separated mode, rep, loop_s, events, lost.  A mode's
 overhead in a repetition is its loop time over that repetition's bare loop
 time, less one; a ratio is taken per repetition, from its own overheads.
 """
@@ -57,7 +57,8 @@ def main():
     put(f"Measured {meta['date']} by `bench/cost.sh` ({meta['reps']} "
         f"repetitions, {int(meta['secs']) // 60} min {int(meta['secs']) % 60}"
         f" s; load average at the end {meta['load']}, {meta['cores']} "
-        f"cores); {meta['tool']}; {meta['bpftrace']}. W2 = "
+        f"cores; CPUs: {meta.get('pinning', 'not pinned')}); "
+        f"{meta['tool']}; {meta['bpftrace']}. W2 = "
         f"`{meta['w2_args']}`. Every repetition runs each mode once, in an "
         "order rotated by one place a repetition. Overhead = loop s / the "
         "same repetition's bare loop s − 1; a ratio is taken in each "
