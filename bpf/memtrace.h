@@ -66,6 +66,22 @@ enum mt_kind {
  * which names the same library, and the return address is not read
  */
 #define MT_F_SELFCALL (1u << 26)
+/*
+ * --sample-bytes (entry): which argument holds the size an allocation asks
+ * for, its index + 1 in bits 27-29 (0: none); signed, with <= 0 meaning a
+ * free (c10's reporter); or the call is a free. Only the sampler reads them.
+ */
+#define MT_F_SIZE_SHIFT 27
+#define MT_F_SIZE_ARG(i) ((__u32)((i) + 1) << MT_F_SIZE_SHIFT)
+#define MT_COOKIE_SIZE_ARG(c) (((c) >> MT_F_SIZE_SHIFT) & 7)
+#define MT_F_SIZE_SIGNED (1u << 30)
+#define MT_F_FREE (1u << 31)
+
+/*
+ * --sample-bytes: entries of the table of exponential intervals between
+ * sampled bytes, which user space fills (BPF has no floating point)
+ */
+#define MT_SAMPLE_GAPS 1024
 
 /* mt_event.kind of what no probe reports: a traced process forked */
 #define MT_K_FORK 0x8000 /* pid: the child, args[0]: its parent */
@@ -77,6 +93,8 @@ enum mt_kind {
 #define MT_EV_PY (1u << 3) /* the thread runs Python: stack_id is valid */
 #define MT_EV_PY_TRUNC (1u << 4) /* the stack is deeper than the cap */
 #define MT_EV_PY_LOST (1u << 5) /* no room to store the stack */
+/* --sample-bytes: an allocation the sampler chose; its stack was walked */
+#define MT_EV_SAMPLED (1u << 6)
 
 #define MT_MAX_FRAMES 64
 #define MT_MAX_MODCODE 4
