@@ -955,7 +955,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_SAMPLE_BYTES:
 		o->sample_bytes = parse_size(state, "sample size", arg, 1, 1);
 		if (o->sample_bytes > MT_SAMPLE_MAX)
-			bad(state, "sample size (at most 1P)", arg);
+			bad(state, "sample size (at most 1024T)", arg);
 		break;
 	case 'v':
 		o->verbose++;
