@@ -139,6 +139,10 @@ module_bytes() {
 		run -2 "$MT" -q --sample-bytes 512K --export $kind -o "$BATS_TEST_TMPDIR/x" -p 1
 		[ "$output" = "memtrace-bpf: --export $kind adds up bytes by stack, and this trace has stacks for a sample of its allocations only (--sample-bytes 524288): export a trace made without --sample-bytes, or read the estimates with report" ]
 	done
+	for f in "--module encoder" "--phase forward" "--steps 1,2"; do
+		run -2 "$MT" -q --sample-bytes 512K $f -p 1
+		[ "$output" = "memtrace-bpf: ${f% *} selects events by their stack, and this trace has stacks for a sample of its allocations only (--sample-bytes 524288): filter a trace made without --sample-bytes" ]
+	done
 	run -2 "$MT" -q --sample-bytes 0 -p 1
 	[ "$output" = "memtrace-bpf: invalid sample size: '0' (see --help)" ]
 
@@ -148,6 +152,8 @@ module_bytes() {
 	run -2 "$MT" report -i "$REC" --export folded -o "$BATS_TEST_TMPDIR/f.txt"
 	[ "$output" = "memtrace-bpf: --export folded adds up bytes by stack, and this trace has stacks for a sample of its allocations only (--sample-bytes 524288): export a trace made without --sample-bytes, or read the estimates with report" ]
 	[ ! -e "$BATS_TEST_TMPDIR/f.txt" ]
+	run -2 "$MT" report -i "$REC" --module big
+	[ "$output" = "memtrace-bpf: --module selects events by their stack, and this trace has stacks for a sample of its allocations only (--sample-bytes 524288): filter a trace made without --sample-bytes" ]
 	run -2 "$MT" estimate -i "$REC"
 	[ "$output" = "memtrace-bpf: $REC was recorded with --sample-bytes 524288 (stacks for a sample of the allocations only); estimate needs every allocation's stack: record without --sample-bytes" ]
 	# json writes each event as it was

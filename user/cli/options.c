@@ -1194,6 +1194,11 @@ static int check_sampled(const struct mt_options *o)
 		       "only: give one of them");
 		return 2;
 	}
+	if (mt_filter_check_sampled(&o->filter, o->sample_bytes, err,
+				    sizeof(err))) {
+		mt_err("%s", err);
+		return 2;
+	}
 	if (o->export_kind && mt_exporter_find(o->export_kind) &&
 	    mt_export_check_sampled(mt_exporter_find(o->export_kind),
 				    o->sample_bytes, err, sizeof(err))) {

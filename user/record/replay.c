@@ -82,6 +82,12 @@ static int replay(struct replay *rp)
 		return 2;
 	/* a sampled record is read as one (analysis/sample.h) */
 	rp->ses->conf.sample_bytes = mt_reader_sample_bytes(rp->it.rd);
+	if (mt_filter_check_sampled(&c->out.ses.filter,
+				    rp->ses->conf.sample_bytes, err,
+				    sizeof(err))) {
+		mt_err("%s", err);
+		return 2;
+	}
 	if (c->out.exp.kind &&
 	    mt_export_start(rp->ses, &c->out.exp, err, sizeof(err))) {
 		mt_err("%s", err);
