@@ -232,6 +232,7 @@ bench: setup
 	bench/exports.sh
 	bench/estimate.sh
 	bench/cost.sh
+	bench/sample_error.sh
 
 -include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)
 

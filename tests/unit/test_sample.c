@@ -11,8 +11,11 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 #include "analysis/livetable.h"
 #include "analysis/sample.h"
+#include "analysis/session.h"
 #include "memtrace.h"
 
 #define R 524288ULL
@@ -141,6 +144,109 @@ static void test_estimate_unbiased(void **state)
 	assert_true(est == (double)truth);
 }
 
+#define PID 4242
+
+/* one allocation (flags: MT_EV_SAMPLED or 0) or free of ptr at site */
+static void feed(struct mt_session *s, struct mt_site *site, bool alloc,
+		 __u64 ptr, __u64 size, __u16 flags)
+{
+	static __u64 ts;
+	struct mt_event ev = {
+		.pid = PID, .tid = PID, .flags = flags, .comm = "python3"
+	};
+	struct mt_call r;
+
+	ev.ts = ++ts;
+	r = (struct mt_call){
+		.ev = &ev,
+		.ki = mt_kind(alloc ? MT_K_CPU_NEW : MT_K_CPU_DELETE),
+		.event = alloc ? "c10:cpu_alloc" : "c10:cpu_free",
+		.role = alloc ? MT_ROLE_ALLOC : MT_ROLE_FREE,
+		.has_ptr = true,
+		.ptr = ptr,
+		.size_state = alloc ? MT_SIZE_KNOWN : MT_SIZE_UNKNOWN,
+		.size = alloc ? size : 0,
+		.dev_type = MT_DT_CPU,
+		.dev_index = -1,
+	};
+
+	assert_true(mt_session_event(s, &r, site));
+}
+
+static const struct mt_module_stat *module_of(const struct mt_session *s,
+					      const char *module)
+{
+	for (size_t i = 0; i < s->sum.nmods; i++)
+		if (!strcmp(s->sum.mods[i].module, module))
+			return &s->sum.mods[i];
+	return NULL;
+}
+
+/*
+ * The session of a sampled trace: every total counts every event; the
+ * module and the site of a sampled allocation count s/p bytes and 1/p
+ * allocations, an unsampled one nothing, and both go when freed
+ */
+static void test_session(void **state)
+{
+	struct mt_session_conf c = { .max_live = 1024,
+				     .max_sites = 16,
+				     .sample_bytes = R };
+	struct mt_session s;
+	struct mt_site key = { .pid = PID,
+			       .event = "c10:cpu_alloc",
+			       .phase = "forward",
+			       .module = "encoder" },
+		       bare = { .pid = PID, .event = "c10:cpu_alloc" },
+		       freed = { .pid = PID, .event = "c10:cpu_free" };
+	struct mt_site *mod, *none, *fr;
+	const struct mt_module_stat *m;
+	__u64 small = 65536, big = 64 * R, est;
+	bool is_new;
+
+	assert_int_equal(mt_session_init(&s, &c, stderr), 0);
+	mod = mt_sites_get(s.sites, &key, &is_new);
+	none = mt_sites_get(s.sites, &bare, &is_new);
+	fr = mt_sites_get(s.sites, &freed, &is_new);
+	feed(&s, mod, true, 0x1000, small, MT_EV_SAMPLED);
+	feed(&s, mod, true, 0x2000, big, MT_EV_SAMPLED);
+	for (__u64 i = 0; i < 10; i++)
+		feed(&s, none, true, 0x10000 + i * 0x1000, small, 0);
+
+	/* the totals: all twelve */
+	assert_int_equal(s.sum.kinds[0].count, 12);
+	assert_int_equal(s.sum.kinds[0].bytes, 11 * small + big);
+	assert_int_equal(s.sum.devs[0].cur, 11 * small + big);
+	assert_int_equal(s.sample_allocs, 12);
+	assert_int_equal(s.sample_walked, 2);
+	/* the estimates: the small block stands for R/small of them */
+	est = mt_sample_scale(
+		small, 1.0 + (double)(float)(mt_sample_weight(small, R) - 1.0));
+	m = module_of(&s, "encoder");
+	assert_non_null(m);
+	assert_int_equal(m->bytes_alloc, est + big);
+	assert_int_equal(m->allocs, 1 + llround(mt_sample_weight(small, R)));
+	assert_int_equal(m->live, est + big);
+	assert_int_equal(mod->alloc_bytes, est + big);
+	assert_int_equal(mod->live_bytes, est + big);
+	assert_int_equal(mod->live_count, 2);
+	assert_int_equal(none->alloc_bytes, 0);
+	assert_int_equal(none->allocs, 0);
+	assert_int_equal(none->live_bytes, 0);
+	assert_int_equal(none->live_count, 0);
+
+	/* freed: what each stood for goes, the totals follow the sizes */
+	feed(&s, fr, false, 0x1000, 0, 0);
+	feed(&s, fr, false, 0x10000, 0, 0);
+	assert_int_equal(m->live, big);
+	assert_int_equal(mod->live_bytes, big);
+	assert_int_equal(mod->live_count, 1);
+	assert_int_equal(none->live_count, 0);
+	assert_int_equal(s.sum.devs[0].cur, 9 * small + big);
+	assert_int_equal(s.sum.devs[0].peak, 11 * small + big);
+	mt_session_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -148,6 +254,7 @@ int main(void)
 		cmocka_unit_test(test_live_est),
 		cmocka_unit_test(test_gaps),
 		cmocka_unit_test(test_estimate_unbiased),
+		cmocka_unit_test(test_session),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -126,20 +126,25 @@ static void count_calls(struct mt_proc *p, const struct mt_call *r)
 		p->frees++;
 }
 
-static void site_live(struct mt_site *site, __s64 delta)
+/*
+ * e became live (alloc) or was freed: its site's live figures follow, by
+ * the bytes it stands for (an unsampled allocation of a sampled trace
+ * stands for nothing, and is no count either)
+ */
+static void site_live(struct mt_site *site, const struct mt_live *e, bool alloc)
 {
-	if (!site)
+	__u64 bytes = mt_live_est(e);
+
+	if (!site || e->est_adj < 0)
 		return;
-	if (delta > 0) {
+	if (alloc) {
 		site->live_count++;
-		site->live_bytes += (__u64)delta;
+		site->live_bytes += bytes;
 		return;
 	}
 	if (site->live_count)
 		site->live_count--;
-	site->live_bytes -= site->live_bytes < (__u64)-delta ?
-				    site->live_bytes :
-				    (__u64)-delta;
+	site->live_bytes -= site->live_bytes < bytes ? site->live_bytes : bytes;
 }
 
 static void forget(struct mt_session *s, const struct mt_live *old)
@@ -150,7 +155,7 @@ static void forget(struct mt_session *s, const struct mt_live *old)
 	if (p->live)
 		p->live--;
 	mt_peak_release(s->peak, old);
-	site_live(old->site, -(__s64)mt_live_est(old));
+	site_live(old->site, old, false);
 	mt_summary_own(&s->sum, old, -(__s64)mt_live_est(old));
 	if (counted)
 		mt_summary_live(&s->sum, old->pid, old->dev_type, old->dev,
@@ -178,7 +183,13 @@ static double event_weight(const struct mt_session *s, const struct mt_call *r)
 		return 1.0;
 	if (!(r->ev->flags & MT_EV_SAMPLED))
 		return 0.0;
-	return mt_sample_weight(r->size, s->conf.sample_bytes);
+	/*
+	 * as the live entry keeps it (mt_live.est_adj), so that what a module
+	 * allocated and what it holds add up alike
+	 */
+	return 1.0 +
+	       (double)(float)(mt_sample_weight(r->size, s->conf.sample_bytes) -
+			       1.0);
 }
 
 static void track_live(struct mt_session *s, struct mt_call *r,
@@ -215,7 +226,7 @@ static void track_live(struct mt_session *s, struct mt_call *r,
 		}
 		mt_peak_alloc(s->peak, &e);
 		proc_of(s, ev->pid)->live++;
-		site_live(site, (__s64)mt_live_est(&e));
+		site_live(site, &e, true);
 		mt_summary_own(&s->sum, &e, (__s64)mt_live_est(&e));
 		if (e.space != MT_SP_C10)
 			mt_summary_live(&s->sum, ev->pid, r->dev_type,

@@ -315,7 +315,8 @@ void mt_summary_own(struct mt_summary *s, const struct mt_live *e, __s64 delta)
 	struct mt_module_stat *m;
 	struct mt_module_own *o;
 
-	if (!e->site || !e->site->phase)
+	/* an unsampled allocation of a sampled trace stands for nothing */
+	if (!e->site || !e->site->phase || e->est_adj < 0)
 		return;
 	m = site_module(s, e->site);
 	o = own_of(s, e);
