@@ -64,7 +64,8 @@ struct thread_vars {
 	__s32 dev; /* MT_DEV_UNKNOWN until cudaSetDevice */
 	__u32 pad;
 	struct node_ref node;
-	__u64 sample_left; /* --sample-bytes: bytes to the next sample; 0: none drawn */
+	/* --sample-bytes: bytes to the next sampled one; 0: none drawn yet */
+	__u64 sample_left;
 };
 
 struct {
@@ -488,7 +489,8 @@ static __always_inline __u64 sample_gap(void)
  * --sample-bytes. Then the walk, the costly part, is done for allocations
  * chosen by bytes, as heap profilers sample: the thread's countdown falls
  * by each allocation's size, and the one that takes it to zero is sampled
- * and draws the next interval, so that every byte is equally likely and a
+ * and draws the next interval (the countdown restarts: exponential
+ * intervals have no memory), so that every byte is equally likely and a
  * block of s bytes is walked with probability 1 - exp(-s/sample_bytes).
  * Frees are never walked (user space finds their allocation); the events
  * that are neither (OOMs, exceptions) always are.

@@ -67,9 +67,10 @@ enum mt_kind {
  */
 #define MT_F_SELFCALL (1u << 26)
 /*
- * --sample-bytes (entry): which argument holds the size an allocation asks
- * for, its index + 1 in bits 27-29 (0: none); signed, with <= 0 meaning a
- * free (c10's reporter); or the call is a free. Only the sampler reads them.
+ * --sample-bytes, read by the sampler only (entry): the argument holding
+ * the size an allocation asks for, as its index + 1 in bits 27-29 (0: the
+ * call allocates nothing); MT_F_SIZE_SIGNED: that size is signed, and one
+ * <= 0 is a free (c10's reporter); MT_F_FREE: the call frees
  */
 #define MT_F_SIZE_SHIFT 27
 #define MT_F_SIZE_ARG(i) ((__u32)((i) + 1) << MT_F_SIZE_SHIFT)
