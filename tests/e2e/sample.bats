@@ -103,6 +103,18 @@ module_bytes() {
 	! grep -qE '^Sampled|~' "$TRACE"
 }
 
+@test "the metrics: bytes per phase under an estimate's name, beside R; the totals as ever" {
+	PROM=$BATS_TEST_TMPDIR/m.prom
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace_model -q --sample-bytes 512K --metrics-file "$PROM"
+	cat "$PROM"
+	grep -q '^memtrace_sample_bytes 524288$' "$PROM"
+	grep -qE '^memtrace_phase_allocated_bytes_estimate_total\{pid="[0-9]+",rank="",phase="[a-z]+"\} [1-9][0-9]*$' "$PROM"
+	! grep -q '^memtrace_phase_allocated_bytes_total' "$PROM"
+	# every allocation counted: 5 steps of one big and 256 small blocks
+	n=$(sed -nE 's/^memtrace_allocations_total\{pid="[0-9]+",rank=""\} ([0-9]+)$/\1/p' "$PROM")
+	[ "$n" -ge $((5 * 257)) ]
+}
+
 @test "a sampled record: report and script read it as sampled; unsampled events show no stack" {
 	REC=$BATS_TEST_TMPDIR/s.mtb
 	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace_model record -o "$REC" --sample-bytes 512K
@@ -133,8 +145,6 @@ module_bytes() {
 	[ "$output" = "memtrace-bpf: --sample-bytes samples the Python stacks that --no-python turns off: give one of them" ]
 	run -2 "$MT" -q --sample-bytes 512K --module-log "$BATS_TEST_TMPDIR/m.log" -p 1
 	[ "$output" = "memtrace-bpf: --module-log reads the phase of every event, and --sample-bytes walks the stacks of a sample only: give one of them" ]
-	run -2 "$MT" -q --sample-bytes 512K --metrics-file "$BATS_TEST_TMPDIR/m.prom" -p 1
-	[ "$output" = "memtrace-bpf: the metrics add up bytes by phase from every allocation's stack, and --sample-bytes walks a sample only: give one of them" ]
 	for kind in memviz perfetto speedscope folded svg; do
 		run -2 "$MT" -q --sample-bytes 512K --export $kind -o "$BATS_TEST_TMPDIR/x" -p 1
 		[ "$output" = "memtrace-bpf: --export $kind adds up bytes by stack, and this trace has stacks for a sample of its allocations only (--sample-bytes 524288): export a trace made without --sample-bytes, or read the estimates with report" ]

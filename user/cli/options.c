@@ -1188,12 +1188,6 @@ static int check_sampled(const struct mt_options *o)
 		       "one of them");
 		return 2;
 	}
-	if (o->metrics_addr || o->metrics_file) {
-		mt_err("the metrics add up bytes by phase from every "
-		       "allocation's stack, and --sample-bytes walks a sample "
-		       "only: give one of them");
-		return 2;
-	}
 	if (mt_filter_check_sampled(&o->filter, o->sample_bytes, err,
 				    sizeof(err))) {
 		mt_err("%s", err);
