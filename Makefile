@@ -31,8 +31,8 @@ MAIN_LIBS := $(call link_libs,$(LAYERS),$(OUTPUT))
 CORE_LIBS := $(call link_libs,$(CORE_LAYERS),$(OUTPUT))
 ASAN_LIBS := $(call link_libs,$(CORE_LAYERS),$(OUTPUT)/asan)
 SKEL_USERS := $(call layer_objs,trace,$(OUTPUT))
-LIBS := -lbpf -lelf -lz -lyajl
-STATIC_LIBS := -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a -l:libyajl_s.a
+LIBS := -lbpf -lelf -lz -lyajl -lm
+STATIC_LIBS := -l:libbpf.a -l:libelf.a -l:libz.a -l:libzstd.a -l:libyajl_s.a -lm
 # each object also depends on the headers it includes (-MMD: .d files)
 DEPFLAGS = -MMD -MP
 UNIT_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
@@ -232,6 +232,7 @@ bench: setup
 	bench/exports.sh
 	bench/estimate.sh
 	bench/cost.sh
+	bench/sample_error.sh
 
 -include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)
 

@@ -12,6 +12,7 @@
 #            pointer and the native stack on return, deleted on free)
 #   mtq      memtrace-bpf -q
 #   mtn      memtrace-bpf -q --no-python
+#   mts      memtrace-bpf -q --sample-bytes 512K (stacks for a sample)
 #   rec      memtrace-bpf record -o FILE
 # The loop runs on the last CPU, the tracers on the others (taskset). Each
 # repetition's own overheads (loop s / bare loop s - 1, the same
@@ -35,7 +36,7 @@ BLAS_DIR=/usr/lib/x86_64-linux-gnu/openblas-serial
 REPS=${REPS:-9}
 ITERS=${ITERS:-400}
 OUT=${OUT:-$ROOT/bench/RESULTS.md}
-MODES=(bare empty counter memleak mtq mtn rec)
+MODES=(bare empty counter memleak mtq mtn mts rec)
 W2="--batch 2 --seq 16 --d-model 64 --ff 256 --layers 4 --iters $ITERS"
 
 die() {
@@ -124,9 +125,10 @@ run_one() {
 		tp=$!
 		wait_for "$d/bt.out" '^ATTACHED' 60 "$tp" || die "bpftrace $m did not attach"
 		;;
-	mtq | mtn)
+	mtq | mtn | mts)
 		# shellcheck disable=SC2046
 		"${PIN_TOOL[@]}" "$MT" --keys -q -p "$pid" $([ "$m" = mtn ] && echo --no-python) \
+			$([ "$m" = mts ] && echo --sample-bytes 512K) \
 			>"$d/mt.out" 2>"$d/mt.err" &
 		tp=$!
 		wait_for "$d/mt.err" "^# attach pid=$pid lib=.*libc10" 60 "$tp" ||
@@ -152,13 +154,13 @@ run_one() {
 	if [ -n "$tp" ]; then
 		stop "$tp"
 		# bpftrace 0.17 exits 1 on a tracefs detach warning
-		wait "$tp" || case $m in mtq | mtn | rec) die "$m: memtrace-bpf failed: $(cat "$d/mt.err")" ;; esac
+		wait "$tp" || case $m in mtq | mtn | mts | rec) die "$m: memtrace-bpf failed: $(cat "$d/mt.err")" ;; esac
 	fi
 	touch "$WORK/hold"
 	wait "$wl" || die "$m: workload exited with $?"
 	loop=$(sed -n 's/^RESULT .* loop_s=\([0-9.]*\).*/\1/p' "$d/wl.out")
 	case $m in
-	mtq | mtn)
+	mtq | mtn | mts)
 		s=$(grep '^# summary ' "$d/mt.out") || die "$m: no summary line"
 		events=$(sed -n 's/.* events=\([0-9]*\).*/\1/p' <<<"$s")
 		lost=$(sed -n 's/.* lost=\([0-9]*\).*/\1/p' <<<"$s")

@@ -83,6 +83,8 @@ struct thread_vars {
 	__s32 dev; /* MT_DEV_UNKNOWN until cudaSetDevice */
 	__u32 pad;
 	struct node_ref node;
+	/* --sample-bytes: bytes to the next sampled one; 0: none drawn yet */
+	__u64 sample_left;
 };
 
 struct {
@@ -169,6 +171,19 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } traced SEC(".maps");
+
+/*
+ * --sample-bytes: the mean number of bytes between allocations whose stack
+ * is walked; 0: every event's is. The intervals are drawn from sample_gaps.
+ */
+const volatile __u64 sample_bytes = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MT_SAMPLE_GAPS);
+	__type(key, __u32);
+	__type(value, __u64);
+} sample_gaps SEC(".maps");
 
 /* events that could not be recorded: user space reports them */
 __u64 lost_events = 0;
@@ -569,6 +584,65 @@ static __always_inline void submit(const struct mt_event *src, bool urgent)
 		__sync_fetch_and_add(&lost_events, 1);
 }
 
+/* an exponential interval of mean sample_bytes, never 0 */
+static __always_inline __u64 sample_gap(void)
+{
+	__u32 i = bpf_get_prandom_u32() % MT_SAMPLE_GAPS;
+	__u64 *gap = bpf_map_lookup_elem(&sample_gaps, &i);
+
+	return gap && *gap ? *gap : sample_bytes;
+}
+
+/*
+ * Whether this event's Python stack is walked: always, unless
+ * --sample-bytes. Then the walk, the costly part, is done for allocations
+ * chosen by bytes, as heap profilers sample: the thread's countdown falls
+ * by each allocation's size, and the one that takes it to zero is sampled
+ * and draws the next interval (the countdown restarts: exponential
+ * intervals have no memory), so that every byte is equally likely and a
+ * block of s bytes is walked with probability 1 - exp(-s/sample_bytes).
+ * Frees are never walked (user space finds their allocation); the events
+ * that are neither (OOMs, exceptions) always are.
+ */
+static __always_inline bool walk_wanted(struct mt_event *ev, __u64 cookie)
+{
+	struct thread_vars *tv;
+	__s64 size;
+
+	if (!sample_bytes)
+		return true;
+	if (cookie & MT_F_FREE)
+		return false;
+	switch (MT_COOKIE_SIZE_ARG(cookie)) {
+	case 1:
+		size = (__s64)ev->args[0];
+		break;
+	case 2:
+		size = (__s64)ev->args[1];
+		break;
+	case 3:
+		size = (__s64)ev->args[2];
+		break;
+	default:
+		return true;
+	}
+	if ((cookie & MT_F_SIZE_SIGNED) && size <= 0)
+		return false;
+	/* no room for the thread's countdown: not sampled, not guessed */
+	tv = thread_vars_get();
+	if (!tv)
+		return false;
+	if (!tv->sample_left)
+		tv->sample_left = sample_gap();
+	if ((__u64)size < tv->sample_left) {
+		tv->sample_left -= (__u64)size;
+		return false;
+	}
+	tv->sample_left = sample_gap();
+	ev->flags |= MT_EV_SAMPLED;
+	return true;
+}
+
 /*
  * CUmemAllocationProp.location.id: after the type, the requested handle
  * types and location.type, four bytes each
@@ -582,7 +656,7 @@ static __always_inline void entry_event(struct mt_event *ev,
 	__s32 dev;
 
 	fill(ev, ctx, cookie);
-	if (MT_COOKIE_KIND(cookie) != MT_K_LOADER)
+	if (MT_COOKIE_KIND(cookie) != MT_K_LOADER && walk_wanted(ev, cookie))
 		walk_python(ev);
 	if (cookie & MT_F_PROPDEV) {
 		if (bpf_probe_read_user(&dev, sizeof(dev),

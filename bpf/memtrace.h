@@ -67,11 +67,29 @@ enum mt_kind {
  */
 #define MT_F_SELFCALL (1u << 26)
 /*
+ * --sample-bytes, read by the sampler only (entry): the argument holding
+ * the size an allocation asks for, as its index + 1 in bits 27-29 (0: the
+ * call allocates nothing); MT_F_SIZE_SIGNED: that size is signed, and one
+ * <= 0 is a free (c10's reporter); MT_F_FREE: the call frees
+ */
+#define MT_F_SIZE_SHIFT 27
+#define MT_F_SIZE_ARG(i) ((__u32)((i) + 1) << MT_F_SIZE_SHIFT)
+#define MT_COOKIE_SIZE_ARG(c) (((c) >> MT_F_SIZE_SHIFT) & 7)
+#define MT_F_SIZE_SIGNED (1u << 30)
+#define MT_F_FREE (1u << 31)
+
+/*
+ * --sample-bytes: entries of the table of exponential intervals between
+ * sampled bytes, which user space fills (BPF has no floating point)
+ */
+#define MT_SAMPLE_GAPS 1024
+
+/*
  * entry: the event carries the thread's device and autograd Node (a
  * device taken from cudaSetDevice, or Python attribution with the autograd
  * probes); without it they are left unknown and not looked up
  */
-#define MT_F_TVARS (1u << 30)
+#define MT_F_TVARS (1ULL << 32)
 
 /* mt_event.kind of what no probe reports: a traced process forked */
 #define MT_K_FORK 0x8000 /* pid: the child, args[0]: its parent */
@@ -83,6 +101,8 @@ enum mt_kind {
 #define MT_EV_PY (1u << 3) /* the thread runs Python: stack_id is valid */
 #define MT_EV_PY_TRUNC (1u << 4) /* the stack is deeper than the cap */
 #define MT_EV_PY_LOST (1u << 5) /* no room to store the stack */
+/* --sample-bytes: an allocation the sampler chose; its stack was walked */
+#define MT_EV_SAMPLED (1u << 6)
 
 #define MT_MAX_FRAMES 64
 #define MT_MAX_MODCODE 4

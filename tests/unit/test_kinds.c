@@ -586,6 +586,43 @@ static void test_torch_symbols(void **state)
 	}
 }
 
+/*
+ * --sample-bytes: the BPF sampler reads an allocation's size from the
+ * argument its cookie names (bpf/memtrace.bpf.c walk_wanted() reads the
+ * first MT_SAMPLE_SIZE_ARGS), knows frees, and leaves the other calls
+ * alone
+ */
+static void test_sample_flags(void **state)
+{
+	for (unsigned int k = 1; k < MT_K_MAX; k++) {
+		const struct mt_kind_info *ki = mt_kind(k);
+		unsigned int f = mt_kind_sample_flags(ki);
+
+		if (!ki->event)
+			continue;
+		if (ki->role == MT_ROLE_ALLOC) {
+			assert_int_not_equal(ki->size_arg, MT_ARG_NONE);
+			assert_int_equal(MT_COOKIE_SIZE_ARG(f), ki->size_arg);
+			assert_true(MT_COOKIE_SIZE_ARG(f) <=
+				    MT_SAMPLE_SIZE_ARGS);
+			assert_int_equal(!!(f & MT_F_SIZE_SIGNED),
+					 ki->signed_size);
+			assert_false(f & MT_F_FREE);
+		} else if (ki->role == MT_ROLE_FREE) {
+			assert_int_equal(f, MT_F_FREE);
+		} else {
+			assert_int_equal(f, 0);
+		}
+		/* clear of the kind and the other flags */
+		assert_int_equal(f & (0xffff | ki->flags), 0);
+	}
+	/* c10's reporter: arg 1, signed; CPU_NEW: arg 2 */
+	assert_int_equal(mt_kind_sample_flags(mt_kind(MT_K_C10_REPORT)),
+			 MT_F_SIZE_ARG(1) | MT_F_SIZE_SIGNED);
+	assert_int_equal(mt_kind_sample_flags(mt_kind(MT_K_CPU_NEW)),
+			 MT_F_SIZE_ARG(2));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -602,6 +639,7 @@ int main(void)
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_torch_symbols),
+		cmocka_unit_test(test_sample_flags),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -236,6 +236,27 @@ static void test_families_and_values(void **state)
 	promtool_check(t);
 }
 
+/*
+ * --sample-bytes: the bytes per phase are estimates, under a name of their
+ * own, beside R; the other figures are the same
+ */
+static void test_sampled(void **state)
+{
+	struct fixture *f = *state;
+	const char *t;
+
+	f->ses.conf.sample_bytes = 524288;
+	workload(f);
+	t = render(f, 0);
+	has_line(t, "memtrace_allocations_total{pid=\"4242\",rank=\"3\"} 4");
+	has_line(t, "# TYPE memtrace_phase_allocated_bytes_estimate_total "
+		    "counter");
+	has_line(t, "# TYPE memtrace_sample_bytes gauge");
+	has_line(t, "memtrace_sample_bytes 524288");
+	assert_null(strstr(t, "memtrace_phase_allocated_bytes_total"));
+	promtool_check(t);
+}
+
 static void test_empty(void **state)
 {
 	struct fixture *f = *state;
@@ -608,6 +629,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_families_and_values, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_sampled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_file, setup, teardown),
 		cmocka_unit_test(test_file_unwritable),

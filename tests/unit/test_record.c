@@ -591,7 +591,7 @@ static void test_bad_files(void **state)
 	raw_header(&r, 7);
 	assert_int_equal(raw_read(&r, err, sizeof(err)), -2);
 	assert_string_equal(err, "version 7 is newer than this memtrace-bpf "
-				 "reads (1)");
+				 "reads (2)");
 	raw_header(&r, 0);
 	assert_int_equal(raw_read(&r, err, sizeof(err)), -2);
 	assert_string_equal(err, "corrupt header");
@@ -676,6 +676,65 @@ static void test_bad_files(void **state)
 	raw_header(&r, 1);
 	BLOCK(&r, 4, "\x01\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02");
 	expect_corrupt(&r, "bad coding");
+}
+
+/* the record's --sample-bytes R as the reader gives it at its open; 0: none */
+static __u64 raw_sample_bytes(const struct raw *r, char *err, size_t errlen)
+{
+	FILE *f = fmemopen((void *)r->p, r->len, "rb");
+	struct rside rs;
+	__u64 v = 0;
+
+	assert_non_null(f);
+	if (rside_open(&rs, f))
+		v = mt_reader_sample_bytes(rs.r);
+	snprintf(err, errlen, "%s", rs.err);
+	rside_close(&rs);
+	assert_int_equal(fclose(f), 0);
+	return v;
+}
+
+static void test_sample_key(void **state)
+{
+	struct raw r;
+	char err[256];
+
+	/* a version 1 record, and one of 2 without the key: full traces */
+	raw_header(&r, 1);
+	BLOCK(&r, 1, "\x01\x04tool\x01x");
+	assert_int_equal(raw_sample_bytes(&r, err, sizeof(err)), 0);
+	raw_header(&r, 2);
+	assert_int_equal(raw_sample_bytes(&r, err, sizeof(err)), 0);
+	/* sample_bytes=524288, before the first event */
+	raw_header(&r, 2);
+	BLOCK(&r, 1,
+	      "\x01\x0csample_bytes\x06"
+	      "524288");
+	BLOCK(&r, 4, "\x01\x00\x02");
+	assert_int_equal(raw_sample_bytes(&r, err, sizeof(err)), 524288);
+	/* not a number of bytes, 0, or past MT_SAMPLE_MAX */
+	raw_header(&r, 2);
+	BLOCK(&r, 1,
+	      "\x01\x0csample_bytes\x03"
+	      "12k");
+	expect_corrupt(&r, "bad sample_bytes '12k'");
+	raw_header(&r, 2);
+	BLOCK(&r, 1,
+	      "\x01\x0csample_bytes\x01"
+	      "0");
+	expect_corrupt(&r, "bad sample_bytes '0'");
+	raw_header(&r, 2);
+	BLOCK(&r, 1,
+	      "\x01\x0csample_bytes\x10"
+	      "1125899906842625");
+	expect_corrupt(&r, "bad sample_bytes");
+	/* after an event it would change how the ones read were read */
+	raw_header(&r, 2);
+	BLOCK(&r, 4, "\x01\x00\x02");
+	BLOCK(&r, 1,
+	      "\x01\x0csample_bytes\x01"
+	      "1");
+	expect_corrupt(&r, "sample_bytes after the first event or twice");
 }
 
 static void test_reader_pool_full(void **state)
@@ -907,6 +966,7 @@ int main(void)
 		cmocka_unit_test(test_killed_writer),
 		cmocka_unit_test(test_bit_flips),
 		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_sample_key),
 		cmocka_unit_test(test_reader_pool_full),
 		cmocka_unit_test(test_writer),
 		cmocka_unit_test(test_bytes_per_event),

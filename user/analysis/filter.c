@@ -30,6 +30,24 @@ bool mt_filter_conf_any(const struct mt_filter_conf *c)
 	       c->ncomms || c->module || c->phase || c->nevents || c->has_size;
 }
 
+int mt_filter_check_sampled(const struct mt_filter_conf *c, __u64 sample_bytes,
+			    char *err, size_t errlen)
+{
+	const char *opt = c->module    ? "--module" :
+			  c->phase     ? "--phase" :
+			  c->has_steps ? "--steps" :
+					 NULL;
+
+	if (!sample_bytes || !opt)
+		return 0;
+	snprintf(err, errlen,
+		 "%s selects events by their stack, and this trace has stacks "
+		 "for a sample of its allocations only (--sample-bytes %llu): "
+		 "filter a trace made without --sample-bytes",
+		 opt, (unsigned long long)sample_bytes);
+	return -EINVAL;
+}
+
 int mt_filter_check_event(const char *name, char *err, size_t errlen)
 {
 	bool is_free = false;

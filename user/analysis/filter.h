@@ -55,6 +55,16 @@ struct mt_filter;
 bool mt_filter_conf_any(const struct mt_filter_conf *c);
 
 /*
+ * 0 if c can filter a trace sampled at sample_bytes (0: a full trace);
+ * else -EINVAL and err says why in one line: --module, --phase and
+ * --steps select events by their stacks, which a sampled trace has for a
+ * sample of its allocations only, so the totals they leave would count
+ * sampled allocations alone
+ */
+int mt_filter_check_sampled(const struct mt_filter_conf *c, __u64 sample_bytes,
+			    char *err, size_t errlen);
+
+/*
  * Whether name is an event kind --event takes: 0; else -EINVAL and a
  * sentence in err (an unknown name, or a free's, which goes with its
  * allocation's kind).

@@ -179,13 +179,16 @@ static void count_live(const struct mt_live *e, void *ctx)
 	if (sc->step ? (__u64)e->step + sc->l->conf.age_steps > sc->step :
 		       e->ts + sc->age_ns > sc->ts)
 		return;
+	/* an unsampled allocation of a sampled trace stands for nothing */
+	if (e->est_adj < 0)
+		return;
 	s = site_at(sc->l, e->pid, e->site, sc->p->n);
 	if (!s) {
 		sc->p->unfit++;
 		return;
 	}
 	s->h[sc->p->n % HISTORY].count++;
-	s->h[sc->p->n % HISTORY].bytes += e->size;
+	s->h[sc->p->n % HISTORY].bytes += mt_live_est(e);
 }
 
 /* drop p's sites not seen at its latest boundary: they count 0 there */

@@ -6,6 +6,7 @@
 #include "lib/hashing.h"
 #include "lib/hashtab.h"
 #include "analysis/livetable.h"
+#include "analysis/sample.h"
 
 struct mt_livetable {
 	struct mt_live *slots;
@@ -219,4 +220,11 @@ void mt_live_mark_account(const struct mt_live_stats *st, __u64 count,
 			" incomplete=live_table untracked_allocs=%" PRIu64
 			" untracked_bytes=%" PRIu64 " advise_max_live=%" PRIu64,
 			(uint64_t)count, (uint64_t)bytes, (uint64_t)st->advise);
+}
+
+__u64 mt_live_est(const struct mt_live *e)
+{
+	if (!e->est_adj)
+		return e->size;
+	return mt_sample_scale(e->size, 1.0 + (double)e->est_adj);
 }

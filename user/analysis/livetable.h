@@ -23,7 +23,17 @@ struct mt_live {
 	__u16 space; /* enum mt_space */
 	__u8 dev_type; /* enum mt_dev_type */
 	__s8 dev; /* device index, -1 unknown */
+	/*
+	 * What each of its bytes stands for in the figures of its site and
+	 * module, less one: 0 in a full trace (zero-initialised: itself); in
+	 * a sampled one (analysis/sample.h) 1/p - 1 where its stack was
+	 * sampled, -1 where it was not.
+	 */
+	float est_adj;
 };
+
+/* the bytes e stands for in its site's and module's figures */
+__u64 mt_live_est(const struct mt_live *e);
 
 struct mt_livetable;
 

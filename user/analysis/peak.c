@@ -38,6 +38,7 @@ struct account {
 	__u64 unfit_bytes, unfit_count; /* freed, no group slot left */
 	/* allocations the live table had no room for: not in cur or peak */
 	__u64 untracked_count, untracked_bytes;
+	bool estimated; /* its groups hold a sampled trace's estimates */
 };
 
 struct accounts {
@@ -334,16 +335,17 @@ void mt_peak_release(struct mt_peak *p, const struct mt_live *e)
 		return;
 	}
 	a->cur = a->cur > e->size ? a->cur - e->size : 0;
-	/* allocated after the peak: not part of it */
-	if (!a->peak || e->seq > a->peak_seq)
+	/* allocated after the peak, or unsampled: not in its groups */
+	if (!a->peak || e->seq > a->peak_seq || e->est_adj < 0)
 		return;
+	a->estimated |= e->est_adj != 0;
 	g = freed_group(p, (__u32)(a - p->a.v) + 1, e->site);
 	if (!g) {
-		a->unfit_bytes += e->size;
+		a->unfit_bytes += mt_live_est(e);
 		a->unfit_count++;
 		return;
 	}
-	g->bytes += e->size;
+	g->bytes += mt_live_est(e);
 	g->count++;
 }
 
@@ -355,6 +357,7 @@ struct view {
 	/* per account: alive at the moment, no group slot left */
 	__u64 unfit_bytes[MAX_ACCOUNTS], unfit_count[MAX_ACCOUNTS];
 	__u64 unfit_live; /* entries of accounts beyond MAX_ACCOUNTS */
+	bool estimated; /* its groups hold a sampled trace's estimates */
 };
 
 static void view_add(struct view *v, __u32 acct, const struct mt_site *site,
@@ -392,7 +395,11 @@ static void view_live(const struct mt_live *e, void *ctx)
 		v->unfit_live++;
 		return;
 	}
-	view_add(v, (__u32)(a - v->a->v) + 1, e->site, e->size, 1);
+	/* an unsampled allocation of a sampled trace stands for nothing */
+	if (e->est_adj < 0)
+		return;
+	v->estimated |= e->est_adj != 0;
+	view_add(v, (__u32)(a - v->a->v) + 1, e->site, mt_live_est(e), 1);
 }
 
 static int by_account_then_bytes(const void *pa, const void *pb)
@@ -500,7 +507,9 @@ static void print_account(const struct view *v, const struct account *a,
 	/* a reader checks the lines below against bytes= */
 	fprintf(out, " bytes=%" PRIu64 " groups=%zu sum=%" PRIu64 "%s",
 		(uint64_t)a->peak, n, (uint64_t)sum,
-		sum == a->peak ? "" : " (mismatch)");
+		sum == a->peak ? "" :
+		v->estimated   ? " (estimate)" :
+				 " (mismatch)");
 	print_incomplete(a, c);
 	fputc('\n', out);
 	for (i = 0; i < n && i < top; i++)
@@ -644,6 +653,7 @@ static struct view *peak_view(const struct mt_peak *p,
 	for (size_t i = 0; i < p->a.n; i++) {
 		v->unfit_bytes[i] += p->a.v[i].unfit_bytes;
 		v->unfit_count[i] += p->a.v[i].unfit_count;
+		v->estimated |= p->a.v[i].estimated;
 	}
 	mt_live_foreach(live, view_live, v);
 	return v;

@@ -24,6 +24,12 @@
 #define MAX_SUSPECTS 20 /* leak suspects listed */
 #define LABEL_WIDTH 10 /* the headline's labels */
 
+/*
+ * A column of figures summed from stacks (modules, phases, lines): in a
+ * sampled trace (--sample-bytes) an estimate, its title marked "~"
+ */
+#define EST_COL(rp, title) ((rp)->s->conf.sample_bytes ? "~" title : title)
+
 /* what a row of a table is about, and its figures */
 struct row {
 	__u32 pid;
@@ -452,9 +458,10 @@ static void headline_peaks(const struct report *rp)
 		any = true;
 		if (!top)
 			continue;
-		snprintf(text, sizeof(text), "  most held%s%s: %s, %s",
+		snprintf(text, sizeof(text), "  most held%s%s: %s%s, %s",
 			 top->module ? " by " : "",
 			 top->module ? module_name(top->module) : "",
+			 rp->s->conf.sample_bytes ? "~" : "",
 			 bytes(b, sizeof(b), top->bytes),
 			 pct(p, sizeof(p), top->bytes, a->peak));
 		headline(rp, NULL, MT_TONE_PLAIN, text);
@@ -571,6 +578,31 @@ static void headline_filter(const struct report *rp)
 		 set[0] == ' ' ? set + 1 : set, (uint64_t)st.passed,
 		 (uint64_t)(st.passed + st.dropped));
 	headline(rp, "Filter", MT_TONE_YELLOW, text);
+}
+
+/* --sample-bytes: which figures are estimates, which exact */
+static void headline_sampled(const struct report *rp)
+{
+	const struct mt_session *s = rp->s;
+	char r[32], text[512];
+
+	if (!s->conf.sample_bytes)
+		return;
+	bytes(r, sizeof(r), s->conf.sample_bytes);
+	if (!s->sample_walked)
+		snprintf(text, sizeof(text),
+			 "stacks for none of %" PRIu64
+			 " allocations (by bytes, R=%s): no module or line "
+			 "figures; totals exact",
+			 (uint64_t)s->sample_allocs, r);
+	else
+		snprintf(text, sizeof(text),
+			 "stacks for 1 allocation in %.0f (by bytes, R=%s); "
+			 "module and line figures (~) are estimates, totals "
+			 "exact",
+			 (double)s->sample_allocs / (double)s->sample_walked,
+			 r);
+	headline(rp, "Sampled", MT_TONE_YELLOW, text);
 }
 
 static void headline_unseen(const struct report *rp)
@@ -703,14 +735,14 @@ enum { V_PEAK, V_END, V_ALLOC, V_OWN_PEAK };
 
 static void print_tree(struct report *rp, const struct account *a)
 {
-	static const struct mt_table_col cols[] = {
+	const struct mt_table_col cols[] = {
 		{ "module", MT_TABLE_LEFT, true, 0 },
-		{ "at peak", MT_TABLE_RIGHT, false, 0 },
+		{ EST_COL(rp, "at peak"), MT_TABLE_RIGHT, false, 0 },
 		{ "%", MT_TABLE_RIGHT, false, 0 },
-		{ "self", MT_TABLE_RIGHT, false, 0 },
-		{ "own peak", MT_TABLE_RIGHT, false, 1 },
-		{ "at end", MT_TABLE_RIGHT, false, 2 },
-		{ "allocated", MT_TABLE_RIGHT, false, 3 },
+		{ EST_COL(rp, "self"), MT_TABLE_RIGHT, false, 0 },
+		{ EST_COL(rp, "own peak"), MT_TABLE_RIGHT, false, 1 },
+		{ EST_COL(rp, "at end"), MT_TABLE_RIGHT, false, 2 },
+		{ EST_COL(rp, "allocated"), MT_TABLE_RIGHT, false, 3 },
 	};
 	struct mt_tree_in *in = calloc(a->by_module.n + 1, sizeof(*in));
 	struct pending pend[MAX_DEPTH] = { 0 };
@@ -778,11 +810,11 @@ static void print_tree(struct report *rp, const struct account *a)
 
 static void print_phases(struct report *rp, struct account *a)
 {
-	static const struct mt_table_col cols[] = {
+	const struct mt_table_col cols[] = {
 		{ "phase", MT_TABLE_LEFT, true, 0 },
-		{ "at peak", MT_TABLE_RIGHT, false, 0 },
+		{ EST_COL(rp, "at peak"), MT_TABLE_RIGHT, false, 0 },
 		{ "%", MT_TABLE_RIGHT, false, 0 },
-		{ "count", MT_TABLE_RIGHT, false, 0 },
+		{ EST_COL(rp, "count"), MT_TABLE_RIGHT, false, 0 },
 	};
 	struct mt_table *t = mt_table_new(cols, 4);
 	struct row *v = a->by_phase.v;
@@ -840,8 +872,9 @@ static void print_lines(struct report *rp, struct row *v, size_t n, int fig,
 		{ "line", MT_TABLE_LEFT, true, 0 },
 		{ what, MT_TABLE_RIGHT, false, 0 },
 		{ "%", MT_TABLE_RIGHT, false, 0 },
-		{ fig == V_ALLOC ? "allocations" : "count", MT_TABLE_RIGHT,
-		  false, 1 },
+		{ fig == V_ALLOC ? EST_COL(rp, "allocations") :
+				   EST_COL(rp, "count"),
+		  MT_TABLE_RIGHT, false, 1 },
 	};
 	struct mt_table *t;
 	size_t i;
@@ -911,7 +944,7 @@ static void print_account(struct report *rp, struct account *a)
 	}
 	fprintf(rp->out, "Alive at the peak, by module and line:\n");
 	print_lines(rp, a->by_line.v, a->by_line.n, V_PEAK, a->peak,
-		    rp->s->conf.top_live, "at peak");
+		    rp->s->conf.top_live, EST_COL(rp, "at peak"));
 }
 
 static void add_site(struct mt_site *site, void *ctx)
@@ -943,23 +976,23 @@ static void print_sites(struct report *rp)
 	}
 	heading(rp, "Top call sites, by bytes allocated");
 	print_lines(rp, a.v, a.n, V_ALLOC, alloc, rp->s->conf.top_ops,
-		    "allocated");
+		    EST_COL(rp, "allocated"));
 	heading(rp, "Still alive when the trace ended");
 	fprintf(rp->out, "(not leaks: the leak check is the headline's "
 			 "Leaks)\n");
 	print_lines(rp, a.v, a.n, V_END, end, rp->s->conf.top_live,
-		    "alive at end");
+		    EST_COL(rp, "alive at end"));
 	agg_free(&a);
 }
 
 static void print_suspects(struct report *rp, const struct suspects *sp)
 {
-	static const struct mt_table_col cols[] = {
+	const struct mt_table_col cols[] = {
 		{ "module", MT_TABLE_LEFT, false, 0 },
 		{ "line", MT_TABLE_LEFT, true, 0 },
-		{ "alive", MT_TABLE_RIGHT, false, 0 },
-		{ "count", MT_TABLE_RIGHT, false, 1 },
-		{ "growth", MT_TABLE_RIGHT, false, 0 },
+		{ EST_COL(rp, "alive"), MT_TABLE_RIGHT, false, 0 },
+		{ EST_COL(rp, "count"), MT_TABLE_RIGHT, false, 1 },
+		{ EST_COL(rp, "growth"), MT_TABLE_RIGHT, false, 0 },
 	};
 	struct mt_table *t;
 
@@ -1016,6 +1049,7 @@ void mt_report_print(struct mt_session *s, const struct mt_summary_end *end)
 	headline_leaks(&rp, &vd);
 	headline_ooms(&rp);
 	headline_filter(&rp);
+	headline_sampled(&rp);
 	headline_unseen(&rp);
 	for (size_t i = 0; i < rp.nacc; i++)
 		if (!rp.acc[i].hidden && rp.acc[i].peak)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include "event/format.h"
 #include "analysis/ops.h"
 #include "analysis/report.h"
+#include "analysis/sample.h"
 #include "analysis/session.h"
 
 int mt_session_init(struct mt_session *s, const struct mt_session_conf *c,
@@ -124,20 +126,25 @@ static void count_calls(struct mt_proc *p, const struct mt_call *r)
 		p->frees++;
 }
 
-static void site_live(struct mt_site *site, __s64 delta)
+/*
+ * e became live (alloc) or was freed: its site's live figures follow, by
+ * the bytes it stands for (an unsampled allocation of a sampled trace
+ * stands for nothing, and is no count either)
+ */
+static void site_live(struct mt_site *site, const struct mt_live *e, bool alloc)
 {
-	if (!site)
+	__u64 bytes = mt_live_est(e);
+
+	if (!site || e->est_adj < 0)
 		return;
-	if (delta > 0) {
+	if (alloc) {
 		site->live_count++;
-		site->live_bytes += (__u64)delta;
+		site->live_bytes += bytes;
 		return;
 	}
 	if (site->live_count)
 		site->live_count--;
-	site->live_bytes -= site->live_bytes < (__u64)-delta ?
-				    site->live_bytes :
-				    (__u64)-delta;
+	site->live_bytes -= site->live_bytes < bytes ? site->live_bytes : bytes;
 }
 
 static void forget(struct mt_session *s, const struct mt_live *old)
@@ -148,8 +155,8 @@ static void forget(struct mt_session *s, const struct mt_live *old)
 	if (p->live)
 		p->live--;
 	mt_peak_release(s->peak, old);
-	site_live(old->site, -(__s64)old->size);
-	mt_summary_own(&s->sum, old, -(__s64)old->size);
+	site_live(old->site, old, false);
+	mt_summary_own(&s->sum, old, -(__s64)mt_live_est(old));
 	if (counted)
 		mt_summary_live(&s->sum, old->pid, old->dev_type, old->dev,
 				old->space, -(__s64)old->size);
@@ -165,8 +172,28 @@ static void untracked(struct mt_session *s, const struct mt_live *e)
 				     e->space, e->size);
 }
 
+/*
+ * What each byte of r stands for in its site's and module's figures: 1 in
+ * a full trace; in a sampled one 1/p for an allocation whose stack was
+ * sampled, 0 for one whose was not (analysis/sample.h).
+ */
+static double event_weight(const struct mt_session *s, const struct mt_call *r)
+{
+	if (!s->conf.sample_bytes || r->role != MT_ROLE_ALLOC)
+		return 1.0;
+	if (!(r->ev->flags & MT_EV_SAMPLED))
+		return 0.0;
+	/*
+	 * as the live entry keeps it (mt_live.est_adj), so that what a module
+	 * allocated and what it holds add up alike
+	 */
+	return 1.0 +
+	       (double)(float)(mt_sample_weight(r->size, s->conf.sample_bytes) -
+			       1.0);
+}
+
 static void track_live(struct mt_session *s, struct mt_call *r,
-		       struct mt_site *site)
+		       struct mt_site *site, double weight)
 {
 	const struct mt_event *ev = r->ev;
 	struct mt_live e;
@@ -186,6 +213,7 @@ static void track_live(struct mt_session *s, struct mt_call *r,
 			.space = (__u16)r->ki->space,
 			.dev_type = (__u8)r->dev_type,
 			.dev = (__s8)r->dev_index,
+			.est_adj = (float)(weight - 1.0),
 		};
 		struct mt_live old;
 
@@ -198,8 +226,8 @@ static void track_live(struct mt_session *s, struct mt_call *r,
 		}
 		mt_peak_alloc(s->peak, &e);
 		proc_of(s, ev->pid)->live++;
-		site_live(site, (__s64)e.size);
-		mt_summary_own(&s->sum, &e, (__s64)e.size);
+		site_live(site, &e, true);
+		mt_summary_own(&s->sum, &e, (__s64)mt_live_est(&e));
 		if (e.space != MT_SP_C10)
 			mt_summary_live(&s->sum, ev->pid, r->dev_type,
 					r->dev_index, r->ki->space,
@@ -251,6 +279,8 @@ static void print_event(struct mt_session *s, const struct mt_call *r,
 bool mt_session_event(struct mt_session *s, struct mt_call *r,
 		      struct mt_site *site)
 {
+	double weight;
+
 	/* a free of NULL frees nothing */
 	if (r->role == MT_ROLE_FREE && r->has_ptr && !r->ptr && !r->failed)
 		return false;
@@ -268,16 +298,21 @@ bool mt_session_event(struct mt_session *s, struct mt_call *r,
 	count_calls(proc_of(s, r->ev->pid), r);
 	if (mt_site_is_overflow(site))
 		s->sum.sites_full++;
-	track_live(s, r, site);
+	weight = event_weight(s, r);
+	if (s->conf.sample_bytes && r->role == MT_ROLE_ALLOC && !r->failed) {
+		s->sample_allocs++;
+		s->sample_walked += weight > 0;
+	}
+	track_live(s, r, site, weight);
 	mt_summary_event(&s->sum, r);
 	if (r->role == MT_ROLE_ALLOC && !r->failed &&
 	    r->size_state == MT_SIZE_KNOWN) {
-		site->allocs++;
-		site->alloc_bytes += r->size;
+		site->allocs += (__u64)llround(weight);
+		site->alloc_bytes += mt_sample_scale(r->size, weight);
 	}
 	if (site->phase)
 		mt_summary_attrib(&s->sum, r, site->phase, site->module,
-				  site->recompute);
+				  site->recompute, weight);
 	if (r->has_totals)
 		mt_frag_event(s->frag, r, site->phase);
 	mt_oom_event(s->oom, r, site, &s->sum, s->sites, s->t0,
@@ -360,6 +395,7 @@ void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
 		return;
 	}
 	mt_summary_print(&s->sum, s->live, end, s->out);
+	mt_session_print_sample(s, s->out);
 	mt_filter_print(s->filter, s->out);
 	print_ranks(s);
 	mt_oom_print(s->oom, s->out);
@@ -368,6 +404,18 @@ void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
 	mt_leaks_print(s->leaks, s->live, stacks, s->out);
 	mt_frag_print(s->frag, s->live, s->t0, s->out);
 	mt_ops_print(s->sites, s->conf.top_ops, s->out);
+}
+
+void mt_session_print_sample(const struct mt_session *s, FILE *out)
+{
+	if (!s->conf.sample_bytes)
+		return;
+	fprintf(out,
+		"# sample bytes=%" PRIu64 " allocs=%" PRIu64 " sampled=%" PRIu64
+		" estimates=module,phase,peak_groups,leak,op,frag_phase "
+		"exact=summary,event,device,failed,live,oom,frag,rank\n",
+		(uint64_t)s->conf.sample_bytes, (uint64_t)s->sample_allocs,
+		(uint64_t)s->sample_walked);
 }
 
 void mt_session_view_now(struct mt_session *s)

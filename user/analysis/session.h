@@ -35,6 +35,12 @@ struct mt_session_conf {
 	double percent_limit;
 	struct mt_leak_conf leak;
 	struct mt_filter_conf filter; /* which events count (filter.h) */
+	/*
+	 * --sample-bytes R of the trace or of the record (analysis/sample.h):
+	 * only sampled allocations carry stacks, and their site and module
+	 * figures are estimates; 0: a full trace
+	 */
+	__u64 sample_bytes;
 };
 
 /* what the session knows of one process */
@@ -75,6 +81,8 @@ struct mt_session {
 	struct mt_session_observer obs;
 	struct mt_filter *filter; /* NULL: every event counts */
 	__u64 seq; /* events seen */
+	/* --sample-bytes: allocations counted, and those whose stack was walked */
+	__u64 sample_allocs, sample_walked;
 	__u64 t0; /* ts of the first event */
 	__u64 last_ts;
 };
@@ -106,6 +114,12 @@ const struct mt_proc *mt_session_proc(const struct mt_session *s, __u32 pid);
  * summary and every analysis as '#' key=value lines.
  */
 void mt_session_end(struct mt_session *s, const struct mt_summary_end *end);
+
+/*
+ * --sample-bytes: the '# sample' line, which says what the sampling left
+ * exact and what it made estimates (nothing in a full trace)
+ */
+void mt_session_print_sample(const struct mt_session *s, FILE *out);
 
 /* report --at: what lives now, as the peak view shows it */
 void mt_session_view_now(struct mt_session *s);

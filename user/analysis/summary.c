@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "event/cudaerr.h"
 #include "event/format.h"
+#include "analysis/sample.h"
 #include "analysis/summary.h"
 #include "lib/grow.h"
 
@@ -198,10 +200,12 @@ static struct mt_phase_stat *phase_stat(struct mt_summary *s, __u32 pid,
 }
 
 void mt_summary_attrib(struct mt_summary *s, const struct mt_call *r,
-		       const char *phase, const char *module, bool recompute)
+		       const char *phase, const char *module, bool recompute,
+		       double weight)
 {
 	struct mt_thread_last *t = &s->threads[r->ev->tid % MT_SUM_THREADS];
 	__u64 bytes = r->size_state == MT_SIZE_KNOWN ? r->size : 0;
+	__u64 est = mt_sample_scale(bytes, weight);
 	struct mt_module_stat *m;
 	struct mt_phase_stat *p;
 	bool incomplete;
@@ -215,10 +219,10 @@ void mt_summary_attrib(struct mt_summary *s, const struct mt_call *r,
 		return;
 	}
 	if (r->role == MT_ROLE_ALLOC && !r->failed) {
-		m->allocs++;
-		m->bytes_alloc += bytes;
+		m->allocs += (__u64)llround(weight);
+		m->bytes_alloc += est;
 		if (recompute)
-			m->recompute_bytes += bytes;
+			m->recompute_bytes += est;
 	} else if (r->role == MT_ROLE_FREE && !r->failed) {
 		m->frees++;
 		m->bytes_freed += bytes;
@@ -311,7 +315,8 @@ void mt_summary_own(struct mt_summary *s, const struct mt_live *e, __s64 delta)
 	struct mt_module_stat *m;
 	struct mt_module_own *o;
 
-	if (!e->site || !e->site->phase)
+	/* an unsampled allocation of a sampled trace stands for nothing */
+	if (!e->site || !e->site->phase || e->est_adj < 0)
 		return;
 	m = site_module(s, e->site);
 	o = own_of(s, e);
@@ -322,7 +327,8 @@ void mt_summary_own(struct mt_summary *s, const struct mt_live *e, __s64 delta)
 	own_move(&m->live, &m->own_peak, delta);
 	own_move(&o->live, &o->peak, delta);
 	if (delta > 0) {
-		o->allocs++;
+		/* a sampled allocation stands for 1/p of them */
+		o->allocs += (__u64)llround(1.0 + (double)e->est_adj);
 		o->alloc_bytes += (__u64)delta;
 	}
 }

@@ -130,10 +130,12 @@ void mt_summary_untracked(struct mt_summary *s, __u32 pid,
 
 /*
  * Account an event to the module and phase that made it (after
- * mt_summary_event and mt_summary_live saw it).
+ * mt_summary_event and mt_summary_live saw it). weight: what each byte of
+ * an allocation stands for (1; in a sampled trace, analysis/sample.h).
  */
 void mt_summary_attrib(struct mt_summary *s, const struct mt_call *r,
-		       const char *phase, const char *module, bool recompute);
+		       const char *phase, const char *module, bool recompute,
+		       double weight);
 
 /*
  * e, an allocation of an attributed site, became live (delta its size)

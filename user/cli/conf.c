@@ -20,6 +20,7 @@ void mt_output_conf_from(struct mt_output_conf *c, const struct mt_options *o)
 		.leak = { .age_steps = o->leak_age_steps,
 			  .age_seconds = o->leak_age_seconds },
 		.filter = o->filter,
+		.sample_bytes = o->sample_bytes,
 	};
 	/* -p attaches a trace; in a record's modes it picks processes */
 	if (o->mode == MT_MODE_REPORT || o->mode == MT_MODE_SCRIPT) {

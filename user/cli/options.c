@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <linux/types.h>
+#include "analysis/sample.h"
 #include "export/export.h"
 #include "memtrace.h"
 #include "proc/rank.h"
@@ -39,6 +40,7 @@ enum {
 	OPT_MODULE_LOG,
 	OPT_LOG_TIME,
 	OPT_NO_PYTHON,
+	OPT_SAMPLE_BYTES,
 	OPT_AT,
 	OPT_LEAK_AGE,
 	OPT_TOP_OPS,
@@ -98,6 +100,11 @@ static const struct argp_option target_opts[] = {
 static const struct argp_option python_opts[] = {
 	{ "no-python", OPT_NO_PYTHON, NULL, 0,
 	  "No Python stacks, modules or phases (cheapest)", 0 },
+	{ "sample-bytes", OPT_SAMPLE_BYTES, "SIZE", 0,
+	  "Walk the Python stack of one allocation every SIZE bytes on "
+	  "average (e.g. 512K), chosen by bytes: totals stay exact, module "
+	  "and line figures become estimates",
+	  0 },
 	{ "max-depth", OPT_MAX_DEPTH, "N", 0,
 	  "Python frames kept per stack, 1-64 (default 64)", 0 },
 	{ "root-name", OPT_ROOT_NAME, "NAME", 0,
@@ -945,6 +952,11 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	case OPT_NO_PYTHON:
 		o->no_python = true;
 		break;
+	case OPT_SAMPLE_BYTES:
+		o->sample_bytes = parse_size(state, "sample size", arg, 1, 1);
+		if (o->sample_bytes > MT_SAMPLE_MAX)
+			bad(state, "sample size (at most 1024T)", arg);
+		break;
 	case 'v':
 		o->verbose++;
 		break;
@@ -1155,6 +1167,41 @@ static size_t build_argp(const struct mt_cmd *cmd, struct argp *root,
 	return nc;
 }
 
+/* --sample-bytes and what adds up every allocation's stack: refused */
+static int check_sampled(const struct mt_options *o)
+{
+	char err[512];
+
+	if (o->mode == MT_MODE_TOP) {
+		mt_err("top shows what every allocation's stack holds now; "
+		       "--sample-bytes goes with trace and record");
+		return 2;
+	}
+	if (o->no_python) {
+		mt_err("--sample-bytes samples the Python stacks that "
+		       "--no-python turns off: give one of them");
+		return 2;
+	}
+	if (o->module_log) {
+		mt_err("--module-log reads the phase of every event, and "
+		       "--sample-bytes walks the stacks of a sample only: give "
+		       "one of them");
+		return 2;
+	}
+	if (mt_filter_check_sampled(&o->filter, o->sample_bytes, err,
+				    sizeof(err))) {
+		mt_err("%s", err);
+		return 2;
+	}
+	if (o->export_kind && mt_exporter_find(o->export_kind) &&
+	    mt_export_check_sampled(mt_exporter_find(o->export_kind),
+				    o->sample_bytes, err, sizeof(err))) {
+		mt_err("%s", err);
+		return 2;
+	}
+	return 0;
+}
+
 /* what the tracing modes need beyond their options' own checks */
 static int check_trace(const struct mt_options *o)
 {
@@ -1182,6 +1229,8 @@ static int check_trace(const struct mt_options *o)
 		       "Python that --no-python leaves alone");
 		return 2;
 	}
+	if (o->sample_bytes && check_sampled(o))
+		return 2;
 	if (o->module_log && o->no_python) {
 		mt_err("--module-log needs the Python "
 		       "attribution that --no-python turns off");

@@ -61,6 +61,8 @@ struct mt_options {
 	const char *module_log; /* --module-log pattern */
 	bool log_time;
 	bool no_python; /* no stacks, modules or phases */
+	/* --sample-bytes: stacks of allocations sampled by bytes; 0: all */
+	unsigned long long sample_bytes;
 	struct mt_filter_conf filter; /* --time, --steps, --tid... (filter.h) */
 	/* estimate: --scale, --check and the allocator settings */
 	struct mt_estimate_conf est;

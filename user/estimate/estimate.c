@@ -559,6 +559,18 @@ static int run(struct est *e, struct mt_rec_iter *it, struct mt_sites *sites)
 {
 	int bad = 0;
 
+	if (mt_rec_iter_start(it, sites))
+		return 2;
+	/* its figures per module and phase, and --scale, read every stack */
+	if (mt_reader_sample_bytes(it->rd)) {
+		mt_err("%s was recorded with --sample-bytes %llu (stacks for "
+		       "a sample of the allocations only); estimate needs "
+		       "every allocation's stack: record without "
+		       "--sample-bytes",
+		       it->path,
+		       (unsigned long long)mt_reader_sample_bytes(it->rd));
+		return 2;
+	}
 	if (mt_rec_iter_run(it, sites, on_item, e))
 		return 2;
 	print_header(e);

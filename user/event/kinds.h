@@ -91,6 +91,16 @@ struct mt_kind_info {
 
 const struct mt_kind_info *mt_kind(unsigned int kind);
 const char *mt_lib_name(enum mt_lib lib);
+
+/* the arguments the BPF sampler can read a size from: the first three */
+#define MT_SAMPLE_SIZE_ARGS 3
+
+/*
+ * The cookie bits --sample-bytes reads (MT_F_SIZE_ARG, MT_F_SIZE_SIGNED,
+ * MT_F_FREE) for a kind: where an allocation's size is, or that it frees;
+ * 0 for the other calls, whose stacks are always walked.
+ */
+unsigned int mt_kind_sample_flags(const struct mt_kind_info *ki);
 const char *mt_space_name(enum mt_space sp);
 
 enum mt_size_state {

@@ -257,3 +257,14 @@ const char *mt_space_name(enum mt_space sp)
 
 	return sp < MT_SP_MAX ? names[sp] : "?";
 }
+
+unsigned int mt_kind_sample_flags(const struct mt_kind_info *ki)
+{
+	if (ki->role == MT_ROLE_FREE)
+		return MT_F_FREE;
+	if (ki->role != MT_ROLE_ALLOC || ki->size_arg <= MT_ARG_NONE ||
+	    ki->size_arg > MT_A(MT_SAMPLE_SIZE_ARGS - 1))
+		return 0;
+	return MT_F_SIZE_ARG(ki->size_arg - 1) |
+	       (ki->signed_size ? MT_F_SIZE_SIGNED : 0);
+}

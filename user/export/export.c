@@ -34,6 +34,20 @@ const char *mt_export_names(void)
 	return "memviz, perfetto, speedscope, folded, json, svg";
 }
 
+int mt_export_check_sampled(const struct mt_exporter *e, __u64 sample_bytes,
+			    char *err, size_t errlen)
+{
+	if (!sample_bytes || e->sampled)
+		return 0;
+	snprintf(err, errlen,
+		 "--export %s adds up bytes by stack, and this trace has "
+		 "stacks for a sample of its allocations only (--sample-bytes "
+		 "%llu): export a trace made without --sample-bytes, or read "
+		 "the estimates with report",
+		 e->name, (unsigned long long)sample_bytes);
+	return -EINVAL;
+}
+
 static void on_event(void *ctx, const struct mt_session *s,
 		     const struct mt_call *r, const struct mt_site *site)
 {
@@ -55,6 +69,8 @@ int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
 			 mt_export_names());
 		return -EINVAL;
 	}
+	if (mt_export_check_sampled(e, s->conf.sample_bytes, err, errlen))
+		return -EINVAL;
 	f = mt_create_output_file(c->path, MT_OUT_PRIVATE, why, sizeof(why));
 	if (!f) {
 		int ret = -errno;

@@ -219,6 +219,8 @@ static int close_json(void *p, const struct mt_session *s, char *err,
 const struct mt_exporter mt_export_json = {
 	.name = "json",
 	.what = "JSON lines, one object per event with its keys and stack",
+	/* each line is one event as it was: an unsampled one has no stack */
+	.sampled = true,
 	.open = open_json,
 	.event = event_json,
 	.close = close_json,

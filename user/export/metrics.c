@@ -192,14 +192,25 @@ static void proc_family(FILE *out, struct mt_session *const *ses, size_t n,
 	}
 }
 
-/* bytes allocated per (process, phase): the module table added up */
-static void phase_family(FILE *out, struct mt_session *const *ses, size_t n)
+/*
+ * bytes allocated per (process, phase): the module table added up. In a
+ * sampled trace (--sample-bytes) an estimate, under a name of its own so
+ * that no query reads it as the exact figure.
+ */
+static void phase_family(FILE *out, struct mt_session *const *ses, size_t n,
+			 bool sampled)
 {
-	const char *name = "memtrace_phase_allocated_bytes_total";
+	const char *name =
+		sampled ? "memtrace_phase_allocated_bytes_estimate_total" :
+			  "memtrace_phase_allocated_bytes_total";
 
 	family(out, name, "counter",
-	       "Bytes allocated in each training phase (forward, backward, "
-	       "optimizer, ...), over all modules.");
+	       sampled ? "Bytes allocated in each training phase (forward, "
+			 "backward, optimizer, ...), over all modules: an "
+			 "estimate from the allocations sampled by "
+			 "--sample-bytes (memtrace_sample_bytes)." :
+			 "Bytes allocated in each training phase (forward, "
+			 "backward, optimizer, ...), over all modules.");
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_summary *sum = &ses[i]->sum;
 
@@ -246,7 +257,16 @@ void mt_metrics_write(FILE *out, struct mt_session *const *ses, size_t n,
 		    "Allocation calls that failed (out of memory and others).");
 	proc_family(out, ses, n, "memtrace_live_allocations", "gauge", FIG_LIVE,
 		    "Allocations made and not freed yet.");
-	phase_family(out, ses, n);
+	/* one trace's sessions share its --sample-bytes */
+	phase_family(out, ses, n, n && ses[0]->conf.sample_bytes);
+	if (n && ses[0]->conf.sample_bytes) {
+		family(out, "memtrace_sample_bytes", "gauge",
+		       "--sample-bytes: the mean bytes between allocations "
+		       "whose stack is walked; the *_estimate_* series are "
+		       "estimates from them.");
+		fprintf(out, "memtrace_sample_bytes %" PRIu64 "\n",
+			(uint64_t)ses[0]->conf.sample_bytes);
+	}
 	family(out, "memtrace_lost_events_total", "counter",
 	       "Events the kernel side could not pass on (ring buffer full).");
 	fprintf(out, "memtrace_lost_events_total %" PRIu64 "\n",

@@ -21,6 +21,18 @@ int mt_rec_iter_open(struct mt_rec_iter *it, const char *path)
 	return 0;
 }
 
+int mt_rec_iter_start(struct mt_rec_iter *it, struct mt_sites *sites)
+{
+	char err[512];
+
+	it->rd = mt_reader_open(it->f, it->pool, sites, err, sizeof(err));
+	if (!it->rd) {
+		mt_err("%s: %s", it->path, err);
+		return 2;
+	}
+	return 0;
+}
+
 int mt_rec_iter_run(struct mt_rec_iter *it, struct mt_sites *sites,
 		    mt_rec_fn fn, void *ctx)
 {
@@ -29,11 +41,8 @@ int mt_rec_iter_run(struct mt_rec_iter *it, struct mt_sites *sites,
 	struct mt_call r;
 	int ret;
 
-	it->rd = mt_reader_open(it->f, it->pool, sites, err, sizeof(err));
-	if (!it->rd) {
-		mt_err("%s: %s", it->path, err);
+	if (!it->rd && mt_rec_iter_start(it, sites))
 		return 2;
-	}
 	while ((ret = mt_reader_next(it->rd, &item, err, sizeof(err))) == 1) {
 		bool decoded =
 			mt_decode(&item.ev, item.default_dev0 ? 0 : -1, &r);

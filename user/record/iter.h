@@ -33,6 +33,14 @@ typedef int (*mt_rec_fn)(void *ctx, const struct mt_rec_item *it,
 int mt_rec_iter_open(struct mt_rec_iter *it, const char *path);
 
 /*
+ * Read the record's header and what comes before its first event (its
+ * sites into sites, the caller's), so that it->rd tells how the events
+ * are to be read (mt_reader_sample_bytes). 0, or 2 after a one-line error.
+ * mt_rec_iter_run does it if it was not done.
+ */
+int mt_rec_iter_start(struct mt_rec_iter *it, struct mt_sites *sites);
+
+/*
  * Read the record, its call sites into sites (the caller's), and hand
  * each event to fn. 0 at its end or where fn stopped; 2 after a one-line
  * error (a corrupt record, or fn's). A record cut short is read up to its

@@ -4,11 +4,13 @@
  * decoded one at a time, every count and length checked against the file
  * (docs/FORMAT.md); the fuzzer (tests/fuzz) runs it on anything.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "analysis/sample.h"
 #include "lib/grow.h"
 #include "record/coder.h"
 #include "record/record.h"
@@ -68,6 +70,8 @@ struct mt_reader {
 	bool ended; /* the end block was read */
 	bool done; /* nothing more to read */
 	bool truncated;
+	bool events_seen; /* an EVENTS block was read */
+	__u64 sample_bytes; /* MT_REC_SAMPLE_KEY; 0: none */
 	bool failed;
 	char err[256];
 };
@@ -161,6 +165,27 @@ static bool get_count(struct cur *c, size_t min, __u64 *n)
 	return get_varint(c, n) && *n <= cur_left(c) / min;
 }
 
+/*
+ * MT_REC_SAMPLE_KEY: it says how every event is to be read, so it comes
+ * once, before the first; a number of bytes, 1 to MT_SAMPLE_MAX
+ */
+static int read_sample_bytes(struct mt_reader *r, const char *value)
+{
+	char *end;
+	unsigned long long v;
+
+	if (r->events_seen || r->sample_bytes)
+		return fail(r, "%s after the first event or twice",
+			    MT_REC_SAMPLE_KEY);
+	errno = 0;
+	v = strtoull(value, &end, 10);
+	if (errno || end == value || *end || !isdigit((unsigned char)*value) ||
+	    !v || v > MT_SAMPLE_MAX)
+		return fail(r, "bad %s '%s'", MT_REC_SAMPLE_KEY, value);
+	r->sample_bytes = v;
+	return 0;
+}
+
 static int read_meta(struct mt_reader *r, struct cur *c)
 {
 	__u64 n;
@@ -189,6 +214,9 @@ static int read_meta(struct mt_reader *r, struct cur *c)
 		}
 		r->nmeta++;
 		r->meta_bytes += strlen(kv->key) + strlen(kv->value);
+		if (!strcmp(kv->key, MT_REC_SAMPLE_KEY) &&
+		    read_sample_bytes(r, kv->value))
+			return -1;
 		if (r->meta_bytes > MAX_META_BYTES)
 			return fail(r, "metadata over %u bytes",
 				    MAX_META_BYTES);
@@ -372,6 +400,7 @@ static int read_block(struct mt_reader *r)
 			return fail(r, "bad event count");
 		r->evno = 0;
 		r->pos = c.pos;
+		r->events_seen = true;
 		return 0;
 	}
 	if (ret)
@@ -551,6 +580,11 @@ int mt_reader_next(struct mt_reader *r, struct mt_rec_item *it, char *err,
 bool mt_reader_truncated(const struct mt_reader *r)
 {
 	return r->truncated;
+}
+
+__u64 mt_reader_sample_bytes(const struct mt_reader *r)
+{
+	return r->sample_bytes;
 }
 
 bool mt_reader_end(const struct mt_reader *r, struct mt_rec_end *end)

@@ -16,7 +16,11 @@
 #include "analysis/sites.h"
 #include "lib/strpool.h"
 
-#define MT_REC_VERSION 1
+/* 2: the META key sample_bytes (--sample-bytes); 1 is read as unsampled */
+#define MT_REC_VERSION 2
+
+/* the META key of a sampled record's R, before its first event */
+#define MT_REC_SAMPLE_KEY "sample_bytes"
 
 /* what the end block holds: the run's own figures */
 struct mt_rec_end {
@@ -85,6 +89,12 @@ int mt_reader_next(struct mt_reader *r, struct mt_rec_item *it, char *err,
 		   size_t errlen);
 
 bool mt_reader_truncated(const struct mt_reader *r);
+
+/*
+ * The record's --sample-bytes R (analysis/sample.h), known from its open:
+ * 0 for a full trace
+ */
+__u64 mt_reader_sample_bytes(const struct mt_reader *r);
 
 /* the end block, once mt_reader_next returned 0; false if there was none */
 bool mt_reader_end(const struct mt_reader *r, struct mt_rec_end *end);

@@ -66,12 +66,30 @@ static int replay(struct replay *rp)
 {
 	const struct mt_replay_conf *c = rp->c;
 	struct mt_summary_end end = { .top_live = c->out.ses.top_live };
+	struct mt_output_conf oc = c->out;
 	struct mt_rec_end re;
 	char err[512];
 	int ret;
 
-	rp->ses = mt_output_open(&c->out, rp->out, err, sizeof(err));
+	/* the export starts once the record says whether it is sampled */
+	oc.exp.kind = NULL;
+	rp->ses = mt_output_open(&oc, rp->out, err, sizeof(err));
 	if (!rp->ses) {
+		mt_err("%s", err);
+		return 2;
+	}
+	if (mt_rec_iter_start(&rp->it, rp->ses->sites))
+		return 2;
+	/* a sampled record is read as one (analysis/sample.h) */
+	rp->ses->conf.sample_bytes = mt_reader_sample_bytes(rp->it.rd);
+	if (mt_filter_check_sampled(&c->out.ses.filter,
+				    rp->ses->conf.sample_bytes, err,
+				    sizeof(err))) {
+		mt_err("%s", err);
+		return 2;
+	}
+	if (c->out.exp.kind &&
+	    mt_export_start(rp->ses, &c->out.exp, err, sizeof(err))) {
 		mt_err("%s", err);
 		return 2;
 	}

@@ -169,7 +169,8 @@ static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_kind_info *ki = mt_kind(kind_of[i]);
-		__u64 cookie = kind_of[i] | ki->flags;
+		__u64 cookie =
+			kind_of[i] | ki->flags | mt_kind_sample_flags(ki);
 
 		if (!syms[i].vaddr ||
 		    (ki->fallback_of && found[ki->fallback_of]))

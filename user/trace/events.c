@@ -113,6 +113,20 @@ static const char *raised_type(struct mt_tracer *tr, struct mt_target *t,
 	return NULL;
 }
 
+/*
+ * --sample-bytes: an allocation the sampler left out, or any free (not
+ * walked): it stands for nothing in the figures of modules, phases and
+ * lines (analysis/sample.h), so it is attributed to none of them
+ */
+static bool unattributed(const struct mt_tracer *tr, const struct mt_call *r)
+{
+	if (!tr->conf->out.ses.sample_bytes)
+		return false;
+	if (r->role == MT_ROLE_FREE)
+		return true;
+	return r->role == MT_ROLE_ALLOC && !(r->ev->flags & MT_EV_SAMPLED);
+}
+
 /* who made the event: its site, interned in the session's table */
 static struct mt_site *site_of(struct mt_tracer *tr, struct mt_sink *k,
 			       struct mt_target *t, const struct mt_call *r,
@@ -123,13 +137,13 @@ static struct mt_site *site_of(struct mt_tracer *tr, struct mt_sink *k,
 	struct mt_attrib a = { 0 };
 	const char *caller;
 	struct mt_site key;
-	bool is_new;
+	bool is_new, none = unattributed(tr, r);
 
-	pr = attribute(tr, t, ev, &a);
+	pr = none ? NULL : attribute(tr, t, ev, &a);
 	caller = caller_name(tr, t, ev->caller);
 	/* NCCL's memory is NCCL's, whatever module runs the collective */
-	if (r->ki->space == MT_SP_NCCL ||
-	    (caller && !strncmp(caller, "libnccl", 7)))
+	if (!none && (r->ki->space == MT_SP_NCCL ||
+		      (caller && !strncmp(caller, "libnccl", 7))))
 		a.module = mt_intern(tr->frames, "[nccl]");
 	key = (struct mt_site){
 		.pid = ev->pid,

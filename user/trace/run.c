@@ -17,6 +17,7 @@
 #include "trace/preflight.h"
 #include "python/pyproc.h"
 #include "python/stack.h"
+#include "analysis/sample.h"
 #include "analysis/session.h"
 #include "lib/strpool.h"
 #include "trace/tracer.h"
@@ -65,6 +66,26 @@ static int libbpf_print_verbose(enum libbpf_print_level level, const char *fmt,
 static __u64 lost_now(const struct mt_tracer *tr)
 {
 	return tr->skel->bss->lost_events + tr->skel->bss->lost_inflight;
+}
+
+/*
+ * --sample-bytes: the intervals the BPF sampler draws from (it has no
+ * floating point to draw an exponential with). 0 or -errno.
+ */
+static int fill_sample_gaps(struct memtrace_bpf *skel, __u64 rate)
+{
+	__u64 gaps[MT_SAMPLE_GAPS];
+
+	mt_sample_gaps(gaps, MT_SAMPLE_GAPS, rate);
+	for (__u32 i = 0; i < MT_SAMPLE_GAPS; i++) {
+		int ret = bpf_map__update_elem(skel->maps.sample_gaps, &i,
+					       sizeof(i), &gaps[i],
+					       sizeof(gaps[i]), BPF_ANY);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 static void report_lost(struct mt_tracer *tr)
@@ -194,8 +215,11 @@ static int run(struct mt_tracer *tr)
 	tr->skel->rodata->filter_pids = o->children_of > 0;
 	tr->skel->rodata->wake_every = wake_every(o->ringbuf_mb);
 	tr->skel->rodata->python_stacks = !o->no_python;
+	tr->skel->rodata->sample_bytes = o->out.ses.sample_bytes;
 	if (!ret)
 		ret = memtrace_bpf__load(tr->skel);
+	if (!ret && o->out.ses.sample_bytes)
+		ret = fill_sample_gaps(tr->skel, o->out.ses.sample_bytes);
 	if (ret) {
 		mt_err("load BPF programs: %s", strerror(-ret));
 		return 2;

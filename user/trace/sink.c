@@ -34,6 +34,10 @@ int mt_sink_open(struct mt_sink *k, const struct mt_output_conf *c, bool record,
 			mt_err("%s", err);
 			return 2;
 		}
+		/* how every event is to be read: before the first */
+		if (c->ses.sample_bytes)
+			mt_sink_meta(k, MT_REC_SAMPLE_KEY, "%llu",
+				     (unsigned long long)c->ses.sample_bytes);
 	} else if (path) {
 		k->out = mt_create_output_file(path, MT_OUT_PRIVATE, err,
 					       sizeof(err));

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <math.h>
+#include "analysis/sample.h"
+
+double mt_sample_weight(__u64 size, __u64 rate)
+{
+	double p;
+
+	if (!rate || !size)
+		return 1.0;
+	/* expm1: exact where s/R is tiny and 1 - exp() would cancel */
+	p = -expm1(-(double)size / (double)rate);
+	return p > 0 ? 1.0 / p : 1.0;
+}
+
+__u64 mt_sample_scale(__u64 size, double weight)
+{
+	return (__u64)llround((double)size * weight);
+}
+
+/* the exponential quantile at the middle of slice i of n */
+static double quantile(size_t i, size_t n)
+{
+	return -log(((double)i + 0.5) / (double)n);
+}
+
+void mt_sample_gaps(__u64 *v, size_t n, __u64 rate)
+{
+	double sum = 0;
+
+	for (size_t i = 0; i < n; i++)
+		sum += quantile(i, n);
+	/* the midpoints' mean falls short of 1 by a little: scaled to it */
+	for (size_t i = 0; i < n; i++) {
+		double g = quantile(i, n) * (double)rate * (double)n / sum;
+
+		v[i] = g < 1 ? 1 : (__u64)llround(g);
+	}
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * --sample-bytes R: the Python stack is walked for a sample of the
+ * allocations chosen by bytes, as heap profilers sample (tcmalloc, Go's
+ * MemProfileRate): every byte is equally likely to be chosen, R bytes
+ * apart on average, so an allocation of s bytes is sampled with
+ * probability p = 1 - exp(-s/R), and one much larger than R always is.
+ * A sampled allocation stands for s/p bytes in the figures that come from
+ * its stack (module, line, call site), an unsampled one for none: their
+ * sums estimate the full trace's without bias. Every total stays exact.
+ */
+#ifndef __SAMPLE_H
+#define __SAMPLE_H
+
+#include <stddef.h>
+#include <linux/types.h>
+
+/* the largest R: intervals far past any process's memory are no sample */
+#define MT_SAMPLE_MAX (1ULL << 50)
+
+/*
+ * 1/p for an allocation of size bytes sampled at one in rate bytes: what
+ * each of its bytes stands for. 1 when rate is 0 (no sampling) or size 0.
+ */
+double mt_sample_weight(__u64 size, __u64 rate);
+
+/* size scaled by weight, rounded to the nearest byte */
+__u64 mt_sample_scale(__u64 size, double weight);
+
+/*
+ * Fill v[0..n) with intervals of an exponential distribution of mean rate,
+ * for the BPF sampler to draw from at random (it has no floating point):
+ * the distribution's quantiles at the middle of n equal slices of
+ * probability, scaled so that their mean is rate, each at least 1. n > 0.
+ */
+void mt_sample_gaps(__u64 *v, size_t n, __u64 rate);
+
+#endif /* __SAMPLE_H */
