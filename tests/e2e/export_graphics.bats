@@ -124,10 +124,14 @@ print(*struct.unpack(">II", d[16:24]))' "$1"
 	python3 -c '
 import sys
 def fmt(b):
-    v, u = float(b), -1
-    while v >= 1024 and u < 3:
+    v, u = float(b), 0
+    while v >= 1024 and u < 5:
         v /= 1024; u += 1
-    return "%.2f %s" % (v, ["KiB", "MiB", "GiB", "TiB"][u])
+    if b < 1024:
+        return "%d B" % b
+    # three significant digits at most, as mt_format_bytes
+    digits = 0 if v >= 99.95 else 1 if v >= 9.995 else 2
+    return "%.*f %s" % (digits, v, ["B", "KiB", "MiB", "GiB", "TiB", "PiB"][u])
 print(fmt(int(sys.argv[1])))' "$peak" >"$BATS_TEST_TMPDIR/peak"
 	grep -qF "allocated peak $(cat "$BATS_TEST_TMPDIR/peak")," "$S"
 	rsvg-convert "$S" -o "$BATS_TEST_TMPDIR/x.png"

@@ -86,10 +86,10 @@ section() {
 	echo "$oom"
 	grep -qE "^# OOM pid=$fx_PID tid=$fx_PID dev=cuda:\\? at [0-9.]+ s: cudart:cudaMalloc size=5000011 \\(4.77 MiB\\) failed: cudaErrorMemoryAllocation \\(2\\)$" <<<"$oom"
 	grep -q '^#   module=- phase=other$' <<<"$oom"
-	grep -q '^#   state cuda:? cudart: live=976.57 KiB peak=976.57 KiB$' <<<"$oom"
+	grep -q '^#   state cuda:? cudart: live=977 KiB peak=977 KiB$' <<<"$oom"
 	grep -q '^#	do_calls (.*ctypes_cudart.py:[0-9]*)$' <<<"$oom"
 	grep -q '^#	mt_frame (.*ctypes_cudart.py:[0-9]*)$' <<<"$oom"
-	grep -q '^#     976.57 KiB in 1 allocations: cudart:cudaMalloc module=- phase=other at do_calls ' <<<"$oom"
+	grep -q '^#     977 KiB in 1 allocations: cudart:cudaMalloc module=- phase=other at do_calls ' <<<"$oom"
 	grep -q '^# oom failed_allocations=1 num_alloc_retries=0 allocator_gave_up=0 exceptions=0$' "$TRACE"
 }
 

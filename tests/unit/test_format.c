@@ -338,6 +338,44 @@ static void test_format_dev(void **state)
 			    "cud");
 }
 
+static void test_format_bytes(void **state)
+{
+	char buf[32], small[4];
+
+	assert_ptr_equal(mt_format_bytes(buf, sizeof(buf), 512), buf);
+	assert_string_equal(buf, "512 B");
+	assert_string_equal(mt_format_bytes(buf, sizeof(buf), 0), "0 B");
+	assert_string_equal(mt_format_bytes(buf, sizeof(buf), 1023), "1023 B");
+	/* three significant digits from 1 KiB on */
+	assert_string_equal(mt_format_bytes(buf, sizeof(buf), 1024),
+			    "1.00 KiB");
+	assert_string_equal(mt_format_bytes(buf, sizeof(buf), 1536),
+			    "1.50 KiB");
+	/* 9.994 KiB and 9.995 KiB: the rounding picks the digits */
+	assert_string_equal(mt_format_bytes(buf, sizeof(buf), 10234),
+			    "9.99 KiB");
+	assert_string_equal(mt_format_bytes(buf, sizeof(buf), 10235),
+			    "10.0 KiB");
+	/* 99.949 KiB and 99.950 KiB */
+	assert_string_equal(mt_format_bytes(buf, sizeof(buf), 102348),
+			    "99.9 KiB");
+	assert_string_equal(mt_format_bytes(buf, sizeof(buf), 102349),
+			    "100 KiB");
+	assert_string_equal(mt_format_bytes(buf, sizeof(buf), 1000000),
+			    "977 KiB");
+	assert_string_equal(mt_format_bytes(buf, sizeof(buf), 2086666),
+			    "1.99 MiB");
+	assert_string_equal(mt_format_bytes(buf, sizeof(buf), 13273927),
+			    "12.7 MiB");
+	assert_string_equal(mt_format_bytes(buf, sizeof(buf), 17824114278ULL),
+			    "16.6 GiB");
+	/* PiB is the last unit */
+	assert_string_equal(mt_format_bytes(buf, sizeof(buf), ~0ULL),
+			    "16384 PiB");
+	/* truncated, still a string */
+	assert_string_equal(mt_format_bytes(small, sizeof(small), 1536), "1.5");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -355,6 +393,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_caller),
 		cmocka_unit_test(test_buffer_too_small),
 		cmocka_unit_test(test_format_dev),
+		cmocka_unit_test(test_format_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

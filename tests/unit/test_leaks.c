@@ -172,7 +172,7 @@ static void test_planted_leak(void **state)
 		out,
 		"# leaks verdict=growing sites=1 boundaries=8\n"
 		"# leak pid=7 growth=+1.00/step bytes_growth=+4096/step "
-		"(+4.00 KiB) count=8 bytes=32768 (32.00 KiB) counts=5,6,7,8 "
+		"(+4.00 KiB) count=8 bytes=32768 (32.0 KiB) counts=5,6,7,8 "
 		"event=c10:malloc module=Net.cache phase=forward node=-\n"
 		"#\ttrain.py:17 remember\n"
 		"#\ttrain.py:30 forward\n");
@@ -237,7 +237,7 @@ static void test_age_steps(void **state)
 	train(s, 7, 8, true);
 	/* at the 8th boundary the 8th block is too young */
 	assert_non_null(strstr(print(s, false),
-			       " count=7 bytes=28672 (28.00 KiB) "
+			       " count=7 bytes=28672 (28.0 KiB) "
 			       "counts=4,5,6,7 "));
 }
 

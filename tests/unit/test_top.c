@@ -153,13 +153,13 @@ static void test_frame(void **state)
 	t = frame(m, 0, 0);
 	assert_non_null(strstr(t, "memtrace-bpf top: pid 4242 python3  up 3s"));
 	/* 6 leaks and a 7th step's forward: 6 * 1000 + 1000 + 5000 */
-	assert_non_null(strstr(t, "\n   4242      cpu   11.72 KiB   11.72 KiB"
+	assert_non_null(strstr(t, "\n   4242      cpu    11.7 KiB    11.7 KiB"
 				  "           -       +1000 B       6  cpu\n"));
 	assert_non_null(
-		strstr(t, "    cpu   11.72 KiB  100.0        8  " MODULE "\n"));
+		strstr(t, "    cpu    11.7 KiB  100.0        8  " MODULE "\n"));
 	/* the program's own line, not torch's */
 	assert_non_null(strstr(
-		t, "    cpu   11.72 KiB  100.0        8  " OWN_FRAME "\n"));
+		t, "    cpu    11.7 KiB  100.0        8  " OWN_FRAME "\n"));
 	assert_null(strstr(t, LIB_FRAME));
 	free(t);
 }

@@ -179,21 +179,6 @@ static const char *or_dash(const char *s)
 	return s ? s : "-";
 }
 
-/* three significant digits at most: "512 B", "1.99 MiB", "16.6 GiB" */
-static const char *bytes(char *buf, size_t len, __u64 b)
-{
-	double v = (double)b;
-	const char *u = mt_byte_unit(&v);
-
-	if (b < 1024 || v >= 99.95)
-		snprintf(buf, len, "%.0f %s", v, u);
-	else if (v >= 9.995)
-		snprintf(buf, len, "%.1f %s", v, u);
-	else
-		snprintf(buf, len, "%.2f %s", v, u);
-	return buf;
-}
-
 /*
  * A module as a reader sees it: "-" (a Python process outside every
  * module) spelled out; NULL (no Python) stays "-".
@@ -449,7 +434,7 @@ static void headline_peaks(const struct report *rp)
 			continue;
 		n = snprintf(text, sizeof(text), "%s: %s at %.3f s",
 			     account_name(name, sizeof(name), rp, a),
-			     bytes(b, sizeof(b), a->peak), at);
+			     mt_format_bytes(b, sizeof(b), a->peak), at);
 		if (n > 0 && rp->s->sum.attributed)
 			snprintf(text + n, sizeof(text) - (size_t)n,
 				 ", step %u, %s", a->peak_step,
@@ -462,7 +447,7 @@ static void headline_peaks(const struct report *rp)
 			 top->module ? " by " : "",
 			 top->module ? module_name(top->module) : "",
 			 rp->s->conf.sample_bytes ? "~" : "",
-			 bytes(b, sizeof(b), top->bytes),
+			 mt_format_bytes(b, sizeof(b), top->bytes),
 			 pct(p, sizeof(p), top->bytes, a->peak));
 		headline(rp, NULL, MT_TONE_PLAIN, text);
 		mt_table_elide(el, sizeof(el),
@@ -588,7 +573,7 @@ static void headline_sampled(const struct report *rp)
 
 	if (!s->conf.sample_bytes)
 		return;
-	bytes(r, sizeof(r), s->conf.sample_bytes);
+	mt_format_bytes(r, sizeof(r), s->conf.sample_bytes);
 	if (!s->sample_walked)
 		snprintf(text, sizeof(text),
 			 "stacks for none of %" PRIu64
@@ -638,7 +623,8 @@ static void headline_unseen(const struct report *rp)
 		if (n > 0 && sum->early_frees > sum->early_unsized)
 			n += snprintf(text + n, sizeof(text) - (size_t)n,
 				      ", %s known",
-				      bytes(b, sizeof(b), sum->early_bytes));
+				      mt_format_bytes(b, sizeof(b),
+						      sum->early_bytes));
 		if (n > 0 && sum->early_unsized)
 			snprintf(text + n, sizeof(text) - (size_t)n,
 				 ", %" PRIu64 " of unknown size",
@@ -655,8 +641,8 @@ static void headline_unseen(const struct report *rp)
 				 "%" PRIu64 " frees (%s) of memory allocated "
 				 "before the --time/--steps window",
 				 (uint64_t)fs.freed_before_window,
-				 bytes(b, sizeof(b),
-				       fs.freed_before_window_bytes));
+				 mt_format_bytes(b, sizeof(b),
+						 fs.freed_before_window_bytes));
 			headline(rp, label, MT_TONE_YELLOW, text);
 			label = NULL;
 		}
@@ -725,10 +711,11 @@ static void tree_more(struct mt_table *t, int depth, const struct pending *p,
 
 	snprintf(name, sizeof(name), "%*s... %zu more", 2 * depth, "", p->n);
 	add(t, MT_TONE_DIM,
-	    (const char *const[]){ name, bytes(b0, sizeof(b0), p->incl[0]),
-				   pct(pc, sizeof(pc), p->incl[0], total), NULL,
-				   NULL, bytes(b1, sizeof(b1), p->incl[1]),
-				   bytes(b2, sizeof(b2), p->incl[2]) });
+	    (const char *const[]){
+		    name, mt_format_bytes(b0, sizeof(b0), p->incl[0]),
+		    pct(pc, sizeof(pc), p->incl[0], total), NULL, NULL,
+		    mt_format_bytes(b1, sizeof(b1), p->incl[1]),
+		    mt_format_bytes(b2, sizeof(b2), p->incl[2]) });
 }
 
 enum { V_PEAK, V_END, V_ALLOC, V_OWN_PEAK };
@@ -795,14 +782,15 @@ static void print_tree(struct report *rp, const struct account *a)
 		snprintf(name, sizeof(name), "%*s%s", 2 * d, "", x->name);
 		add(t, d ? MT_TONE_PLAIN : MT_TONE_BOLD,
 		    (const char *const[]){
-			    name, bytes(b[0], 32, x->incl[V_PEAK]),
+			    name, mt_format_bytes(b[0], 32, x->incl[V_PEAK]),
 			    pct(pc, sizeof(pc), x->incl[V_PEAK], a->peak),
-			    bytes(b[1], 32, x->self[V_PEAK]),
+			    mt_format_bytes(b[1], 32, x->self[V_PEAK]),
 			    x->self[V_OWN_PEAK] ?
-				    bytes(b[2], 32, x->self[V_OWN_PEAK]) :
+				    mt_format_bytes(b[2], 32,
+						    x->self[V_OWN_PEAK]) :
 				    "-",
-			    bytes(b[3], 32, x->incl[V_END]),
-			    bytes(b[4], 32, x->incl[V_ALLOC]) });
+			    mt_format_bytes(b[3], 32, x->incl[V_END]),
+			    mt_format_bytes(b[4], 32, x->incl[V_ALLOC]) });
 	}
 	mt_tree_free(&tree);
 	print_table(rp, t);
@@ -827,7 +815,7 @@ static void print_phases(struct report *rp, struct account *a)
 		add(t, MT_TONE_PLAIN,
 		    (const char *const[]){
 			    or_dash(v[i].module),
-			    bytes(b, sizeof(b), v[i].bytes),
+			    mt_format_bytes(b, sizeof(b), v[i].bytes),
 			    pct(pc, sizeof(pc), v[i].bytes, a->peak), c });
 	}
 	print_table(rp, t);
@@ -854,7 +842,7 @@ static void more_row(struct mt_table *t, const struct row *v, size_t from,
 	snprintf(what, sizeof(what), "... %zu more", n - from);
 	snprintf(c, sizeof(c), "%" PRIu64, (uint64_t)count);
 	cells[0] = what;
-	cells[ncols - 3] = bytes(b, sizeof(b), sum);
+	cells[ncols - 3] = mt_format_bytes(b, sizeof(b), sum);
 	cells[ncols - 2] = pct(pc, sizeof(pc), sum, total);
 	cells[ncols - 1] = c;
 	add(t, MT_TONE_DIM, cells);
@@ -910,7 +898,7 @@ static void print_lines(struct report *rp, struct row *v, size_t n, int fig,
 		add(t, MT_TONE_PLAIN,
 		    (const char *const[]){ mod,
 					   show_line(line, sizeof(line), &v[i]),
-					   bytes(b, sizeof(b), f),
+					   mt_format_bytes(b, sizeof(b), f),
 					   pct(pc, sizeof(pc), f, total), cs });
 	}
 	/* the rest, without the rows of nothing */
@@ -932,7 +920,7 @@ static void print_account(struct report *rp, struct account *a)
 
 	snprintf(title, sizeof(title), "%s: %s at the peak, %.3f s",
 		 account_name(name, sizeof(name), rp, a),
-		 bytes(b, sizeof(b), a->peak), at);
+		 mt_format_bytes(b, sizeof(b), a->peak), at);
 	heading(rp, title);
 	if (rp->s->sum.attributed) {
 		fprintf(rp->out, "By module (self: its own at the peak; own "
@@ -1014,13 +1002,13 @@ static void print_suspects(struct report *rp, const struct suspects *sp)
 			snprintf(unit, sizeof(unit), "step");
 		snprintf(g, sizeof(g), "%s%s/%s",
 			 k->bytes_growth < 0 ? "-" : "+",
-			 bytes(b, sizeof(b), (__u64)gb), unit);
+			 mt_format_bytes(b, sizeof(b), (__u64)gb), unit);
 		snprintf(c, sizeof(c), "%" PRIu64, (uint64_t)k->count);
 		add(t, MT_TONE_RED,
-		    (const char *const[]){ module_name(r.module),
-					   show_line(line, sizeof(line), &r),
-					   bytes(b, sizeof(b), k->bytes), c,
-					   g });
+		    (const char *const[]){
+			    module_name(r.module),
+			    show_line(line, sizeof(line), &r),
+			    mt_format_bytes(b, sizeof(b), k->bytes), c, g });
 	}
 	print_table(rp, t);
 }

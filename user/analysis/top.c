@@ -245,15 +245,17 @@ static int put_table(struct frame *f, const struct mt_table *t)
 	return 0;
 }
 
-/* "+1.50 MiB", "-512 B", "+0 B" */
+/*
+ * "+1.50 MiB", "-512 B", "+0 B": a mean over steps, rounded to whole bytes
+ * and spelled as every other size is
+ */
 static const char *fmt_signed(char *buf, size_t len, double v)
 {
-	const char *u = mt_byte_unit(&v);
+	char mag[32];
+	unsigned long long b = (unsigned long long)((v < 0 ? -v : v) + 0.5);
 
-	if (!strcmp(u, "B"))
-		snprintf(buf, len, "%+.0f B", v);
-	else
-		snprintf(buf, len, "%+.2f %s", v, u);
+	snprintf(buf, len, "%c%s", v < 0 && b ? '-' : '+',
+		 mt_format_bytes(mag, sizeof(mag), b));
 	return buf;
 }
 

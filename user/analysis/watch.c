@@ -368,15 +368,6 @@ static const char *risk(const struct account *a, const struct fit *f)
 	return "low";
 }
 
-/* a fitted value: fractional bytes, written as such ("0.50 B") */
-static const char *fmt_bytes(char *buf, size_t len, double v)
-{
-	const char *u = mt_byte_unit(&v);
-
-	snprintf(buf, len, "%.2f %s", v, u);
-	return buf;
-}
-
 static const char *fmt_duration(char *buf, size_t len, double s)
 {
 	long v;
@@ -405,10 +396,12 @@ static void print_state(const struct account *a, const struct fit *f, FILE *out)
 	double tto = time_to_oom(a, f), rate = f->rate;
 	const char *u = mt_byte_unit(&rate);
 
-	fprintf(out, "used=%s", fmt_bytes(used, sizeof(used), a->used));
+	fprintf(out, "used=%s",
+		mt_format_bytes(used, sizeof(used),
+				(unsigned long long)a->used));
 	if (a->size)
 		fprintf(out, " of %s (%.1f %%)",
-			fmt_bytes(size, sizeof(size), (double)a->size),
+			mt_format_bytes(size, sizeof(size), a->size),
 			100 * a->used / (double)a->size);
 	else
 		fprintf(out, " of unknown");
@@ -465,8 +458,7 @@ static void print_alert(const struct mt_watch *w, const struct account *a,
 		fprintf(out,
 			"# ALERT pid=%u %s growing +%s event=%s module=%s phase=%s frame=%s\n",
 			a->pid, dev,
-			fmt_bytes(bytes, sizeof(bytes),
-				  (double)a->top[i].bytes),
+			mt_format_bytes(bytes, sizeof(bytes), a->top[i].bytes),
 			s->event ? s->event : "?", s->module ? s->module : "-",
 			s->phase ? s->phase : "-",
 			s->depth > 0 ? s->frames[0] : "-");
@@ -485,9 +477,9 @@ static void print_alert(const struct mt_watch *w, const struct account *a,
 		fprintf(out,
 			"# ALERT pid=%u %s advice: reserved %s but allocated %s: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation\n",
 			a->pid, dev,
-			fmt_bytes(res, sizeof(res), (double)a->c10_reserved),
-			fmt_bytes(alloc, sizeof(alloc),
-				  (double)a->c10_allocated));
+			mt_format_bytes(res, sizeof(res), a->c10_reserved),
+			mt_format_bytes(alloc, sizeof(alloc),
+					a->c10_allocated));
 	}
 }
 

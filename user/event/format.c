@@ -69,8 +69,13 @@ const char *mt_format_bytes(char *buf, size_t len, unsigned long long bytes)
 	double v = (double)bytes;
 	const char *u = mt_byte_unit(&v);
 
+	/* three significant digits are what a reader compares at a glance */
 	if (bytes < 1024)
 		snprintf(buf, len, "%llu B", bytes);
+	else if (v >= 99.95)
+		snprintf(buf, len, "%.0f %s", v, u);
+	else if (v >= 9.995)
+		snprintf(buf, len, "%.1f %s", v, u);
 	else
 		snprintf(buf, len, "%.2f %s", v, u);
 	return buf;

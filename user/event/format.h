@@ -31,7 +31,11 @@ int mt_format_event(char *buf, size_t len, const struct mt_call *r,
 const char *mt_format_dev(char *buf, size_t len, enum mt_dev_type type,
 			  int index);
 
-/* bytes for people: "512 B", "1.50 KiB", "3.25 GiB" */
+/*
+ * bytes for people, three significant digits at most above 1023 bytes:
+ * "512 B", "1.99 MiB", "16.6 GiB", "977 KiB". Writes at most len bytes
+ * into buf (truncated if short; 32 always fits) and returns buf.
+ */
 const char *mt_format_bytes(char *buf, size_t len, unsigned long long bytes);
 
 /* *v (bytes, or bytes per second; signed) scaled to the unit returned */
