@@ -79,26 +79,12 @@ cleanup() {
 trap cleanup EXIT
 RUNS=$WORK/runs.tsv
 printf 'mode\trep\tloop_s\tevents\tlost\n' >"$RUNS"
-# the binary measured, copied so that a rebuild meanwhile changes nothing
-cp "$MT" "$WORK/memtrace-bpf"
-MT_DESC="$("$MT" --version | head -1), git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- user bpf 2>/dev/null || echo ' with uncommitted changes')"
-MT=$WORK/memtrace-bpf
 T_START=$(date +%s)
 
 WAIT_NAME=cost
-# shellcheck source=bench/wait.sh
-. "$ROOT/bench/wait.sh"
-
-# stop PID: SIGINT and wait up to 20 s, then kill
-stop() {
-	local p=$1 i
-	kill -INT "$p" 2>/dev/null || true
-	for ((i = 0; i < 400; i++)); do
-		kill -0 "$p" 2>/dev/null || return 0
-		sleep 0.05
-	done
-	kill -KILL "$p" 2>/dev/null || true
-}
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+take_binary || die "cannot copy $MT"
 
 probe_bytes() {
 	$PY "$ROOT/bench/probecheck.py" "$1" "$LIB" "$SYM_NEW" "$SYM_DEL" |
@@ -152,7 +138,7 @@ run_one() {
 	touch "$WORK/go"
 	wait_for "$d/wl.out" '^RESULT ' 600 "$wl" || die "$m: workload failed: $(cat "$d/wl.err")"
 	if [ -n "$tp" ]; then
-		stop "$tp"
+		stop_tracer "$tp" "$m"
 		# bpftrace 0.17 exits 1 on a tracefs detach warning
 		wait "$tp" || case $m in mtq | mtn | mts | rec) die "$m: memtrace-bpf failed: $(cat "$d/mt.err")" ;; esac
 	fi
@@ -194,7 +180,7 @@ T_END=$(date +%s)
 	echo "cores=$(nproc)"
 	echo "pinning=${PIN_WL[*]:-none} (loop), ${PIN_TOOL[*]:-none} (tracers)"
 	echo "load=$(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "tool=$MT_DESC"
+	echo "tool=$TOOL_DESC"
 	echo "bpftrace=$(bpftrace --version)"
 	echo "reps=$REPS"
 	echo "w2_args=$W2"

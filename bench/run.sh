@@ -124,43 +124,16 @@ RSS=$WORK/rss.tsv
 printf 'mode\tt_s\trss_kb\thwm_kb\tfile_bytes\n' >"$RSS"
 
 T_START=$(date +%s)
+WAIT_NAME=bench
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+
 # what is measured: this binary, from this tree state, copied now so that
 # every run uses the same one (others may rebuild or remove the tree's while
 # the bench runs; that is reported)
 MT_SRC=$MT
-MT=$WORK/memtrace-bpf
-cp "$MT_SRC" "$MT"
+take_binary || die "cannot copy $MT_SRC"
 MT_SUM0=$(sha256sum "$MT" | cut -c1-16)
-if [ -n "${MT_DESC:-}" ]; then
-	TOOL_DESC="$("$MT" --version | head -1), $MT_DESC"
-else
-	TOOL_DESC="$("$MT" --version | head -1), built in this tree at git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- user bpf 2>/dev/null || echo ' with uncommitted changes in user/ or bpf/')"
-fi
-
-WAIT_NAME=bench
-# shellcheck source=bench/wait.sh
-. "$ROOT/bench/wait.sh"
-
-# stop_tracer PID NAME: SIGINT, and wait for it; a tracer that ignores it
-# for 20 s is reported (with its state) and killed
-stop_tracer() {
-	local p=$1 name=$2 i
-	kill -INT "$p" 2>/dev/null || true
-	for ((i = 0; i < 400; i++)); do
-		kill -0 "$p" 2>/dev/null || break
-		sleep 0.05
-	done
-	if kill -0 "$p" 2>/dev/null; then
-		echo "bench: $name (pid $p) still running 20 s after SIGINT:" >&2
-		grep -E '^(State|SigBlk|SigIgn|SigCgt|SigPnd|ShdPnd)' "/proc/$p/status" >&2 || true
-		cat "/proc/$p/wchan" >&2 2>/dev/null && echo >&2
-		kill -TERM "$p" 2>/dev/null || true
-		sleep 2
-		kill -KILL "$p" 2>/dev/null || true
-		STUCK=$((STUCK + 1))
-	fi
-}
-STUCK=0
 
 # steal time of all CPUs so far, in clock ticks
 steal_ticks() {

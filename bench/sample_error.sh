@@ -54,24 +54,12 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
-cp "$MT" "$WORK/memtrace-bpf"
-MT_DESC="$("$MT" --version | head -1), git $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- user bpf 2>/dev/null || echo ' with uncommitted changes')"
-MT=$WORK/memtrace-bpf
 T_START=$(date +%s)
 
 WAIT_NAME=sample_error
-# shellcheck source=bench/wait.sh
-. "$ROOT/bench/wait.sh"
-
-stop() {
-	local p=$1 i
-	kill -INT "$p" 2>/dev/null || true
-	for ((i = 0; i < 400; i++)); do
-		kill -0 "$p" 2>/dev/null || return 0
-		sleep 0.05
-	done
-	kill -KILL "$p" 2>/dev/null || true
-}
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+take_binary || die "cannot copy $MT"
 
 # run_one W REP: W once, traced in full and sampled at once
 run_one() {
@@ -95,8 +83,8 @@ run_one() {
 	sleep 0.5
 	touch "$WORK/go"
 	wait_for "$d/wl.out" '^RESULT ' 900 "$wl" || die "$w: workload failed: $(cat "$d/wl.err")"
-	stop "$full"
-	stop "$smp"
+	stop_tracer "$full" "memtrace-bpf -q"
+	stop_tracer "$smp" "memtrace-bpf --sample-bytes"
 	wait "$full" || die "$w: full trace failed: $(cat "$d/full.err")"
 	wait "$smp" || die "$w: sampled trace failed: $(cat "$d/sampled.err")"
 	touch "$WORK/hold"
@@ -114,7 +102,7 @@ done
 {
 	echo "date=$(date)"
 	echo "cores=$(nproc)"
-	echo "tool=$MT_DESC"
+	echo "tool=$TOOL_DESC"
 	echo "reps=$REPS"
 	echo "sample=$SAMPLE"
 	echo "w1_args=${WARGS[W1]}"
