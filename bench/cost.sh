@@ -62,28 +62,14 @@ if [ "$NCPU" -ge 2 ] && command -v taskset >/dev/null; then
 	PIN_TOOL=(taskset -c 0-$((NCPU - 2)))
 fi
 
-WORK=$(mktemp -d /tmp/memtrace-cost.XXXXXX)
-KIDS=()
-cleanup() {
-	local p
-	for p in "${KIDS[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	touch "$WORK/go" "$WORK/hold" 2>/dev/null || true
-	if [ "${KEEP:-0}" = 1 ]; then
-		echo "cost: work directory kept: $WORK" >&2
-	else
-		rm -rf "$WORK"
-	fi
-}
-trap cleanup EXIT
+WAIT_NAME=cost
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+make_work cost || die "cannot make a work directory"
 RUNS=$WORK/runs.tsv
 printf 'mode\trep\tloop_s\tevents\tlost\n' >"$RUNS"
 T_START=$(date +%s)
 
-WAIT_NAME=cost
-# shellcheck source=bench/lib.sh
-. "$ROOT/bench/lib.sh"
 take_binary || die "cannot copy $MT"
 
 probe_bytes() {

@@ -1,6 +1,32 @@
 # shellcheck shell=bash
 # Sourced by bench/run.sh, bench/cost.sh and bench/sample_error.sh once they
-# have set WAIT_NAME (their name in messages), WORK and MT.
+# have set WAIT_NAME (their name in messages) and MT.
+
+# make_work NAME: WORK, a fresh directory /tmp/memtrace-NAME.XXXXXX, and
+# KIDS, the processes to kill on exit. On exit the script's on_exit runs
+# first if it defines one, then the children are killed, the go and hold
+# files released and WORK removed (KEEP=1 keeps it).
+make_work() {
+	WORK=$(mktemp -d "/tmp/memtrace-$1.XXXXXX") || return 1
+	KIDS=()
+	trap cleanup EXIT
+}
+
+cleanup() {
+	local p
+	if declare -F on_exit >/dev/null; then
+		on_exit
+	fi
+	for p in "${KIDS[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	touch "$WORK/go" "$WORK/hold" 2>/dev/null || true
+	if [ "${KEEP:-0}" = 1 ]; then
+		echo "$WAIT_NAME: work directory kept: $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
+}
 
 # take_binary: copy $MT into $WORK, so that a rebuild of the tree while the
 # bench runs changes nothing measured, and point MT at the copy. TOOL_DESC

@@ -96,23 +96,15 @@ else
 	echo "bench: warning: $BLAS_DIR missing; using the system BLAS" >&2
 fi
 
-WORK=$(mktemp -d /tmp/memtrace-bench.XXXXXX)
-KIDS=()
+WAIT_NAME=bench
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 STATS0=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
-cleanup() {
-	local p
+# the run statistics as they were before the bench
+on_exit() {
 	sysctl -qw kernel.bpf_stats_enabled="$STATS0" 2>/dev/null || true
-	for p in "${KIDS[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	touch "$WORK/go" "$WORK/hold" 2>/dev/null || true
-	if [ "${KEEP:-0}" = 1 ]; then
-		echo "bench: work directory kept: $WORK" >&2
-	else
-		rm -rf "$WORK"
-	fi
 }
-trap cleanup EXIT
+make_work bench || die "cannot make a work directory"
 RUNS=$WORK/runs.tsv
 LOSS=$WORK/loss.tsv
 printf 'workload\tmode\trep\titers\tloop_s\tcpu_s\tevents\tlost\ttool_eps\tprinted\thits_new\thits_del\ttracer_cpu_s\tprobe_bytes\tsteal_s\ttool_runs\ttool_run_ns\tbt_runs\tbt_run_ns\n' >"$RUNS"
@@ -124,9 +116,6 @@ RSS=$WORK/rss.tsv
 printf 'mode\tt_s\trss_kb\thwm_kb\tfile_bytes\n' >"$RSS"
 
 T_START=$(date +%s)
-WAIT_NAME=bench
-# shellcheck source=bench/lib.sh
-. "$ROOT/bench/lib.sh"
 
 # what is measured: this binary, from this tree state, copied now so that
 # every run uses the same one (others may rebuild or remove the tree's while
@@ -177,6 +166,7 @@ run_one() {
 		wait_for "$d/bt.out" '^ATTACHED' 60 "$bp" || die "bpftrace did not attach"
 		;;
 	mtq | mtn)
+		# shellcheck disable=SC2046
 		"$MT" --keys -q -p "$pid" $([ "$m" = mtn ] && echo --no-python) \
 			>"$d/mt.out" 2>"$d/mt.err" &
 		tp=$!

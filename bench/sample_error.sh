@@ -39,26 +39,12 @@ die() {
 BLAS_LD=
 [ ! -e "$BLAS_DIR/libblas.so.3" ] || BLAS_LD=$BLAS_DIR
 
-WORK=$(mktemp -d /tmp/memtrace-sample.XXXXXX)
-KIDS=()
-cleanup() {
-	local p
-	for p in "${KIDS[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	touch "$WORK/go" "$WORK/hold" 2>/dev/null || true
-	if [ "${KEEP:-0}" = 1 ]; then
-		echo "sample_error: work directory kept: $WORK" >&2
-	else
-		rm -rf "$WORK"
-	fi
-}
-trap cleanup EXIT
-T_START=$(date +%s)
-
 WAIT_NAME=sample_error
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
+make_work sample || die "cannot make a work directory"
+T_START=$(date +%s)
+
 take_binary || die "cannot copy $MT"
 
 # run_one W REP: W once, traced in full and sampled at once
