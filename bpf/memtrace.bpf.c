@@ -127,6 +127,19 @@ static __always_inline struct thread_vars *thread_vars_get(void)
 				    &fresh, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
+/*
+ * Walks begun on this CPU. The scratch and bulk buffers below are the
+ * CPU's, and a uprobe's program can be preempted (a kernel with full
+ * preemption): a walk that finds the count moved on shared its buffers
+ * with another and is dropped, counted as a lost stack, never stored.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} walk_gen SEC(".maps");
+
 /* a stack is built here: too big for the BPF stack */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -514,6 +527,7 @@ static __always_inline void walk_python(struct mt_event *ev)
 {
 	struct walk_ctx w = { .hash = FNV_OFFSET };
 	__u32 zero = 0;
+	__u64 *gen, mine;
 	long err;
 
 	if (!python_stacks)
@@ -525,8 +539,10 @@ static __always_inline void walk_python(struct mt_event *ev)
 	if (!w.frame)
 		return;
 	w.st = bpf_map_lookup_elem(&scratch, &zero);
-	if (!w.st)
+	gen = bpf_map_lookup_elem(&walk_gen, &zero);
+	if (!w.st || !gen)
 		return;
+	mine = ++*gen;
 	w.max = w.c->max_depth < MT_MAX_FRAMES ? w.c->max_depth : MT_MAX_FRAMES;
 	if (w.c->frame_win)
 		w.bulk = bpf_map_lookup_elem(&bulkbuf, &zero);
@@ -534,6 +550,10 @@ static __always_inline void walk_python(struct mt_event *ev)
 	bpf_loop(2 * MT_MAX_FRAMES, walk_step, &w, 0);
 	if (!w.n)
 		return;
+	if (*gen != mine) {
+		ev->flags |= MT_EV_PY_LOST;
+		return;
+	}
 	w.st->depth = w.n;
 	w.hash = (w.hash ^ w.n) * FNV_PRIME;
 	ev->stack_id = w.hash;
@@ -545,8 +565,13 @@ static __always_inline void walk_python(struct mt_event *ev)
 		return;
 	err = bpf_map_update_elem(&stacks, &w.hash, w.st, BPF_NOEXIST);
 	/* EEXIST: another CPU stored the same stack meanwhile */
-	if (err && err != -EEXIST)
+	if (err && err != -EEXIST) {
 		ev->flags |= MT_EV_PY_LOST;
+	} else if (!err && *gen != mine) {
+		/* preempted before the copy: what was stored may be another's */
+		bpf_map_delete_elem(&stacks, &w.hash);
+		ev->flags = (ev->flags & ~MT_EV_PY) | MT_EV_PY_LOST;
+	}
 }
 
 /*

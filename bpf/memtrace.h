@@ -100,7 +100,7 @@ enum mt_kind {
 #define MT_EV_OUT_FAULT (1u << 2) /* reading *arg0 failed */
 #define MT_EV_PY (1u << 3) /* the thread runs Python: stack_id is valid */
 #define MT_EV_PY_TRUNC (1u << 4) /* the stack is deeper than the cap */
-#define MT_EV_PY_LOST (1u << 5) /* no room to store the stack */
+#define MT_EV_PY_LOST (1u << 5) /* no room to store the stack, or dropped */
 /* --sample-bytes: an allocation the sampler chose; its stack was walked */
 #define MT_EV_SAMPLED (1u << 6)
 

@@ -44,12 +44,12 @@ static const struct mt_pyresolved *attribute(struct mt_tracer *tr,
 
 	if (!t || !t->py)
 		return NULL;
-	if (ev->flags & MT_EV_PY) {
+	if (ev->flags & MT_EV_PY)
 		pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->stack_id,
 				     ev->flags & MT_EV_PY_TRUNC);
-		if (!pr || (ev->flags & MT_EV_PY_LOST))
-			tr->stacks_lost++;
-	}
+	/* a walk BPF dropped (its buffers shared) carries no MT_EV_PY */
+	if ((ev->flags & MT_EV_PY_LOST) || ((ev->flags & MT_EV_PY) && !pr))
+		tr->stacks_lost++;
 	phase = mt_phase_of_thread(ev->comm);
 	if (!phase)
 		phase = pr ? pr->phase : "other";
