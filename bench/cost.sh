@@ -27,17 +27,15 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-PY=/usr/bin/python3
+WAIT_NAME=cost
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 MT=${MT:-$ROOT/memtrace-bpf}
-LIB=/usr/lib/x86_64-linux-gnu/libc10.so.1.13.0
-SYM_NEW=_ZN3c1025ProfiledCPUMemoryReporter3NewEPvm
-SYM_DEL=_ZN3c1025ProfiledCPUMemoryReporter6DeleteEPv
-BLAS_DIR=/usr/lib/x86_64-linux-gnu/openblas-serial
 REPS=${REPS:-9}
 ITERS=${ITERS:-400}
 OUT=${OUT:-$ROOT/bench/RESULTS.md}
 MODES=(bare empty counter memleak mtq mtn mts rec)
-W2="--batch 2 --seq 16 --d-model 64 --ff 256 --layers 4 --iters $ITERS"
+W2="$W2_SHAPE --iters $ITERS"
 
 die() {
 	echo "cost: $*" >&2
@@ -50,8 +48,6 @@ die() {
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
 [ -r "$LIB" ] || die "$LIB missing (python3-torch)"
 command -v bpftrace >/dev/null || die "bpftrace missing"
-BLAS_LD=
-[ ! -e "$BLAS_DIR/libblas.so.3" ] || BLAS_LD=$BLAS_DIR
 # The loop on the last CPU, every tracer's reader on the others: neither
 # takes the other's CPU, and the loop does not move between CPUs.
 PIN_WL=()
@@ -62,9 +58,6 @@ if [ "$NCPU" -ge 2 ] && command -v taskset >/dev/null; then
 	PIN_TOOL=(taskset -c 0-$((NCPU - 2)))
 fi
 
-WAIT_NAME=cost
-# shellcheck source=bench/lib.sh
-. "$ROOT/bench/lib.sh"
 make_work cost || die "cannot make a work directory"
 RUNS=$WORK/runs.tsv
 printf 'mode\trep\tloop_s\tevents\tlost\n' >"$RUNS"
@@ -72,14 +65,9 @@ T_START=$(date +%s)
 
 take_binary || die "cannot copy $MT"
 
-probe_bytes() {
-	$PY "$ROOT/bench/probecheck.py" "$1" "$LIB" "$SYM_NEW" "$SYM_DEL" |
-		sed -n 's/.* byte=\(0x..\).*/\1/p' | paste -sd/
-}
-
 # run_one MODE REP: one W2 run; a line of $RUNS
 run_one() {
-	local m=$1 r=$2 d=$WORK/$1-$2 wl pid tp="" pb events=NA lost=NA s loop
+	local m=$1 r=$2 d=$WORK/$1-$2 wl pid tp="" events=NA lost=NA s loop
 	mkdir -p "$d"
 	rm -f "$WORK/go" "$WORK/hold"
 	# shellcheck disable=SC2086
@@ -114,12 +102,7 @@ run_one() {
 		;;
 	esac
 	[ -z "$tp" ] || KIDS+=("$tp")
-	pb=$(probe_bytes "$pid")
-	if [ "$m" = bare ]; then
-		[ "$pb" != "0xcc/0xcc" ] || die "bare: a uprobe is still attached ($pb)"
-	else
-		[ "$pb" = "0xcc/0xcc" ] || die "$m: probes not in place ($pb)"
-	fi
+	check_probes "$m" "$pid" "$([ "$m" = bare ] && echo no || echo yes)"
 	sleep 0.5
 	touch "$WORK/go"
 	wait_for "$d/wl.out" '^RESULT ' 600 "$wl" || die "$m: workload failed: $(cat "$d/wl.err")"
@@ -152,7 +135,7 @@ run_one() {
 
 echo "cost: work directory $WORK; $REPS repetitions x ${#MODES[@]} modes, W2 $ITERS iterations"
 # shellcheck disable=SC2086
-LD_LIBRARY_PATH=$BLAS_LD $PY "$ROOT/bench/workload_train.py" ${W2% --iters *} --iters 2 >/dev/null ||
+LD_LIBRARY_PATH=$BLAS_LD $PY "$ROOT/bench/workload_train.py" $W2_SHAPE --iters 2 >/dev/null ||
 	die "warm-up run failed"
 for ((r = 1; r <= REPS; r++)); do
 	for ((j = 0; j < ${#MODES[@]}; j++)); do

@@ -1,6 +1,44 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # its variables are for the scripts sourcing it
 # Sourced by bench/run.sh, bench/cost.sh and bench/sample_error.sh once they
-# have set WAIT_NAME (their name in messages) and MT.
+# have set ROOT and WAIT_NAME (their name in messages); their functions
+# use MT and the script's die.
+
+# What the benches run: Debian's python3 with python3-torch 1.13, the two
+# functions memtrace-bpf probes for CPU tensors (the anchors probe them
+# too), and the serial OpenBLAS for the workload alone where it is there.
+PY=/usr/bin/python3
+LIB=/usr/lib/x86_64-linux-gnu/libc10.so.1.13.0
+SYM_NEW=_ZN3c1025ProfiledCPUMemoryReporter3NewEPvm
+SYM_DEL=_ZN3c1025ProfiledCPUMemoryReporter6DeleteEPv
+BLAS_DIR=/usr/lib/x86_64-linux-gnu/openblas-serial
+BLAS_LD=
+[ ! -e "$BLAS_DIR/libblas.so.3" ] || BLAS_LD=$BLAS_DIR
+# the workloads of bench/workload_train.py, less their --iters: W1
+# compute-bound, W2 launch-bound (bench/run.sh says more)
+W1_SHAPE="--batch 16 --seq 128 --d-model 256 --ff 1024 --layers 4"
+W2_SHAPE="--batch 2 --seq 16 --d-model 64 --ff 256 --layers 4"
+
+# probe_bytes PID: the first bytes of the probed functions in PID, as
+# "0xNN/0xNN"
+probe_bytes() {
+	$PY "$ROOT/bench/probecheck.py" "$1" "$LIB" "$SYM_NEW" "$SYM_DEL" |
+		sed -n 's/.* byte=\(0x..\).*/\1/p' | paste -sd/
+}
+
+# check_probes LABEL PID TRACED: PROBE_BYTES, probe_bytes PID, must be
+# int3 at both functions (TRACED=yes) or at neither (no), else the script
+# dies saying so under LABEL
+check_probes() {
+	PROBE_BYTES=$(probe_bytes "$2")
+	if [ "$3" = yes ]; then
+		[ "$PROBE_BYTES" = "0xcc/0xcc" ] ||
+			die "$1: probes not in place ($PROBE_BYTES)"
+	else
+		[ "$PROBE_BYTES" != "0xcc/0xcc" ] ||
+			die "$1: a uprobe is still attached ($PROBE_BYTES)"
+	fi
+}
 
 # make_work NAME: WORK, a fresh directory /tmp/memtrace-NAME.XXXXXX, and
 # KIDS, the processes to kill on exit. On exit the script's on_exit runs
@@ -33,7 +71,6 @@ cleanup() {
 # says what it is: its version and $MT_DESC where set (e.g. the commit it
 # was built from), else the tree's commit and whether user/ or bpf/ had
 # uncommitted changes.
-# shellcheck disable=SC2034 # TOOL_DESC is for the scripts that source this
 take_binary() {
 	cp "$MT" "$WORK/memtrace-bpf" || return 1
 	MT=$WORK/memtrace-bpf

@@ -43,13 +43,11 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-PY=/usr/bin/python3
+WAIT_NAME=bench
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 MT=${MT:-$ROOT/memtrace-bpf}
 FIX=${FIX:-$ROOT/.output/fixtures/c10_report}
-LIB=/usr/lib/x86_64-linux-gnu/libc10.so.1.13.0
-SYM_NEW=_ZN3c1025ProfiledCPUMemoryReporter3NewEPvm
-SYM_DEL=_ZN3c1025ProfiledCPUMemoryReporter6DeleteEPv
-BLAS_DIR=/usr/lib/x86_64-linux-gnu/openblas-serial
 REPS=${REPS:-3}
 W1_ITERS=${W1_ITERS:-12}
 W2_ITERS=${W2_ITERS:-700}
@@ -62,8 +60,8 @@ ONLY=${ONLY:-}
 MODES=(bare empty mtq mtn mto)
 
 declare -A WARGS=(
-	[W1]="--batch 16 --seq 128 --d-model 256 --ff 1024 --layers 4 --iters $W1_ITERS"
-	[W2]="--batch 2 --seq 16 --d-model 64 --ff 256 --layers 4 --iters $W2_ITERS"
+	[W1]="$W1_SHAPE --iters $W1_ITERS"
+	[W2]="$W2_SHAPE --iters $W2_ITERS"
 )
 
 die() {
@@ -87,18 +85,13 @@ esac
 command -v bpftrace >/dev/null || die "bpftrace missing"
 $PY -c 'import torch' 2>/dev/null || die "$PY cannot import torch"
 
-if [ -e "$BLAS_DIR/libblas.so.3" ]; then
-	BLAS_LD=$BLAS_DIR
+if [ -n "$BLAS_LD" ]; then
 	BLAS_NOTE="yes: LD_LIBRARY_PATH=$BLAS_DIR (libopenblas0-serial $(dpkg-query -W -f='${Version}' libopenblas0-serial 2>/dev/null || echo '?')) for the workload process only"
 else
-	BLAS_LD=
 	BLAS_NOTE="no: $BLAS_DIR missing, the system BLAS was used (W1 is then much slower)"
 	echo "bench: warning: $BLAS_DIR missing; using the system BLAS" >&2
 fi
 
-WAIT_NAME=bench
-# shellcheck source=bench/lib.sh
-. "$ROOT/bench/lib.sh"
 STATS0=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 # the run statistics as they were before the bench
 on_exit() {
@@ -134,17 +127,11 @@ cpu_s() {
 	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo NA
 }
 
-# first bytes of the probed functions in PID, as "0xNN/0xNN"
-probe_bytes() {
-	$PY "$ROOT/bench/probecheck.py" "$1" "$LIB" "$SYM_NEW" "$SYM_DEL" |
-		sed -n 's/.* byte=\(0x..\).*/\1/p' | paste -sd/
-}
-
 # one run: workload W, mode M, repetition R; appends a line to $RUNS
 run_one() {
 	local w=$1 m=$2 r=$3
 	local d=$WORK/$w-$m-$r
-	local wl tp="" bp="" pid pb tcpu=NA
+	local wl tp="" bp="" pid tcpu=NA
 	local events=NA lost=NA eps=NA printed=NA hnew=NA hdel=NA
 	local truns=NA tns=NA bruns=NA bns=NA
 	mkdir -p "$d"
@@ -193,12 +180,7 @@ run_one() {
 	if [ -n "$bp" ]; then KIDS+=("$bp"); fi
 
 	# the int3 path: 0xcc at both functions when traced, their own byte when not
-	pb=$(probe_bytes "$pid")
-	if [ "$m" = bare ]; then
-		[ "$pb" != "0xcc/0xcc" ] || die "$w bare: a uprobe is still attached ($pb)"
-	else
-		[ "$pb" = "0xcc/0xcc" ] || die "$w $m: probes not in place ($pb)"
-	fi
+	check_probes "$w $m" "$pid" "$([ "$m" = bare ] && echo no || echo yes)"
 
 	sleep 0.5
 	local st0 st1
@@ -270,7 +252,7 @@ run_one() {
 	fi
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
 		"$w" "$m" "$r" "$iters" "$loop" "$cpu" "$events" "$lost" "$eps" \
-		"$printed" "$hnew" "$hdel" "$tcpu" "$pb" \
+		"$printed" "$hnew" "$hdel" "$tcpu" "$PROBE_BYTES" \
 		"$(awk -v a="$st0" -v b="$st1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - a) / hz }')" \
 		"$truns" "$tns" "$bruns" "$bns" >>"$RUNS"
 	printf 'bench: %-2s %-5s rep %s  loop %6ss  iters %s  events %s  lost %s  (%ds)\n' \
@@ -375,17 +357,16 @@ recorded_line() {
 # while the workload holds); NAME_* figures into $REC; sets REC_FILE and
 # REC_EVENTS
 record_w2() {
-	local name=$1 iters=$2 d=$WORK/rec-$1 tp pb tcpu res events bytes
+	local name=$1 iters=$2 d=$WORK/rec-$1 tp tcpu res events bytes
 	mkdir -p "$d"
 	# shellcheck disable=SC2086
-	start_workload "$d" ${WARGS[W2]% --iters *} --iters "$iters"
+	start_workload "$d" $W2_SHAPE --iters "$iters"
 	"$MT" record -o "$d/rec.mtb" -p "$WPID" >"$d/mt.out" 2>"$d/mt.err" &
 	tp=$!
 	KIDS+=("$tp")
 	wait_for "$d/mt.err" "^# attach pid=$WPID lib=.*libc10" 60 "$tp" ||
 		die "memtrace-bpf record did not attach"
-	pb=$(probe_bytes "$WPID")
-	[ "$pb" = "0xcc/0xcc" ] || die "record $name: probes not in place ($pb)"
+	check_probes "record $name" "$WPID" yes
 	sleep 0.5
 	touch "$WORK/go"
 	wait_for "$d/wl.out" '^RESULT ' 600 "$WL" || die "record $name: workload failed: $(cat "$d/wl.err")"
@@ -483,7 +464,7 @@ rss_run() {
 	# (W2 bare runs ~160-250 it/s on the development VM); it is still in
 	# its loop when the tracer stops, and killed then
 	# shellcheck disable=SC2086
-	start_workload "$d" ${WARGS[W2]% --iters *} --iters $((RSS_SECONDS * 1000 + 1000))
+	start_workload "$d" $W2_SHAPE --iters $((RSS_SECONDS * 1000 + 1000))
 	case $m in
 	q) "$MT" --keys -q -p "$WPID" >"$d/mt.out" 2>"$d/mt.err" & ;;
 	rec)

@@ -15,17 +15,18 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-PY=/usr/bin/python3
+WAIT_NAME=sample_error
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 MT=${MT:-$ROOT/memtrace-bpf}
-BLAS_DIR=/usr/lib/x86_64-linux-gnu/openblas-serial
 REPS=${REPS:-3}
 SAMPLE=${SAMPLE:-512K}
 W1_ITERS=${W1_ITERS:-12}
 W2_ITERS=${W2_ITERS:-400}
 OUT=${OUT:-$ROOT/bench/RESULTS.md}
 declare -A WARGS=(
-	[W1]="--batch 16 --seq 128 --d-model 256 --ff 1024 --layers 4 --iters $W1_ITERS"
-	[W2]="--batch 2 --seq 16 --d-model 64 --ff 256 --layers 4 --iters $W2_ITERS"
+	[W1]="$W1_SHAPE --iters $W1_ITERS"
+	[W2]="$W2_SHAPE --iters $W2_ITERS"
 )
 
 die() {
@@ -36,12 +37,7 @@ die() {
 [ "$(id -u)" -eq 0 ] || die "run as root (uprobes need it)"
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a number of repetitions"
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
-BLAS_LD=
-[ ! -e "$BLAS_DIR/libblas.so.3" ] || BLAS_LD=$BLAS_DIR
 
-WAIT_NAME=sample_error
-# shellcheck source=bench/lib.sh
-. "$ROOT/bench/lib.sh"
 make_work sample || die "cannot make a work directory"
 T_START=$(date +%s)
 
