@@ -219,8 +219,9 @@ static __always_inline bool wanted(void)
  * ids, name and fs_base) is loaded straight from its task_struct, one call
  * for all of it.
  */
-static __always_inline void fill(struct mt_event *e, struct pt_regs *ctx,
-				 __u64 cookie)
+/* returns the thread's vars where MT_F_TVARS looked them up, else NULL */
+static __always_inline struct thread_vars *
+fill(struct mt_event *e, struct pt_regs *ctx, __u64 cookie)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct thread_vars *tv;
@@ -258,6 +259,7 @@ static __always_inline void fill(struct mt_event *e, struct pt_regs *ctx,
 	e->node_vt = tv ? tv->node.vt : 0;
 	e->node_stack = tv ? tv->node.stack : 0;
 	__builtin_memcpy(e->comm, task->comm, sizeof(e->comm));
+	return tv;
 }
 
 /* 64-bit FNV-1a: a stack's id is the hash of its frames */
@@ -629,9 +631,9 @@ static __always_inline __u64 sample_gap(void)
  * Frees are never walked (user space finds their allocation); the events
  * that are neither (OOMs, exceptions) always are.
  */
-static __always_inline bool walk_wanted(struct mt_event *ev, __u64 cookie)
+static __always_inline bool walk_wanted(struct mt_event *ev, __u64 cookie,
+					struct thread_vars *tv)
 {
-	struct thread_vars *tv;
 	__s64 size;
 
 	if (!sample_bytes)
@@ -653,8 +655,10 @@ static __always_inline bool walk_wanted(struct mt_event *ev, __u64 cookie)
 	}
 	if ((cookie & MT_F_SIZE_SIGNED) && size <= 0)
 		return false;
+	/* tv: what fill() found; none yet: made here */
+	if (!tv)
+		tv = thread_vars_get();
 	/* no room for the thread's countdown: not sampled, not guessed */
-	tv = thread_vars_get();
 	if (!tv)
 		return false;
 	if (!tv->sample_left)
@@ -678,10 +682,11 @@ static __always_inline bool walk_wanted(struct mt_event *ev, __u64 cookie)
 static __always_inline void entry_event(struct mt_event *ev,
 					struct pt_regs *ctx, __u64 cookie)
 {
+	struct thread_vars *tv = fill(ev, ctx, cookie);
 	__s32 dev;
 
-	fill(ev, ctx, cookie);
-	if (MT_COOKIE_KIND(cookie) != MT_K_LOADER && walk_wanted(ev, cookie))
+	if (MT_COOKIE_KIND(cookie) != MT_K_LOADER &&
+	    walk_wanted(ev, cookie, tv))
 		walk_python(ev);
 	if (cookie & MT_F_PROPDEV) {
 		if (bpf_probe_read_user(&dev, sizeof(dev),

@@ -189,7 +189,8 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 static __u32 wake_every(__u32 ringbuf_mb)
 {
 	int ncpu = libbpf_num_possible_cpus();
-	__u64 n = ((__u64)ringbuf_mb << 20) / 8 / (sizeof(struct mt_event) + 8);
+	__u64 n = ((__u64)ringbuf_mb << 20) / 8 /
+		  (sizeof(struct mt_event) + BPF_RINGBUF_HDR_SZ);
 
 	if (ncpu > 0)
 		n /= (__u64)ncpu;
