@@ -233,6 +233,7 @@ bench: setup
 	bench/estimate.sh
 	bench/cost.sh
 	bench/sample_error.sh
+	bench/floor.sh
 
 -include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)
 
