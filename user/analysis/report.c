@@ -609,7 +609,9 @@ static void headline_unseen(const struct report *rp)
 	}
 	if (end->stacks_lost) {
 		snprintf(text, sizeof(text),
-			 "%" PRIu64 " Python stacks could not be stored",
+			 "%" PRIu64 " events have no Python stack (not stored, "
+			 "not readable, or a walk cut short): their lines "
+			 "are unknown",
 			 (uint64_t)end->stacks_lost);
 		headline(rp, label, MT_TONE_YELLOW, text);
 		label = NULL;

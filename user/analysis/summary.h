@@ -158,7 +158,7 @@ void mt_summary_totals(struct mt_summary *s, __u32 pid, __u64 *allocated,
 struct mt_summary_end {
 	double seconds;
 	__u64 lost;
-	__u64 stacks_lost; /* Python stacks that could not be stored */
+	__u64 stacks_lost; /* events whose Python stack was not kept */
 	size_t top_live; /* live groups printed at most */
 };
 

@@ -26,7 +26,7 @@
 struct mt_rec_end {
 	double seconds;
 	__u64 lost; /* events the kernel side could not record */
-	__u64 stacks_lost; /* Python stacks that could not be stored */
+	__u64 stacks_lost; /* events whose Python stack was not kept */
 };
 
 struct mt_recorder;
