@@ -46,6 +46,30 @@ module_bytes() {
 	} END { print b + 0, n + 0 }' "$1"
 }
 
+# top_model ARGS...: memtrace-bpf top ARGS on sample_model.py --keep,
+# stopped as Ctrl-C stops it while the last call's blocks are alive; sets
+# LAST (its last frame) and MODEL
+top_model() {
+	HELD=1 fixture fx "$TORCH_PY" "$SAMPLE_PY" --steps 5 --keep
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 top "$@" -p "$fx_PID"
+	release fx
+	wait_for "$BATS_TEST_TMPDIR/fx.out" '^small '
+	kill -INT "$MT_PID"
+	finish
+	touch "$BATS_TEST_TMPDIR/fx.hold"
+	[ "$MT_STATUS" -eq 0 ]
+	MODEL=$BATS_TEST_TMPDIR/fx.out
+	LAST=$BATS_TEST_TMPDIR/last.frame
+	tail -n +"$(grep -n '^memtrace-bpf top: ' "$TRACE" | tail -1 | cut -d: -f1)" "$TRACE" >"$LAST"
+}
+
+# frame_totals FRAME: what top shows exact, without the pid: the events,
+# the CPU's memory held now and its peak
+frame_totals() {
+	sed -nE 's/^memtrace-bpf top: .*  (events [0-9]+  lost [0-9]+).*/\1/p' "$1"
+	awk '$2 == "cpu" && $NF == "cpu" { print $3, $4, $5, $6 }' "$1"
+}
+
 @test "every total is the same with and without --sample-bytes" {
 	keys_of full
 	keys_of sampled --sample-bytes 512K
@@ -138,9 +162,31 @@ module_bytes() {
 	[ "$(od -An -tu2 -j8 -N2 "$REC" | tr -d ' ')" -eq 2 ]
 }
 
+@test "top: the memory exact, what modules and lines hold marked as estimates" {
+	top_model
+	cp "$LAST" "$BATS_TEST_TMPDIR/full.frame"
+	top_model --sample-bytes 512K
+	cat "$LAST"
+	grep -qE '^Sampled \(R=512 KiB\): ~ figures are estimates, totals exact; stacks for 1 allocation in [0-9]+$' "$LAST"
+	grep -qE '^ +PID +DEVICE +CURRENT +PEAK +RESERVED +~GROWTH/STEP +~STEP +SOURCE$' "$LAST"
+	grep -qE '^ +DEVICE +~NOW +~% +~COUNT +MODULE \(alive now\)$' "$LAST"
+	grep -qE '^ +DEVICE +~NOW +~% +~COUNT +LINE \(alive now\)$' "$LAST"
+	# the events and the memory: the full trace's
+	frame_totals "$BATS_TEST_TMPDIR/full.frame" >"$BATS_TEST_TMPDIR/full.totals"
+	frame_totals "$LAST" >"$BATS_TEST_TMPDIR/sampled.totals"
+	cat "$BATS_TEST_TMPDIR/sampled.totals"
+	grep -qE '^[0-9.]+ MiB [0-9.]+ MiB$' "$BATS_TEST_TMPDIR/full.totals"
+	diff "$BATS_TEST_TMPDIR/full.totals" "$BATS_TEST_TMPDIR/sampled.totals"
+	# the last block far larger than R: always sampled, itself, as in full
+	big=$(awk '$1=="big"{print $2}' "$MODEL")
+	[ "$big" -eq $((8 * 1024 * 1024 + 4096)) ]
+	grep -qE '^ +cpu +8\.00 MiB +[0-9.]+ +1  big$' "$BATS_TEST_TMPDIR/full.frame"
+	grep -qE '^ +cpu +8\.00 MiB +[0-9.]+ +1  big$' "$LAST"
+	# the full trace's frame says nothing of it
+	! grep -qE '^Sampled|~' "$BATS_TEST_TMPDIR/full.frame"
+}
+
 @test "what adds up bytes by stack refuses a sampled trace, in one line" {
-	run -2 "$MT" top --sample-bytes 512K -p 1
-	[ "$output" = "memtrace-bpf: top shows what every allocation's stack holds now; --sample-bytes goes with trace and record" ]
 	run -2 "$MT" -q --sample-bytes 512K --no-python -p 1
 	[ "$output" = "memtrace-bpf: --sample-bytes samples the Python stacks that --no-python turns off: give one of them" ]
 	run -2 "$MT" -q --sample-bytes 512K --module-log "$BATS_TEST_TMPDIR/m.log" -p 1

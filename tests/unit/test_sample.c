@@ -37,16 +37,19 @@ static void test_weight(void **state)
 	assert_int_equal(mt_sample_scale(1000, 0.0), 0);
 }
 
-/* a live entry stands for its size, its estimate, or nothing */
+/* a live entry stands for itself, its estimate, or nothing */
 static void test_live_est(void **state)
 {
 	struct mt_live e = { .size = 1000 };
 
 	assert_int_equal(mt_live_est(&e), 1000);
+	assert_int_equal(mt_live_est_count(&e), 1);
 	e.est_adj = 1.5f;
 	assert_int_equal(mt_live_est(&e), 2500);
+	assert_int_equal(mt_live_est_count(&e), 3); /* 2.5, to the nearest */
 	e.est_adj = -1.0f;
 	assert_int_equal(mt_live_est(&e), 0);
+	assert_int_equal(mt_live_est_count(&e), 0);
 }
 
 /* the table: exponential, mean R, never 0 */

@@ -82,13 +82,19 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* an allocation at site (its pointer returned), or a free of ptr */
-static __u64 feed(struct sim *m, struct mt_site *site, __u64 ptr, __u64 size)
+/*
+ * An allocation at site (its pointer returned), or a free of ptr; flags:
+ * the event's MT_EV_* (MT_EV_SAMPLED: its stack was walked)
+ */
+static __u64 feed_flags(struct sim *m, struct mt_site *site, __u64 ptr,
+			__u64 size, __u32 flags)
 {
 	bool alloc = site != m->free_site;
-	struct mt_event ev = {
-		.ts = (m->ts += 1000), .pid = PID, .tid = PID, .comm = "python3"
-	};
+	struct mt_event ev = { .ts = (m->ts += 1000),
+			       .pid = PID,
+			       .tid = PID,
+			       .flags = flags,
+			       .comm = "python3" };
 	struct mt_call r = {
 		.ev = &ev,
 		.ki = mt_kind(alloc ? MT_K_CPU_NEW : MT_K_CPU_DELETE),
@@ -104,6 +110,11 @@ static __u64 feed(struct sim *m, struct mt_site *site, __u64 ptr, __u64 size)
 
 	assert_true(mt_session_event(&m->s, &r, site));
 	return r.ptr;
+}
+
+static __u64 feed(struct sim *m, struct mt_site *site, __u64 ptr, __u64 size)
+{
+	return feed_flags(m, site, ptr, size, 0);
 }
 
 /* steps of a loop that keeps LEAK bytes of its forward every step */
@@ -161,6 +172,53 @@ static void test_frame(void **state)
 	assert_non_null(strstr(
 		t, "    cpu    11.7 KiB  100.0        8  " OWN_FRAME "\n"));
 	assert_null(strstr(t, LIB_FRAME));
+	/* a full trace: nothing is an estimate */
+	assert_null(strstr(t, "Sampled"));
+	assert_null(strchr(t, '~'));
+	free(t);
+}
+
+/*
+ * --sample-bytes: the memory exact, what is alive by module and by line
+ * estimated from the sampled allocations (each 1/p of them), and the
+ * frame says which is which
+ */
+static void test_sampled(void **state)
+{
+	struct sim *m = *state;
+	/* the site of an allocation whose stack was not walked */
+	struct mt_site *none = site_of(m, EV_ALLOC, NULL, NULL, NULL, 0);
+	char *t;
+
+	m->s.conf.sample_bytes = 4096;
+	for (int i = 0; i < 4; i++)
+		feed(m, none, 0, 1000);
+	t = frame(m, 0, 0);
+	assert_non_null(strstr(t, "\nSampled (R=4.00 KiB): ~ figures are "
+				  "estimates, totals exact; no stack yet in 4 "
+				  "allocations\n"));
+	free(t);
+	/* 1/p = 1/(1 - exp(-1000/4096)): 4.62 of them, 4617 bytes */
+	feed_flags(m, m->fwd, 0, 1000, MT_EV_SAMPLED);
+	/* far larger than R: itself */
+	feed_flags(m, m->fwd, 0, 1 << 20, MT_EV_SAMPLED);
+	t = frame(m, 0, 0);
+	assert_non_null(strstr(t, "\nSampled (R=4.00 KiB): ~ figures are "
+				  "estimates, totals exact; stacks for 1 "
+				  "allocation in 3\n"));
+	/* all 6 allocations, exact; the steps marked estimates */
+	assert_non_null(strstr(t, "\n    PID   DEVICE     CURRENT        PEAK"
+				  "    RESERVED  ~GROWTH/STEP   ~STEP  SOURCE\n"
+				  "   4242      cpu    1.00 MiB    1.00 MiB"
+				  "           -             -       0  cpu\n"));
+	/* 1048576 + 4617 bytes in 1 + 5 allocations, the 4000 unsampled in none */
+	assert_non_null(
+		strstr(t, "\n DEVICE        ~NOW     ~%   ~COUNT  MODULE"
+			  " (alive now)\n"
+			  "    cpu    1.00 MiB  100.0        6  " MODULE "\n"));
+	assert_non_null(strstr(
+		t, "    cpu    1.00 MiB  100.0        6  " OWN_FRAME "\n"));
+	assert_null(strstr(t, "no module"));
 	free(t);
 }
 
@@ -195,6 +253,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_frame, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sampled, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

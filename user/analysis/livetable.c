@@ -2,6 +2,7 @@
 /* Open addressing, linear probing, deletion by backward shift. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include "lib/hashing.h"
 #include "lib/hashtab.h"
@@ -227,4 +228,9 @@ __u64 mt_live_est(const struct mt_live *e)
 	if (!e->est_adj)
 		return e->size;
 	return mt_sample_scale(e->size, 1.0 + (double)e->est_adj);
+}
+
+__u64 mt_live_est_count(const struct mt_live *e)
+{
+	return (__u64)llround(1.0 + (double)e->est_adj);
 }

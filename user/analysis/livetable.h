@@ -35,6 +35,9 @@ struct mt_live {
 /* the bytes e stands for in its site's and module's figures */
 __u64 mt_live_est(const struct mt_live *e);
 
+/* the allocations e stands for there: 1, 1/p rounded, or 0 (unsampled) */
+__u64 mt_live_est_count(const struct mt_live *e);
+
 struct mt_livetable;
 
 /* A table that never holds more than max entries (bounded memory). */

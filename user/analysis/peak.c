@@ -342,11 +342,11 @@ void mt_peak_release(struct mt_peak *p, const struct mt_live *e)
 	g = freed_group(p, (__u32)(a - p->a.v) + 1, e->site);
 	if (!g) {
 		a->unfit_bytes += mt_live_est(e);
-		a->unfit_count++;
+		a->unfit_count += mt_live_est_count(e);
 		return;
 	}
 	g->bytes += mt_live_est(e);
-	g->count++;
+	g->count += mt_live_est_count(e);
 }
 
 /* what printing one view needs */
@@ -399,7 +399,8 @@ static void view_live(const struct mt_live *e, void *ctx)
 	if (e->est_adj < 0)
 		return;
 	v->estimated |= e->est_adj != 0;
-	view_add(v, (__u32)(a - v->a->v) + 1, e->site, mt_live_est(e), 1);
+	view_add(v, (__u32)(a - v->a->v) + 1, e->site, mt_live_est(e),
+		 mt_live_est_count(e));
 }
 
 static int by_account_then_bytes(const void *pa, const void *pb)

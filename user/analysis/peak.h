@@ -55,7 +55,7 @@ struct mt_peak_group {
 	__u32 peak_step; /* steps its process had finished at the peak */
 	const char *peak_phase; /* of the event that made it; NULL: none */
 	const struct mt_site *site; /* NULL when unfit, or in tests */
-	__u64 bytes, count;
+	__u64 bytes, count; /* sampled trace: estimates (mt_live_est) */
 	bool unfit;
 };
 

@@ -18,6 +18,7 @@
 #include "lib/table.h"
 #include "analysis/modtree.h"
 #include "analysis/report.h"
+#include "analysis/sample.h"
 
 #define MAX_ACCOUNTS 64 /* device accounts given a section of their own */
 #define MAX_DEPTH 64 /* tree levels whose cut rows are summed apart */
@@ -28,7 +29,7 @@
  * A column of figures summed from stacks (modules, phases, lines): in a
  * sampled trace (--sample-bytes) an estimate, its title marked "~"
  */
-#define EST_COL(rp, title) ((rp)->s->conf.sample_bytes ? "~" title : title)
+#define EST_COL(rp, title) MT_EST_TITLE((rp)->s->conf.sample_bytes, title)
 
 /* what a row of a table is about, and its figures */
 struct row {

@@ -24,6 +24,13 @@
  */
 double mt_sample_weight(__u64 size, __u64 rate);
 
+/*
+ * A column's title: in a sampled trace (sampled non-zero) its figures,
+ * summed from stacks, are estimates, and its title says so with a '~'.
+ * title: a string literal.
+ */
+#define MT_EST_TITLE(sampled, title) ((sampled) ? "~" title : title)
+
 /* size scaled by weight, rounded to the nearest byte */
 __u64 mt_sample_scale(__u64 size, double weight);
 

@@ -328,7 +328,7 @@ void mt_summary_own(struct mt_summary *s, const struct mt_live *e, __s64 delta)
 	own_move(&o->live, &o->peak, delta);
 	if (delta > 0) {
 		/* a sampled allocation stands for 1/p of them */
-		o->allocs += (__u64)llround(1.0 + (double)e->est_adj);
+		o->allocs += mt_live_est_count(e);
 		o->alloc_bytes += (__u64)delta;
 	}
 }

@@ -18,6 +18,7 @@
 #include "lib/grow.h"
 #include "lib/table.h"
 #include "analysis/peak.h"
+#include "analysis/sample.h"
 #include "analysis/top.h"
 
 #define TOP_ACCOUNTS MT_SUM_DEVS /* accounts whose steps are noted */
@@ -313,6 +314,8 @@ static int end_table(struct frame *f, struct mt_table *tb, int err)
 	return err;
 }
 
+enum { DEV_GROWTH = 5, DEV_STEP = 6 }; /* titled per frame */
+
 static const struct mt_table_col dev_cols[] = {
 	{ "PID", MT_TABLE_RIGHT, false, 0 },
 	{ "DEVICE", MT_TABLE_RIGHT, false, 0 },
@@ -320,8 +323,8 @@ static const struct mt_table_col dev_cols[] = {
 	/* on a narrow screen: left out, RESERVED first, not cut mid-figure */
 	{ "PEAK", MT_TABLE_RIGHT, false, 1 },
 	{ "RESERVED", MT_TABLE_RIGHT, false, 3 },
-	{ "GROWTH/STEP", MT_TABLE_RIGHT, false, 0 },
-	{ "STEP", MT_TABLE_RIGHT, false, 2 },
+	[DEV_GROWTH] = { NULL, MT_TABLE_RIGHT, false, 0 },
+	[DEV_STEP] = { NULL, MT_TABLE_RIGHT, false, 2 },
 	{ "SOURCE", MT_TABLE_LEFT, true, 0 },
 };
 
@@ -334,10 +337,21 @@ static int put_devices(struct mt_top *t, const struct mt_session *s,
 		       struct frame *f, int max)
 {
 	const struct mt_dev_stat *v[MT_SUM_DEVS] = { NULL };
-	struct mt_table *tb = new_table(dev_cols, dev_widths, NDEV_COLS);
+	__u64 sampled = s->conf.sample_bytes;
+	struct mt_table_col cols[NDEV_COLS];
+	struct mt_table *tb;
 	size_t n = 0, i, show;
 	int err = 0;
 
+	/*
+	 * Steps are counted from the phases of the events' stacks: in a
+	 * sampled trace those of the sampled allocations only, which can miss
+	 * a step and see it begin late. The memory is exact.
+	 */
+	memcpy(cols, dev_cols, sizeof(cols));
+	cols[DEV_GROWTH].title = MT_EST_TITLE(sampled, "GROWTH/STEP");
+	cols[DEV_STEP].title = MT_EST_TITLE(sampled, "STEP");
+	tb = new_table(cols, dev_widths, NDEV_COLS);
 	if (!tb)
 		return -ENOMEM;
 	for (i = 0; i < s->sum.ndevs; i++) {
@@ -500,6 +514,9 @@ static void merge(struct items *it)
 {
 	size_t n = 0;
 
+	/* none yet (a sampled trace before its first stack): v is NULL */
+	if (!it->n)
+		return;
 	qsort(it->v, it->n, sizeof(*it->v), by_item_key);
 	for (size_t i = 0; i < it->n; i++) {
 		if (n && !by_item_key(&it->v[n - 1], &it->v[i])) {
@@ -521,11 +538,13 @@ static __u64 dev_total(const struct collect *c, const struct item *x)
 	return 0;
 }
 
+enum { ITEM_NOW = 1, ITEM_PCT = 2, ITEM_COUNT = 3 }; /* titled per frame */
+
 static const struct mt_table_col item_cols[] = {
 	{ "DEVICE", MT_TABLE_RIGHT, false, 0 },
-	{ "NOW", MT_TABLE_RIGHT, false, 0 },
-	{ "%", MT_TABLE_RIGHT, false, 0 },
-	{ "COUNT", MT_TABLE_RIGHT, false, 0 },
+	[ITEM_NOW] = { NULL, MT_TABLE_RIGHT, false, 0 },
+	[ITEM_PCT] = { NULL, MT_TABLE_RIGHT, false, 0 },
+	[ITEM_COUNT] = { NULL, MT_TABLE_RIGHT, false, 0 },
 	{ NULL, MT_TABLE_LEFT, true, 0 }, /* the table's title */
 };
 
@@ -554,12 +573,17 @@ static int put_items(const struct collect *c, const struct items *it,
 		     const char *title, const char *none, struct frame *f,
 		     int max)
 {
+	__u64 sampled = c->s->conf.sample_bytes;
 	struct mt_table_col cols[NITEM_COLS];
 	struct mt_table *tb;
 	size_t i, show = rows_shown(it->n, body_rows(f, max));
 	int err = 0;
 
+	/* summed from stacks: in a sampled trace estimates, as the report's */
 	memcpy(cols, item_cols, sizeof(cols));
+	cols[ITEM_NOW].title = MT_EST_TITLE(sampled, "NOW");
+	cols[ITEM_PCT].title = MT_EST_TITLE(sampled, "%");
+	cols[ITEM_COUNT].title = MT_EST_TITLE(sampled, "COUNT");
 	cols[NITEM_COLS - 1].title = title;
 	tb = new_table(cols, item_widths, NITEM_COLS);
 	if (!tb)
@@ -592,6 +616,31 @@ static int put_items(const struct collect *c, const struct items *it,
 	return err;
 }
 
+/*
+ * --sample-bytes: which figures are estimates, and of how many stacks.
+ * The report's headline says the same at more length: this one puts what
+ * '~' means first, so that a narrow terminal cuts only the ratio.
+ */
+static void put_sampled(const struct mt_session *s, struct frame *f)
+{
+	char r[32];
+
+	if (!s->conf.sample_bytes)
+		return;
+	mt_format_bytes(r, sizeof(r), s->conf.sample_bytes);
+	if (s->sample_walked)
+		put_line(f,
+			 "Sampled (R=%s): ~ figures are estimates, totals "
+			 "exact; stacks for 1 allocation in %.0f",
+			 r,
+			 (double)s->sample_allocs / (double)s->sample_walked);
+	else
+		put_line(f,
+			 "Sampled (R=%s): ~ figures are estimates, totals "
+			 "exact; no stack yet in %" PRIu64 " allocations",
+			 r, (uint64_t)s->sample_allocs);
+}
+
 static void put_status(const struct mt_session *s,
 		       const struct mt_top_status *st, struct frame *f)
 {
@@ -609,6 +658,7 @@ static void put_status(const struct mt_session *s,
 		 "  lost %" PRIu64 "%s",
 		 who, st->elapsed, st->interval, (uint64_t)s->seq,
 		 (uint64_t)st->lost, st->keys ? "  (q quits)" : "");
+	put_sampled(s, f);
 	/* what the figures below miss, beside them */
 	if (st->lost)
 		put_line(f,
@@ -621,10 +671,11 @@ static void put_status(const struct mt_session *s,
 			 " allocations not tracked, the figures are low",
 			 (uint64_t)s->sum.live_full);
 	if (st->stacks_lost)
-		put_line(f,
-			 "%" PRIu64
-			 " Python stacks not stored: their lines are unknown",
-			 (uint64_t)st->stacks_lost);
+		put_line(
+			f,
+			"%" PRIu64
+			" events have no Python stack: their lines are unknown",
+			(uint64_t)st->stacks_lost);
 }
 
 /* the three tables, each as long as its share of the frame's rows */

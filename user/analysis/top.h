@@ -4,8 +4,10 @@
  * session. Per process and device the memory held now, its peak and its
  * growth per optimizer step; then the modules and the source lines that
  * hold the most of it now, from the peak view's grouping of the live
- * table (mt_peak_foreach_now). Plain lines: trace/topscreen.c puts them on
- * the terminal.
+ * table (mt_peak_foreach_now). In a sampled trace (--sample-bytes) a line
+ * says so, and the columns of figures from stacks (the modules' and
+ * lines', the steps) are titled '~', estimates; the memory stays exact.
+ * Plain lines: trace/topscreen.c puts them on the terminal.
  */
 #ifndef __TOP_H
 #define __TOP_H
@@ -21,7 +23,7 @@ struct mt_top_status {
 	double elapsed; /* seconds since the trace began */
 	double interval; /* seconds between frames */
 	__u64 lost; /* events the ring buffer dropped */
-	__u64 stacks_lost; /* Python stacks not stored */
+	__u64 stacks_lost; /* events whose Python stack was not kept */
 	int nprocs, nexited; /* processes traced, and those gone */
 	__u32 pid; /* the first one */
 	const char *comm; /* its name; NULL: not known */

@@ -1172,11 +1172,6 @@ static int check_sampled(const struct mt_options *o)
 {
 	char err[512];
 
-	if (o->mode == MT_MODE_TOP) {
-		mt_err("top shows what every allocation's stack holds now; "
-		       "--sample-bytes goes with trace and record");
-		return 2;
-	}
 	if (o->no_python) {
 		mt_err("--sample-bytes samples the Python stacks that "
 		       "--no-python turns off: give one of them");
