@@ -37,7 +37,7 @@ TITLE="Where one event's BPF time goes"
 # instruction pointer or traced pid is 1, no cookie all ones): a guard
 # rather than a bare return keeps the code after it in the source, so that
 # -Werror finds no unused function; where clang proves a guard true (the
-# cookie on the ring buffer's path) it drops that code, which changes
+# cookie on the event's path) it drops that code, which changes
 # nothing measured. Past the program's first line a guard reads no ctx
 # field: clang may reuse a ctx+offset pointer, which the verifier rejects.
 # Each mode's last row, full, is the tool unchanged. New/Delete, which make
@@ -45,7 +45,7 @@ TITLE="Where one event's BPF time goes"
 VARIANTS="\
 none|np|if (wanted())|if (PT_REGS_IP(ctx) != 1) return 0;|mt_enter returns at once: the program's entry and exit and bpf_stats' own accounting, the floor of any BPF program
 cookie|np|if (!(cookie & MT_F_STASH)) {|if (cookie != ~0ULL) return;|bpf_get_attach_cookie (record_entry returns at its start)
-ring|np|e->ts = bpf_ktime_get_ns();|if (cookie != ~0ULL) return NULL;|the ring buffer: reserve, the per-CPU wakeup count and submit; with them bpf_get_current_task_btf and the checks after fill (fill returns at its start: the event is left unwritten)
+batch|np|e->ts = bpf_ktime_get_ns();|if (cookie != ~0ULL) return NULL;|the event's slot in this CPU's batch (two per-CPU lookups, the busy count) and, once in MT_BATCH events, the ring buffer output of the batch; with them bpf_get_current_task_btf and the checks after fill (fill returns at its start: the event is left unwritten)
 ts|np|e->pid = task->tgid;|if (cookie != ~0ULL) return NULL;|bpf_ktime_get_ns, the event's time stamp
 task|np|tv = cookie & MT_F_TVARS ?|if (cookie != ~0ULL) return NULL;|ids from the task_struct, bpf_get_smp_processor_id, the argument registers, the caller (the probe's ip: no user read)
 full|np|-|-|the rest of fill: the MT_F_TVARS check (no lookup for New/Delete), the defaults of the thread's vars, the thread's name

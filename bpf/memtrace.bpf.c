@@ -604,11 +604,106 @@ static __always_inline __u64 wakeup(bool urgent)
 	return BPF_RB_FORCE_WAKEUP;
 }
 
-static __always_inline void submit(const struct mt_event *src, bool urgent)
+/* this CPU's events not yet in the ring buffer (mt_batch_state) */
+struct batch {
+	struct mt_event ev[MT_BATCH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct batch);
+} batch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mt_batch_state);
+} batch_state SEC(".maps");
+
+/* send the batch's events, one ring buffer record for all */
+static __always_inline void batch_out(struct mt_batch_state *st,
+				      struct batch *b, bool urgent)
 {
-	if (bpf_ringbuf_output(&events, (void *)src, sizeof(*src),
-			       wakeup(urgent)))
+	__u32 n = st->n;
+	__u64 len = (__u64)n * sizeof(b->ev[0]);
+
+	/* the bound is checked on len itself, as the verifier sees it */
+	asm volatile("" : "+r"(len));
+	if (!len || len > sizeof(b->ev))
+		return;
+	if (bpf_ringbuf_output(&events, b->ev, len, wakeup(urgent)))
+		__sync_fetch_and_add(&lost_events, n);
+	st->n = 0;
+}
+
+/*
+ * Where a program writes its event: the next slot of this CPU's batch, or
+ * a record of its own in the ring buffer when the batch is in use (a
+ * program preempted on this CPU, on a kernel with full preemption, or one
+ * interrupted by the flush) or full. e is NULL when there is no room: the
+ * event is lost, and counted.
+ */
+struct slot {
+	struct mt_event *e;
+	struct mt_batch_state *st;
+	struct batch *b;
+	bool ring;
+};
+
+/*
+ * Take a slot before the event's time stamp is taken: from here to
+ * slot_end() the CPU counts as busy, so that user space never takes it
+ * for holding no event stamped earlier (user/trace/flush.c).
+ */
+static __always_inline struct mt_event *slot_begin(struct slot *s)
+{
+	__u32 zero = 0;
+
+	s->e = NULL;
+	s->ring = false;
+	s->b = bpf_map_lookup_elem(&batch, &zero);
+	s->st = bpf_map_lookup_elem(&batch_state, &zero);
+	if (!s->b || !s->st)
+		return NULL;
+	/*
+	 * The batch is this program's when busy, read after its own count,
+	 * is 1: a program that preempts it reads 2 or more until it is done.
+	 */
+	__sync_fetch_and_add(&s->st->busy, 1);
+	if (*(volatile __u32 *)&s->st->busy == 1 && s->st->n < MT_BATCH) {
+		s->e = &s->b->ev[s->st->n & (MT_BATCH - 1)];
+		return s->e;
+	}
+	s->ring = true;
+	s->e = bpf_ringbuf_reserve(&events, sizeof(*s->e), 0);
+	if (!s->e)
 		__sync_fetch_and_add(&lost_events, 1);
+	return s->e;
+}
+
+/*
+ * The slot's event is written (keep) or not wanted after all; a kept one
+ * goes with its batch when the batch is full or the event is urgent (the
+ * reader must act on it at once: a held command, a fork).
+ */
+static __always_inline void slot_end(struct slot *s, bool keep, bool urgent)
+{
+	if (!s->st)
+		return;
+	if (s->ring && s->e) {
+		if (keep)
+			bpf_ringbuf_submit(s->e, wakeup(urgent));
+		else
+			bpf_ringbuf_discard(s->e, BPF_RB_NO_WAKEUP);
+	} else if (s->e && keep) {
+		s->st->n++;
+		if (s->st->n >= MT_BATCH || urgent)
+			batch_out(s->st, s->b, urgent);
+	}
+	__sync_fetch_and_add(&s->st->busy, -1);
 }
 
 /* an exponential interval of mean sample_bytes, never 0 */
@@ -697,27 +792,24 @@ static __always_inline void entry_event(struct mt_event *ev,
 }
 
 /*
- * The event of a call at its entry: built in the ring buffer and sent (a
- * copy less), or kept in inflight for the return probe to finish
- * (MT_F_STASH).
+ * The event of a call at its entry: built in its slot and sent (a copy
+ * less), or kept in inflight for the return probe to finish (MT_F_STASH).
  */
 static __always_inline void record_entry(struct pt_regs *ctx, __u64 cookie)
 {
 	__u32 kind = MT_COOKIE_KIND(cookie);
 	struct inflight_key key;
 	struct mt_event ev, *e;
+	struct slot s;
 
 	if (!(cookie & MT_F_STASH)) {
-		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+		e = slot_begin(&s);
 		if (e)
 			entry_event(e, ctx, cookie);
-		else
-			__sync_fetch_and_add(&lost_events, 1);
 		if (cookie & MT_F_STOP)
 			bpf_send_signal(SIGSTOP);
 		/* a held command waits for its loader event to be handled */
-		if (e)
-			bpf_ringbuf_submit(e, wakeup(kind == MT_K_LOADER));
+		slot_end(&s, true, kind == MT_K_LOADER);
 		return;
 	}
 	entry_event(&ev, ctx, cookie);
@@ -818,7 +910,8 @@ int mt_exit(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct inflight_key key;
-	struct mt_event *stashed, ev;
+	struct mt_event *stashed, *e;
+	struct slot s;
 
 	if (!wanted())
 		return 0;
@@ -827,20 +920,25 @@ int mt_exit(struct pt_regs *ctx)
 	stashed = bpf_map_lookup_elem(&inflight, &key);
 	if (!stashed)
 		return 0; /* entered before the attach */
-	__builtin_memcpy(&ev, stashed, sizeof(ev));
+	e = slot_begin(&s);
+	if (e)
+		__builtin_memcpy(e, stashed, sizeof(*e));
 	bpf_map_delete_elem(&inflight, &key);
-
-	ev.ts = bpf_ktime_get_ns();
-	ev.ret = PT_REGS_RC(ctx);
-	ev.flags |= MT_EV_RET;
-	if (cookie & MT_F_DEREF0) {
-		if (bpf_probe_read_user(&ev.out, sizeof(ev.out),
-					(void *)ev.args[0]) == 0)
-			ev.flags |= MT_EV_OUT;
-		else
-			ev.flags |= MT_EV_OUT_FAULT;
+	if (!e) {
+		slot_end(&s, false, false);
+		return 0;
 	}
-	submit(&ev, false);
+	e->ts = bpf_ktime_get_ns(); /* the return's, not the entry's */
+	e->ret = PT_REGS_RC(ctx);
+	e->flags |= MT_EV_RET;
+	if (cookie & MT_F_DEREF0) {
+		if (bpf_probe_read_user(&e->out, sizeof(e->out),
+					(void *)e->args[0]) == 0)
+			e->flags |= MT_EV_OUT;
+		else
+			e->flags |= MT_EV_OUT_FAULT;
+	}
+	slot_end(&s, true, false);
 	return 0;
 }
 
@@ -850,7 +948,8 @@ int BPF_PROG(mt_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
-	struct mt_event ev = { 0 };
+	struct mt_event *e;
+	struct slot s;
 	__u8 one = 1;
 
 	/* a new thread is no new process */
@@ -861,13 +960,17 @@ int BPF_PROG(mt_fork, struct task_struct *parent, struct task_struct *child)
 		__sync_fetch_and_add(&lost_forks, 1);
 		return 0;
 	}
-	ev.ts = bpf_ktime_get_ns();
-	ev.pid = ctgid;
-	ev.tid = ctgid;
-	ev.kind = MT_K_FORK;
-	ev.args[0] = ptgid;
+	e = slot_begin(&s);
+	if (e) {
+		__builtin_memset(e, 0, sizeof(*e));
+		e->ts = bpf_ktime_get_ns();
+		e->pid = ctgid;
+		e->tid = ctgid;
+		e->kind = MT_K_FORK;
+		e->args[0] = ptgid;
+	}
 	/* user space sets the child up before it gets far */
-	submit(&ev, true);
+	slot_end(&s, true, true);
 	return 0;
 }
 
@@ -883,19 +986,28 @@ char LICENSE[] SEC("license") = "GPL";
 SEC("uprobe")
 int mt_module_call(struct pt_regs *ctx)
 {
+	__u64 cookie = bpf_get_attach_cookie(ctx);
 	struct mt_pystack *st;
-	struct mt_event ev;
+	struct mt_event *e;
+	struct slot s;
 	__u32 zero = 0;
 
 	if (!wanted())
 		return 0;
-	fill(&ev, ctx, MT_COOKIE_KIND(bpf_get_attach_cookie(ctx)));
-	walk_python(&ev);
-	st = bpf_map_lookup_elem(&scratch, &zero);
-	if (!(ev.flags & MT_EV_PY) || !st)
+	e = slot_begin(&s);
+	if (!e) {
+		slot_end(&s, false, false);
 		return 0;
-	ev.args[0] = st->frames[0].code;
-	submit(&ev, false);
+	}
+	fill(e, ctx, MT_COOKIE_KIND(cookie));
+	walk_python(e);
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!(e->flags & MT_EV_PY) || !st) {
+		slot_end(&s, false, false);
+		return 0;
+	}
+	e->args[0] = st->frames[0].code;
+	slot_end(&s, true, false);
 	return 0;
 }
 
@@ -908,20 +1020,46 @@ int mt_module_call(struct pt_regs *ctx)
 SEC("uprobe")
 int mt_node_eval(struct pt_regs *ctx)
 {
-	struct mt_event ev;
 	__u64 node = PT_REGS_PARM3(ctx);
-	__u64 stack;
+	__u64 cookie, stack;
+	struct mt_event *e;
+	struct slot s;
 
 	if (!wanted())
 		return 0;
 	stack = node_origin(node, bpf_get_current_pid_tgid() >> 32);
 	if (!stack)
 		return 0;
-	fill(&ev, ctx, MT_COOKIE_KIND(bpf_get_attach_cookie(ctx)));
-	ev.node = node;
-	ev.node_stack = stack;
-	ev.node_vt = 0;
-	read_u64(&ev.node_vt, node);
-	submit(&ev, false);
+	cookie = bpf_get_attach_cookie(ctx);
+	e = slot_begin(&s);
+	if (e) {
+		fill(e, ctx, MT_COOKIE_KIND(cookie));
+		e->node = node;
+		e->node_stack = stack;
+		e->node_vt = 0;
+		read_u64(&e->node_vt, node);
+	}
+	slot_end(&s, true, false);
+	return 0;
+}
+
+/*
+ * Run by user space on each CPU that holds events (BPF_PROG_TEST_RUN with
+ * BPF_F_TEST_RUN_ON_CPU, in an interrupt of whatever the CPU runs): the
+ * CPU's batch goes to the ring buffer now. 1: a program on the CPU was
+ * writing an event, so nothing was sent; user space tries again later.
+ */
+SEC("raw_tp")
+int mt_flush(void *ctx)
+{
+	__u32 zero = 0;
+	struct batch *b = bpf_map_lookup_elem(&batch, &zero);
+	struct mt_batch_state *st = bpf_map_lookup_elem(&batch_state, &zero);
+
+	if (!b || !st)
+		return 0;
+	if (st->busy)
+		return 1;
+	batch_out(st, b, false);
 	return 0;
 }

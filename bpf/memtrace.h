@@ -91,6 +91,26 @@ enum mt_kind {
  */
 #define MT_F_TVARS (1ULL << 32)
 
+/*
+ * A ring buffer record holds 1 to MT_BATCH events back to back: each CPU
+ * gathers its events and sends them MT_BATCH at a time (a reserve and a
+ * submit cost more than the rest of an event without Python), or sooner
+ * when one is urgent or user space flushes it (mt_flush). Records of
+ * different CPUs interleave: user space orders events by ts.
+ */
+#define MT_BATCH 16
+
+/*
+ * A CPU's batch (the map batch_state, read by user space): busy counts
+ * the programs on the CPU that have taken an event's time stamp and not
+ * yet written it, n the events held. Read as one u64, so that a pair with
+ * busy 0 and n 0 proves the CPU holds no event stamped before the read.
+ */
+struct mt_batch_state {
+	__u32 busy;
+	__u32 n;
+};
+
 /* mt_event.kind of what no probe reports: a traced process forked */
 #define MT_K_FORK 0x8000 /* pid: the child, args[0]: its parent */
 

@@ -80,3 +80,20 @@ expected_c10() {
 	grep -q "^# attach pid=$fx_PID lib=.*libc10.* probes=2$" "$TRACE"
 	[ -z "$(events c10:cpu_alloc)" ]
 }
+
+@test "a tensor made on one CPU and freed on another: each free finds its allocation" {
+	[ "$(nproc)" -ge 2 ] || skip "needs two CPUs"
+	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/cross_cpu.py" --n 2000
+	trace 1 --keys -p "$fx_PID"
+	release fx
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	grep -q '^done n=2000$' "$BATS_TEST_TMPDIR/fx.out"
+	# each CPU sends its events in batches: handled out of time order, a
+	# free would come before its allocation and carry no size
+	[ "$(events c10:cpu_alloc | grep -c ' size=7919 ')" -eq 2000 ]
+	[ "$(events c10:cpu_free | grep -c ' size=7919 ')" -eq 2000 ]
+	[ -z "$(events c10:cpu_free | grep ' size=?')" ]
+	! grep -q '^# unseen frees_before_attach=' "$TRACE"
+	! grep -q 'came after later ones' "$BATS_TEST_TMPDIR/trace.err"
+}

@@ -65,7 +65,8 @@ static int libbpf_print_verbose(enum libbpf_print_level level, const char *fmt,
 
 static __u64 lost_now(const struct mt_tracer *tr)
 {
-	return tr->skel->bss->lost_events + tr->skel->bss->lost_inflight;
+	return tr->skel->bss->lost_events + tr->skel->bss->lost_inflight +
+	       tr->unflushed;
 }
 
 /*
@@ -138,9 +139,12 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 
 	while (!exiting) {
 		ret = ring_buffer__poll(rb, POLL_MS);
-		/* BPF wakes us only for urgent events: the rest on this timer */
-		if (ret >= 0)
-			ret = ring_buffer__consume(rb);
+		/*
+		 * BPF wakes us for urgent events and every so many: the rest
+		 * on this timer, when the round flushes the CPUs' batches
+		 */
+		if (ret >= 0 || ret == -EINTR)
+			ret = mt_order_round(tr, rb);
 		if (ret < 0 && ret != -EINTR) {
 			mt_err("ring buffer: %s", strerror(-ret));
 			return 2;
@@ -176,7 +180,14 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 		}
 	}
 	/* what the targets did before they exited or we stopped */
-	ring_buffer__consume(rb);
+	ret = mt_order_drain(tr, rb);
+	if (ret < 0)
+		mt_err("ring buffer: %s", strerror(-ret));
+	if (tr->late_events)
+		mt_err("%llu events came after later ones were handled (a "
+		       "CPU held them past a second): a free among them may "
+		       "show as unpaired",
+		       (unsigned long long)tr->late_events);
 	report_lost(tr);
 	return 0;
 }
@@ -184,13 +195,14 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 /*
  * Records a CPU writes before it wakes the reader: an eighth of the ring
  * buffer shared among the CPUs, so that the reader wakes while it still
- * has room to catch up even when every CPU writes at once.
+ * has room to catch up even when every CPU writes at once. A record is
+ * a batch of MT_BATCH events, or a smaller one.
  */
 static __u32 wake_every(__u32 ringbuf_mb)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	__u64 n = ((__u64)ringbuf_mb << 20) / 8 /
-		  (sizeof(struct mt_event) + BPF_RINGBUF_HDR_SZ);
+		  (MT_BATCH * sizeof(struct mt_event) + BPF_RINGBUF_HDR_SZ);
 
 	if (ncpu > 0)
 		n /= (__u64)ncpu;
@@ -256,8 +268,13 @@ static int run(struct mt_tracer *tr)
 		mt_err("out of memory");
 		return 2;
 	}
+	ret = mt_order_open(tr);
+	if (ret) {
+		mt_err("order events: %s", strerror(-ret));
+		return 2;
+	}
 	rb = ring_buffer__new(bpf_map__fd(tr->skel->maps.events),
-			      mt_tracer_on_event, tr, NULL);
+			      mt_order_on_record, tr, NULL);
 	if (!rb) {
 		mt_err("ring buffer: %s", strerror(errno));
 		return 2;
@@ -428,6 +445,7 @@ int mt_trace(const struct mt_trace_conf *c)
 	mt_watch_free(tr.watch);
 	mt_pystacks_free(tr.stacks);
 	mt_nodes_free(tr.nodes);
+	mt_order_close(&tr);
 	memtrace_bpf__destroy(tr.skel);
 	mt_strpool_free(tr.names);
 	mt_strpool_free(tr.frames);

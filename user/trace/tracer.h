@@ -15,6 +15,9 @@
 #include "trace/trace.h"
 #include "proc/target.h"
 
+struct mt_reorder;
+struct ring_buffer;
+
 /* processes --children and --all may follow */
 #define MT_MAX_TARGETS 256
 
@@ -41,6 +44,13 @@ struct mt_tracer {
 	__u64 stacks_lost;
 	FILE *out;
 	__u64 lost_reported;
+	/* order.c: the events held until they can be handled in time order */
+	struct mt_reorder *order;
+	struct mt_batch_state *batch_st; /* each CPU's, as last read */
+	int ncpus;
+	__u64 released_ts; /* the latest time stamp handled */
+	__u64 late_events; /* handled after a later one */
+	__u64 unflushed; /* left in a CPU's batch at the end: lost */
 };
 
 /* procs.c: the processes followed */
@@ -69,5 +79,18 @@ void mt_tracer_on_modcode(void *ctx, __u32 pid, __u64 code);
 
 /* events.c: the ring buffer's callback */
 int mt_tracer_on_event(void *ctx, void *data, size_t len);
+
+/*
+ * order.c: events in time order. open: 0 or -errno; the ring buffer's
+ * callback takes records of events; a round, at each turn of the trace
+ * loop, flushes the CPUs' batches and handles what they prove complete;
+ * the drain, at the end, handles everything. Both: 0 or the ring
+ * buffer's -errno.
+ */
+int mt_order_open(struct mt_tracer *tr);
+void mt_order_close(struct mt_tracer *tr);
+int mt_order_on_record(void *ctx, void *data, size_t len);
+int mt_order_round(struct mt_tracer *tr, struct ring_buffer *rb);
+int mt_order_drain(struct mt_tracer *tr, struct ring_buffer *rb);
 
 #endif /* __TRACER_H */
