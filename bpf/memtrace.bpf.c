@@ -656,7 +656,7 @@ struct slot {
 /*
  * Take a slot before the event's time stamp is taken: from here to
  * slot_end() the CPU counts as busy, so that user space never takes it
- * for holding no event stamped earlier (user/trace/flush.c).
+ * for holding no event stamped earlier (user/trace/order.c).
  */
 static __always_inline struct mt_event *slot_begin(struct slot *s)
 {
@@ -792,8 +792,8 @@ static __always_inline void entry_event(struct mt_event *ev,
 }
 
 /*
- * The event of a call at its entry: built in its slot and sent (a copy
- * less), or kept in inflight for the return probe to finish (MT_F_STASH).
+ * The event of a call at its entry: built in its slot and sent, or kept
+ * in inflight for the return probe to finish (MT_F_STASH).
  */
 static __always_inline void record_entry(struct pt_regs *ctx, __u64 cookie)
 {
@@ -961,14 +961,12 @@ int BPF_PROG(mt_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	}
 	e = slot_begin(&s);
-	if (e) {
-		__builtin_memset(e, 0, sizeof(*e));
-		e->ts = bpf_ktime_get_ns();
-		e->pid = ctgid;
-		e->tid = ctgid;
-		e->kind = MT_K_FORK;
-		e->args[0] = ptgid;
-	}
+	if (e)
+		*e = (struct mt_event){ .ts = bpf_ktime_get_ns(),
+					.pid = ctgid,
+					.tid = ctgid,
+					.kind = MT_K_FORK,
+					.args = { ptgid } };
 	/* user space sets the child up before it gets far */
 	slot_end(&s, true, true);
 	return 0;
