@@ -929,6 +929,8 @@ int mt_exit(struct pt_regs *ctx)
 		return 0;
 	}
 	e->ts = bpf_ktime_get_ns(); /* the return's, not the entry's */
+	/* the batch's CPU: user space orders each CPU's events by it */
+	e->cpu = bpf_get_smp_processor_id();
 	e->ret = PT_REGS_RC(ctx);
 	e->flags |= MT_EV_RET;
 	if (cookie & MT_F_DEREF0) {
@@ -965,6 +967,7 @@ int BPF_PROG(mt_fork, struct task_struct *parent, struct task_struct *child)
 		*e = (struct mt_event){ .ts = bpf_ktime_get_ns(),
 					.pid = ctgid,
 					.tid = ctgid,
+					.cpu = bpf_get_smp_processor_id(),
 					.kind = MT_K_FORK,
 					.args = { ptgid } };
 	/* user space sets the child up before it gets far */

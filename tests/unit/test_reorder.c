@@ -54,12 +54,17 @@ static void test_upto_holds_later_keys(void **state)
 {
 	struct mt_reorder *r = mt_reorder_new(sizeof(struct rec), 16);
 	const struct rec *x;
+	__u64 first = 0;
 
 	(void)state;
 	assert_non_null(r);
+
+	assert_false(mt_reorder_first(r, &first));
 	push(r, 100, 0);
 	push(r, 50, 1);
 	push(r, 150, 2);
+	assert_true(mt_reorder_first(r, &first));
+	assert_int_equal(first, 50);
 	x = pop(r, 100);
 	assert_non_null(x);
 	assert_int_equal(x->key, 50);
@@ -128,6 +133,26 @@ static void test_random_interleaved(void **state)
 	mt_reorder_free(r);
 }
 
+/* keys that fall each time: a run each, then places found in a run */
+static void test_descending(void **state)
+{
+	enum { N = 1000 };
+	struct mt_reorder *r = mt_reorder_new(sizeof(struct rec), N);
+	const struct rec *x;
+
+	(void)state;
+	assert_non_null(r);
+	for (__u32 i = 0; i < N; i++)
+		push(r, N - i, i);
+	for (__u64 k = 1; k <= N; k++) {
+		x = pop(r, UINT64_MAX);
+		assert_non_null(x);
+		assert_int_equal(x->key, k);
+	}
+	assert_null(pop(r, UINT64_MAX));
+	mt_reorder_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -135,6 +160,7 @@ int main(void)
 		cmocka_unit_test(test_upto_holds_later_keys),
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_random_interleaved),
+		cmocka_unit_test(test_descending),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Records handed back in the order of their keys (time stamps), ties in
- * the order they came: a binary heap of keys over a pool of fixed-size
- * records, so that the heap moves 24 bytes, not a record.
+ * the order they came; fastest when they come nearly in order (reorder.c
+ * says how). Records are copied in once, into a pool of fixed-size slots.
  */
 #ifndef __REORDER_H
 #define __REORDER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
 
@@ -24,6 +25,9 @@ int mt_reorder_push(struct mt_reorder *r, __u64 key, const void *rec);
  * upto; else NULL. It stays valid until the next push or pop.
  */
 const void *mt_reorder_pop(struct mt_reorder *r, __u64 upto);
+
+/* the lowest key held, in *key: false when none is held */
+bool mt_reorder_first(const struct mt_reorder *r, __u64 *key);
 
 /* records held */
 size_t mt_reorder_held(const struct mt_reorder *r);

@@ -3,8 +3,16 @@
  * Events in time order (tracer.h). Each CPU sends its events in batches
  * (bpf/memtrace.h MT_BATCH), so the ring buffer holds one CPU's events
  * after another's later ones: a free can come before the allocation it
- * frees. The events wait here, ordered by time stamp, until a flush round
- * proves that no CPU holds one stamped earlier; then they are handled.
+ * frees. The events wait here, ordered by time stamp, until no CPU can
+ * send one stamped earlier; then they are handled.
+ *
+ * Each CPU has a frontier: a time before which none of its events is
+ * still to come. A CPU sends its events in the order it stamped them, so
+ * its frontier moves to each event it sends; and a flush round, which has
+ * every CPU that holds events send them and then reads the ring buffer,
+ * moves the frontier of each CPU found idle or flushed to the round's
+ * start. Events stamped before the lowest frontier are handled at once:
+ * while every CPU sends events, as they come; else at each round.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -42,8 +50,10 @@ int mt_order_open(struct mt_tracer *tr)
 		return n ? n : -EINVAL;
 	tr->ncpus = n;
 	tr->batch_st = calloc((size_t)n, sizeof(*tr->batch_st));
+	tr->frontier = calloc((size_t)n, sizeof(*tr->frontier));
+	tr->flushed = calloc((size_t)n, sizeof(*tr->flushed));
 	tr->order = mt_reorder_new(sizeof(struct mt_event), HELD_MAX);
-	if (!tr->batch_st || !tr->order)
+	if (!tr->batch_st || !tr->frontier || !tr->flushed || !tr->order)
 		return -ENOMEM;
 	return 0;
 }
@@ -54,6 +64,10 @@ void mt_order_close(struct mt_tracer *tr)
 	tr->order = NULL;
 	free(tr->batch_st);
 	tr->batch_st = NULL;
+	free(tr->frontier);
+	tr->frontier = NULL;
+	free(tr->flushed);
+	tr->flushed = NULL;
 }
 
 /* hand an event on, noting one that comes after a later one */
@@ -66,17 +80,53 @@ static void handle(struct mt_tracer *tr, const struct mt_event *ev)
 	mt_tracer_on_event(tr, (void *)ev, sizeof(*ev));
 }
 
-/* the ring buffer's callback: a record of one CPU's events */
+/* handle the held events stamped before upto, in time order */
+static void release(struct mt_tracer *tr, __u64 upto)
+{
+	const struct mt_event *ev;
+
+	while ((ev = mt_reorder_pop(tr->order, upto)))
+		handle(tr, ev);
+}
+
+/* the lowest frontier: no event stamped before it is still to come */
+static __u64 lowest_frontier(const struct mt_tracer *tr)
+{
+	__u64 low = UINT64_MAX;
+
+	for (int c = 0; c < tr->ncpus; c++)
+		if (tr->frontier[c] < low)
+			low = tr->frontier[c];
+	return low;
+}
+
+/* the ring buffer's callback: a record of one CPU's events, in order */
 int mt_order_on_record(void *ctx, void *data, size_t len)
 {
 	struct mt_tracer *tr = ctx;
-	const struct mt_event *ev, *old;
+	const struct mt_event *ev = data, *old;
+	size_t n = len / sizeof(*ev);
+	__u64 low;
 
-	for (size_t off = 0; off + sizeof(*ev) <= len; off += sizeof(*ev)) {
-		ev = (const struct mt_event *)((const char *)data + off);
+	if (!n)
+		return 0;
+	/* none of this CPU's events before the record's last is to come */
+	if (ev[n - 1].cpu < (__u32)tr->ncpus &&
+	    ev[n - 1].ts > tr->frontier[ev[n - 1].cpu])
+		tr->frontier[ev[n - 1].cpu] = ev[n - 1].ts;
+	low = lowest_frontier(tr);
+	for (size_t i = 0; i < n; i++, ev++) {
+		__u64 first;
+
 		/* a held command and a new process are set up at once */
 		if (ev->kind == MT_K_LOADER || ev->kind == MT_K_FORK) {
 			mt_tracer_on_event(tr, (void *)ev, sizeof(*ev));
+			continue;
+		}
+		/* none held comes before it, and none can come: no copy */
+		if (ev->ts < low &&
+		    (!mt_reorder_first(tr->order, &first) || ev->ts < first)) {
+			handle(tr, ev);
 			continue;
 		}
 		if (mt_reorder_push(tr->order, ev->ts, ev) == 0)
@@ -88,15 +138,19 @@ int mt_order_on_record(void *ctx, void *data, size_t len)
 		if (!old || mt_reorder_push(tr->order, ev->ts, ev))
 			handle(tr, ev);
 	}
+	release(tr, low);
 	return 0;
 }
 
+/* asks of a busy CPU in one round */
+#define FLUSH_TRIES 16
+
 /*
  * Have every CPU that holds events, or is writing one, send them to the
- * ring buffer (mt_flush, run on that CPU). true: each did, so every event
- * stamped before the call is in the ring buffer.
+ * ring buffer (mt_flush, run on that CPU). done[c]: CPU c holds no event
+ * stamped before the call any more. true: every CPU is done.
  */
-static bool flush_cpus(struct mt_tracer *tr)
+static bool flush_cpus(struct mt_tracer *tr, bool *done)
 {
 	struct bpf_test_run_opts opts = { .sz = sizeof(opts),
 					  .flags = BPF_F_TEST_RUN_ON_CPU };
@@ -105,40 +159,61 @@ static bool flush_cpus(struct mt_tracer *tr)
 	bool all = true;
 	__u32 zero = 0;
 
+	memset(done, 0, (size_t)tr->ncpus * sizeof(*done));
 	if (bpf_map__lookup_elem(tr->skel->maps.batch_state, &zero,
 				 sizeof(zero), tr->batch_st, size, 0))
 		return false;
 	for (int c = 0; c < tr->ncpus; c++) {
-		if (!tr->batch_st[c].busy && !tr->batch_st[c].n)
-			continue;
-		opts.cpu = (__u32)c;
-		if (bpf_prog_test_run_opts(fd, &opts) || opts.retval)
-			all = false;
+		int tries = 0, err = 0;
+
+		if (tr->batch_st[c].busy || tr->batch_st[c].n) {
+			opts.cpu = (__u32)c;
+			/*
+			 * A busy CPU is one amid an event, a microsecond or
+			 * two: asked again it is most likely done.
+			 */
+			do
+				err = bpf_prog_test_run_opts(fd, &opts);
+			while (!err && opts.retval && ++tries < FLUSH_TRIES);
+		}
+		done[c] = !err && !opts.retval;
+		all &= done[c];
+		opts.retval = 0;
 	}
 	return all;
 }
 
-/* handle the held events stamped before upto, in time order */
-static void release(struct mt_tracer *tr, __u64 upto)
+/*
+ * A flush round: flush, read what the CPUs sent, then move the frontiers
+ * of the CPUs that were done to the round's start (not before the read:
+ * their events were still in the ring buffer) and handle what they free.
+ * A CPU not done for HOLD_MAX_NS holds nothing back longer.
+ */
+static int flush_round(struct mt_tracer *tr, struct ring_buffer *rb, bool *all)
 {
-	const struct mt_event *ev;
+	bool *done = tr->flushed;
+	__u64 start = monotonic_ns(), upto;
+	int ret;
 
-	while ((ev = mt_reorder_pop(tr->order, upto)))
-		handle(tr, ev);
+	*all = flush_cpus(tr, done);
+	ret = ring_buffer__consume(rb);
+	if (ret < 0)
+		return ret;
+	for (int c = 0; c < tr->ncpus; c++)
+		if (done[c] && tr->frontier[c] < start)
+			tr->frontier[c] = start;
+	upto = lowest_frontier(tr);
+	if (start > HOLD_MAX_NS && upto < start - HOLD_MAX_NS)
+		upto = start - HOLD_MAX_NS;
+	release(tr, upto);
+	return 0;
 }
 
 int mt_order_round(struct mt_tracer *tr, struct ring_buffer *rb)
 {
-	__u64 start = monotonic_ns(), upto = start;
-	int ret;
+	bool all;
 
-	if (!flush_cpus(tr))
-		upto = start > HOLD_MAX_NS ? start - HOLD_MAX_NS : 0;
-	ret = ring_buffer__consume(rb);
-	if (ret < 0)
-		return ret;
-	release(tr, upto);
-	return 0;
+	return flush_round(tr, rb, &all);
 }
 
 /* rounds of the drain before what is held goes on regardless */
@@ -147,12 +222,15 @@ int mt_order_round(struct mt_tracer *tr, struct ring_buffer *rb)
 int mt_order_drain(struct mt_tracer *tr, struct ring_buffer *rb)
 {
 	const struct timespec ms = { .tv_nsec = 1000000 };
+	bool all = false;
 	__u32 zero = 0;
-	int ret;
+	int ret = 0;
 
-	for (int i = 0; i < DRAIN_TRIES && !flush_cpus(tr); i++)
-		nanosleep(&ms, NULL);
-	ret = ring_buffer__consume(rb);
+	for (int i = 0; i < DRAIN_TRIES && !all && ret >= 0; i++) {
+		ret = flush_round(tr, rb, &all);
+		if (!all)
+			nanosleep(&ms, NULL);
+	}
 	release(tr, UINT64_MAX);
 	/* events a CPU still holds are lost: say so */
 	if (!bpf_map__lookup_elem(tr->skel->maps.batch_state, &zero,

@@ -48,6 +48,8 @@ struct mt_tracer {
 	struct mt_reorder *order;
 	struct mt_batch_state *batch_st; /* each CPU's, as last read */
 	int ncpus;
+	__u64 *frontier; /* each CPU's: none of its events before it to come */
+	bool *flushed; /* each CPU's, in the last flush round */
 	__u64 released_ts; /* the latest time stamp handled */
 	__u64 late_events; /* handled after a later one */
 	__u64 unflushed; /* left in a CPU's batch at the end: lost */
