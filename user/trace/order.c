@@ -15,7 +15,6 @@
  * while every CPU sends events, as they come; else at each round.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,14 +32,6 @@
  * no event takes that long from its time stamp to the ring buffer.
  */
 #define HOLD_MAX_NS (1000 * 1000000ULL)
-
-static __u64 monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
-}
 
 int mt_order_open(struct mt_tracer *tr)
 {
@@ -142,6 +133,16 @@ int mt_order_on_record(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+/* each CPU's batch state into tr->batch_st: 0 or -errno */
+static int read_states(struct mt_tracer *tr)
+{
+	__u32 zero = 0;
+
+	return bpf_map__lookup_elem(
+		tr->skel->maps.batch_state, &zero, sizeof(zero), tr->batch_st,
+		(size_t)tr->ncpus * sizeof(*tr->batch_st), 0);
+}
+
 /* asks of a busy CPU in one round */
 #define FLUSH_TRIES 16
 
@@ -155,13 +156,10 @@ static bool flush_cpus(struct mt_tracer *tr, bool *done)
 	struct bpf_test_run_opts opts = { .sz = sizeof(opts),
 					  .flags = BPF_F_TEST_RUN_ON_CPU };
 	int fd = bpf_program__fd(tr->skel->progs.mt_flush);
-	size_t size = (size_t)tr->ncpus * sizeof(*tr->batch_st);
 	bool all = true;
-	__u32 zero = 0;
 
 	memset(done, 0, (size_t)tr->ncpus * sizeof(*done));
-	if (bpf_map__lookup_elem(tr->skel->maps.batch_state, &zero,
-				 sizeof(zero), tr->batch_st, size, 0))
+	if (read_states(tr))
 		return false;
 	for (int c = 0; c < tr->ncpus; c++) {
 		int tries = 0, err = 0;
@@ -192,7 +190,7 @@ static bool flush_cpus(struct mt_tracer *tr, bool *done)
 static int flush_round(struct mt_tracer *tr, struct ring_buffer *rb, bool *all)
 {
 	bool *done = tr->flushed;
-	__u64 start = monotonic_ns(), upto;
+	__u64 start = mt_now_ns(), upto;
 	int ret;
 
 	*all = flush_cpus(tr, done);
@@ -223,7 +221,6 @@ int mt_order_drain(struct mt_tracer *tr, struct ring_buffer *rb)
 {
 	const struct timespec ms = { .tv_nsec = 1000000 };
 	bool all = false;
-	__u32 zero = 0;
 	int ret = 0;
 
 	for (int i = 0; i < DRAIN_TRIES && !all && ret >= 0; i++) {
@@ -233,9 +230,7 @@ int mt_order_drain(struct mt_tracer *tr, struct ring_buffer *rb)
 	}
 	release(tr, UINT64_MAX);
 	/* events a CPU still holds are lost: say so */
-	if (!bpf_map__lookup_elem(tr->skel->maps.batch_state, &zero,
-				  sizeof(zero), tr->batch_st,
-				  (size_t)tr->ncpus * sizeof(*tr->batch_st), 0))
+	if (!read_states(tr))
 		for (int c = 0; c < tr->ncpus; c++)
 			tr->unflushed += tr->batch_st[c].n;
 	return ret < 0 ? ret : 0;

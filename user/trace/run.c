@@ -40,7 +40,7 @@ static void on_signal(int sig)
 	exiting = 1;
 }
 
-static __u64 now_ns(void)
+__u64 mt_now_ns(void)
 {
 	struct timespec ts;
 
@@ -131,7 +131,7 @@ static void flush_sinks(struct mt_tracer *tr)
 
 static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 {
-	__u64 start = now_ns(), last_scan = start, last_all = start;
+	__u64 start = mt_now_ns(), last_scan = start, last_all = start;
 	__u64 end = tr->conf->duration > 0 ?
 			    start + (__u64)(tr->conf->duration * 1e9) :
 			    0;
@@ -151,32 +151,33 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 		}
 		report_lost(tr);
 		if (tr->watch)
-			mt_watch_tick(tr->watch, now_ns(), &tr->sink.ses->sum,
-				      tr->sink.ses->sites, tr->out);
+			mt_watch_tick(tr->watch, mt_now_ns(),
+				      &tr->sink.ses->sum, tr->sink.ses->sites,
+				      tr->out);
 		/* top's screen: its keys, and a frame when one is due */
-		if (tr->top && mt_topscreen_tick(tr->top, tr, now_ns()))
+		if (tr->top && mt_topscreen_tick(tr->top, tr, mt_now_ns()))
 			break;
 		if (tr->metrics) {
 			struct mt_session *v[MT_MAX_TARGETS + 1];
 			size_t n = sessions(tr, v, MT_MAX_TARGETS + 1);
 
-			mt_metrics_poll(tr->metrics, now_ns(), v, n,
+			mt_metrics_poll(tr->metrics, mt_now_ns(), v, n,
 					lost_now(tr));
 		}
 		fflush(tr->out);
 		flush_sinks(tr);
-		if (end && now_ns() >= end)
+		if (end && mt_now_ns() >= end)
 			break;
 		if (mt_tracer_all_exited(tr))
 			break;
-		if (now_ns() - last_scan >= RESCAN_NS) {
+		if (mt_now_ns() - last_scan >= RESCAN_NS) {
 			for (int i = 0; i < tr->ntargets; i++)
 				mt_tracer_rescan(tr, &tr->targets[i]);
-			last_scan = now_ns();
+			last_scan = mt_now_ns();
 		}
-		if (tr->conf->all && now_ns() - last_all >= ALL_SCAN_NS) {
+		if (tr->conf->all && mt_now_ns() - last_all >= ALL_SCAN_NS) {
 			mt_tracer_scan_all(tr);
-			last_all = now_ns();
+			last_all = mt_now_ns();
 		}
 	}
 	/* what the targets did before they exited or we stopped */
@@ -285,10 +286,10 @@ static int run(struct mt_tracer *tr)
 		ring_buffer__free(rb);
 		return 2;
 	}
-	start = now_ns();
+	start = mt_now_ns();
 	ret = trace_loop(tr, rb);
 	tr->end = (struct mt_summary_end){
-		.seconds = (double)(now_ns() - start) / 1e9,
+		.seconds = (double)(mt_now_ns() - start) / 1e9,
 		.lost = lost_now(tr),
 		.stacks_lost = tr->stacks_lost,
 		.top_live = o->top_live,
