@@ -641,10 +641,9 @@ static __always_inline void batch_out(struct mt_batch_state *st,
 
 /*
  * Where a program writes its event: the next slot of this CPU's batch, or
- * a record of its own in the ring buffer when the batch is in use (a
- * program preempted on this CPU, on a kernel with full preemption, or one
- * interrupted by the flush) or full. e is NULL when there is no room: the
- * event is lost, and counted.
+ * a record of its own in the ring buffer when the batch is in use (by a
+ * program this one preempted, on a kernel with full preemption) or full.
+ * e is NULL when there is no room: the event is lost, and counted.
  */
 struct slot {
 	struct mt_event *e;

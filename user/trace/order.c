@@ -8,10 +8,12 @@
  *
  * Each CPU has a frontier: a time before which none of its events is
  * still to come. A CPU sends its events in the order it stamped them, so
- * its frontier moves to each event it sends; and a flush round, which has
- * every CPU that holds events send them and then reads the ring buffer,
- * moves the frontier of each CPU found idle or flushed to the round's
- * start. Events stamped before the lowest frontier are handled at once:
+ * its frontier moves to the last event of each record it sends (a
+ * program preempted amid an event, on a kernel with full preemption, is
+ * the exception: its event comes late, and is counted); and a flush round,
+ * which has every CPU that holds events send them and then reads the ring
+ * buffer, moves the frontier of each CPU found idle or flushed to the
+ * round's start. Events stamped before the lowest frontier are handled at once:
  * while every CPU sends events, as they come; else at each round.
  */
 #include <errno.h>

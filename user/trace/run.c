@@ -185,9 +185,10 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 	if (ret < 0)
 		mt_err("ring buffer: %s", strerror(-ret));
 	if (tr->late_events)
-		mt_err("%llu events came after later ones were handled (a "
-		       "CPU held them past a second): a free among them may "
-		       "show as unpaired",
+		mt_err("%llu events came after later ones were handled (held "
+		       "past a second, or sent behind a later one by a "
+		       "program preempted on their CPU): a free among them "
+		       "may show as unpaired",
 		       (unsigned long long)tr->late_events);
 	report_lost(tr);
 	return 0;
