@@ -15,7 +15,8 @@ STANDIN_LD := -shared -Wl,-z,defs
 STANDIN_DRIVER := -L$(STANDIN_DIR) -l:libcuda.so.1 -Wl,--enable-new-dtags \
 		  -Wl,-rpath,'$$ORIGIN'
 
-STANDIN_LIBS := $(addprefix $(STANDIN_DIR)/,libcuda.so.1 libcudart.so.12)
+STANDIN_LIBS := $(addprefix $(STANDIN_DIR)/,libcuda.so.1 libcudart.so.12 \
+		  libcublas.so.12 libcublasLt.so.12)
 
 .PHONY: standin
 standin: $(STANDIN_LIBS)
@@ -33,3 +34,11 @@ $(STANDIN_DIR)/libcudart.so.12: $(addprefix $(STANDIN_SRC)/,cudart.c cudart.map 
 				$(STANDIN_DIR)/libcuda.so.1
 	@mkdir -p $(@D)
 	$(call standin_link,libcudart.so.12,cudart,$(STANDIN_DRIVER))
+
+$(STANDIN_DIR)/libcublas.so.12: $(addprefix $(STANDIN_SRC)/,cublas.c cublas.map standin.h)
+	@mkdir -p $(@D)
+	$(call standin_link,libcublas.so.12,cublas)
+
+$(STANDIN_DIR)/libcublasLt.so.12: $(addprefix $(STANDIN_SRC)/,cublaslt.c cublaslt.map standin.h)
+	@mkdir -p $(@D)
+	$(call standin_link,libcublasLt.so.12,cublaslt)
