@@ -16,7 +16,7 @@ STANDIN_DRIVER := -L$(STANDIN_DIR) -l:libcuda.so.1 -Wl,--enable-new-dtags \
 		  -Wl,-rpath,'$$ORIGIN'
 
 STANDIN_LIBS := $(addprefix $(STANDIN_DIR)/,libcuda.so.1 libcudart.so.12 \
-		  libcublas.so.12 libcublasLt.so.12)
+		  libcublas.so.12 libcublasLt.so.12 libcudnn.so.9)
 
 .PHONY: standin
 standin: $(STANDIN_LIBS)
@@ -42,3 +42,7 @@ $(STANDIN_DIR)/libcublas.so.12: $(addprefix $(STANDIN_SRC)/,cublas.c cublas.map 
 $(STANDIN_DIR)/libcublasLt.so.12: $(addprefix $(STANDIN_SRC)/,cublaslt.c cublaslt.map standin.h)
 	@mkdir -p $(@D)
 	$(call standin_link,libcublasLt.so.12,cublaslt)
+
+$(STANDIN_DIR)/libcudnn.so.9: $(addprefix $(STANDIN_SRC)/,cudnn.c cudnn.map standin.h)
+	@mkdir -p $(@D)
+	$(call standin_link,libcudnn.so.9,cudnn)
