@@ -11,12 +11,13 @@ STANDIN_CC := gcc
 STANDIN_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -pthread
 # -z defs: a symbol missing from a library fails its build, not its load.
 STANDIN_LD := -shared -Wl,-z,defs
-# The runtime reaches the shared state in the driver beside them.
+# The runtime and NVML reach the shared state in the driver beside them.
 STANDIN_DRIVER := -L$(STANDIN_DIR) -l:libcuda.so.1 -Wl,--enable-new-dtags \
 		  -Wl,-rpath,'$$ORIGIN'
 
 STANDIN_LIBS := $(addprefix $(STANDIN_DIR)/,libcuda.so.1 libcudart.so.12 \
-		  libcublas.so.12 libcublasLt.so.12 libcudnn.so.9)
+		  libcublas.so.12 libcublasLt.so.12 libnvidia-ml.so.1 \
+		  libcudnn.so.9)
 
 .PHONY: standin
 standin: $(STANDIN_LIBS)
@@ -34,6 +35,11 @@ $(STANDIN_DIR)/libcudart.so.12: $(addprefix $(STANDIN_SRC)/,cudart.c cudart.map 
 				$(STANDIN_DIR)/libcuda.so.1
 	@mkdir -p $(@D)
 	$(call standin_link,libcudart.so.12,cudart,$(STANDIN_DRIVER))
+
+$(STANDIN_DIR)/libnvidia-ml.so.1: $(addprefix $(STANDIN_SRC)/,nvml.c nvml.map standin.h) \
+				  $(STANDIN_DIR)/libcuda.so.1
+	@mkdir -p $(@D)
+	$(call standin_link,libnvidia-ml.so.1,nvml,$(STANDIN_DRIVER))
 
 $(STANDIN_DIR)/libcublas.so.12: $(addprefix $(STANDIN_SRC)/,cublas.c cublas.map standin.h)
 	@mkdir -p $(@D)
