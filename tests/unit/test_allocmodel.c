@@ -420,6 +420,41 @@ static void test_speed(void **state)
 	       rate / 1e6, (unsigned long long)(peak / MIB));
 }
 
+/*
+ * A replay puts each segment where the traced allocator's was: CUDA may
+ * hand out a later segment below an earlier one, and best fit then takes
+ * the lower of two equal free blocks, the later segment's (the stand-in
+ * runtime's mmap does so). A place the model holds is not taken twice.
+ */
+static void test_malloc_at(void **state)
+{
+	struct mt_am_conf c = { 0 };
+	struct mt_am *m = model(&c);
+	__u32 id[4], again;
+
+	(void)state;
+	assert_int_equal(mt_am_malloc_at(m, MIB, 0, 0x40000000, &id[0]), 1);
+	assert_int_equal(mt_am_addr(m, id[0]), 0x40000000);
+	id[1] = must_alloc(m, MIB);
+	assert_int_equal(mt_am_addr(m, id[1]), 0x40100000);
+	assert_int_equal(mt_am_malloc_at(m, MIB, 0, 0x20000000, &id[2]), 1);
+	assert_int_equal(mt_am_addr(m, id[2]), 0x20000000);
+	id[3] = must_alloc(m, MIB);
+	assert_int_equal(mt_am_addr(m, id[3]), 0x20100000);
+	assert_int_equal(stats(m).segments, 2);
+	assert_int_equal(mt_am_release(m, id[1]), 0);
+	assert_int_equal(mt_am_release(m, id[3]), 0);
+	again = must_alloc(m, MIB);
+	assert_int_equal(mt_am_addr(m, again), 0x20100000);
+	/* inside a segment the model holds: the next free place instead */
+	assert_int_equal(mt_am_malloc_at(m, 30 * MIB, 0, 0x40000000, &id[3]),
+			 1);
+	assert_true(mt_am_addr(m, id[3]) >= 0x40200000 ||
+		    mt_am_addr(m, id[3]) + 30 * MIB <= 0x20000000);
+	assert_int_equal(stats(m).segments, 3);
+	mt_am_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -435,6 +470,7 @@ int main(void)
 		cmocka_unit_test(test_gc_threshold),
 		cmocka_unit_test(test_streams),
 		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_malloc_at),
 		cmocka_unit_test(test_speed),
 	};
 

@@ -51,6 +51,11 @@ struct eseg {
 	__u64 base, size, page;
 };
 
+/* a cudaMalloc segment's address range */
+struct range {
+	__u64 base, size;
+};
+
 struct mt_am {
 	struct mt_am_conf c;
 	__u64 max_split;
@@ -59,6 +64,8 @@ struct mt_am {
 	struct pool pools[2]; /* [1]: small */
 	struct eseg *es;
 	__u32 nes, es_cap;
+	struct range *segs; /* the cudaMalloc segments, unordered */
+	__u32 nsegs, segs_cap;
 	__u64 next_va;
 	__u64 rng;
 	__u32 *scratch;
@@ -69,6 +76,7 @@ struct mt_am {
 /* what malloc carries through its steps (AllocParams) */
 struct params {
 	__u64 size, alloc_size, stream;
+	__u64 at; /* where the traced allocator's block is; 0: unknown */
 	struct pool *pool;
 	bool small;
 	__u32 block;
@@ -513,10 +521,79 @@ static bool get_free_block(struct mt_am *m, struct params *p)
 	return true;
 }
 
+/* room for one more cudaMalloc segment: a malloc makes at most one */
+static bool seg_room(struct mt_am *m)
+{
+	struct range *v;
+	__u32 cap;
+
+	if (m->nsegs < m->segs_cap)
+		return true;
+	cap = m->segs_cap ? m->segs_cap * 2 : 64;
+	v = realloc(m->segs, cap * sizeof(*v));
+	if (!v)
+		return false;
+	m->segs = v;
+	m->segs_cap = cap;
+	return true;
+}
+
+/* true when [base, base + size) meets a segment; *end is that one's end */
+static bool seg_overlaps(const struct mt_am *m, __u64 base, __u64 size,
+			 __u64 *end)
+{
+	for (__u32 i = 0; i < m->nsegs; i++) {
+		const struct range *r = &m->segs[i];
+
+		if (base < r->base + r->size && r->base < base + size) {
+			*end = r->base + r->size;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Where a new segment goes. Best fit breaks ties between equal free blocks
+ * by address, so a replay of a trace puts each segment where the traced
+ * allocator's was (at: the first block of a new segment is at its start),
+ * as CUDA may hand out addresses in any order; at 0 (a prediction) or at a
+ * place the model still holds, it goes above every address used. Each
+ * turn of the loop passes a segment, so it ends within nsegs turns.
+ */
+static __u64 seg_place(struct mt_am *m, __u64 at, __u64 size)
+{
+	__u64 end, base;
+
+	if (at && !seg_overlaps(m, at, size, &end))
+		base = at;
+	else {
+		while (seg_overlaps(m, m->next_va, size, &end))
+			m->next_va = (end + ROUND_LARGE - 1) / ROUND_LARGE *
+				     ROUND_LARGE;
+		base = m->next_va;
+		m->next_va +=
+			(size + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
+	}
+	m->segs[m->nsegs++] = (struct range){ .base = base, .size = size };
+	return base;
+}
+
+static void seg_remove(struct mt_am *m, __u64 base)
+{
+	for (__u32 i = 0; i < m->nsegs; i++) {
+		if (m->segs[i].base == base) {
+			m->segs[i] = m->segs[--m->nsegs];
+			return;
+		}
+	}
+}
+
 static void release_block(struct mt_am *m, __u32 x)
 {
 	struct pool *p = pool_of(m, x);
 
+	seg_remove(m, m->b[x].addr);
 	m->st.num_device_free++;
 	m->st.reserved -= m->b[x].size;
 	m->st.segments--;
@@ -657,11 +734,10 @@ static bool alloc_block(struct mt_am *m, struct params *p, bool retry)
 		p->block = try_allocate_expandable_block(m, p);
 		return p->block != 0;
 	}
-	x = blk_new(m, m->next_va, p->alloc_size, p->stream, p->small, 0);
+	x = blk_new(m, 0, p->alloc_size, p->stream, p->small, 0);
 	if (!x)
 		return false;
-	m->next_va +=
-		(p->alloc_size + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
+	m->b[x].addr = seg_place(m, p->at, p->alloc_size);
 	add_reserved(m, p->alloc_size);
 	m->st.segments++;
 	if (m->st.segments > m->st.peak_segments)
@@ -883,15 +959,21 @@ static void alloc_found_block(struct mt_am *m, struct params *p, __u64 orig)
 
 int mt_am_malloc(struct mt_am *m, __u64 orig, __u64 stream, __u32 *id)
 {
-	struct params p = { .stream = stream };
+	return mt_am_malloc_at(m, orig, stream, 0, id);
+}
+
+int mt_am_malloc_at(struct mt_am *m, __u64 orig, __u64 stream, __u64 at,
+		    __u32 *id)
+{
+	struct params p = { .stream = stream, .at = at };
 	bool found;
 
 	p.size = mt_am_round_size(&m->c, orig);
 	p.small = mt_am_is_small(p.size);
 	p.pool = &m->pools[p.small];
 	p.alloc_size = mt_am_segment_size(p.size);
-	/* what one malloc may add (splits, mapped ranges) fits */
-	if (!blk_room(m, 8))
+	/* what one malloc may add (splits, mapped ranges, a segment) fits */
+	if (!blk_room(m, 8) || !seg_room(m))
 		return -ENOMEM;
 	found = get_free_block(m, &p);
 	if (!found) {
@@ -973,6 +1055,7 @@ void mt_am_free(struct mt_am *m)
 		return;
 	free(m->b);
 	free(m->es);
+	free(m->segs);
 	free(m->scratch);
 	free(m);
 }

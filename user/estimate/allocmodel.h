@@ -75,6 +75,15 @@ void mt_am_free(struct mt_am *m);
  */
 int mt_am_malloc(struct mt_am *m, __u64 size, __u64 stream, __u32 *id);
 
+/*
+ * The same, replaying a trace: at is where the traced allocator put the
+ * block (0: unknown). A new segment goes there, so that ties between
+ * equal free blocks break as they did (mt_am_malloc puts segments in
+ * rising addresses).
+ */
+int mt_am_malloc_at(struct mt_am *m, __u64 size, __u64 stream, __u64 at,
+		    __u32 *id);
+
 /* free an allocated block: 0, or -EINVAL if id is not allocated */
 int mt_am_release(struct mt_am *m, __u32 id);
 

@@ -289,7 +289,9 @@ static int do_alloc(struct est *e, struct dev *d, const struct mt_call *r,
 		mt_am_release(d->am, old);
 	d->allocs++;
 	d->req_bytes += size;
-	ret = mt_am_malloc(d->am, size ? size : 1, 0, &id);
+	/* a CUDA block's address places a new segment as it was placed */
+	ret = mt_am_malloc_at(d->am, size ? size : 1, 0,
+			      r->ev->kind == MT_K_C10_REPORT ? r->ptr : 0, &id);
 	if (ret < 0)
 		return ret;
 	mt_am_stats(d->am, &st);
