@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# cuda-standin.sh: run a CUDA PyTorch command without a GPU. The command
+# runs in the Debian root of Debian's CUDA PyTorch (python3-torch-cuda 2.6,
+# scripts/debian-root.sh cuda), whose GPU libraries are the stand-ins of
+# tests/standin: a CUDA runtime, driver, cuBLAS/cuBLASLt, NVML and cuDNN
+# that serve "device memory" from host memory and run no kernel. Everything
+# above them is real: PyTorch's caching allocator, its statistics, its OOM
+# path and expandable segments, so a model makes the allocations it makes
+# on a GPU (shapes, not values, decide them); the values computed are
+# garbage. Both are built on first use (the root once per machine, a few
+# minutes; it needs root).
+#
+#   cuda-standin.sh [--devices N] [--device-mem SIZE] [--fail-above SIZE]
+#                   [--fail-after SIZE] -- COMMAND [ARG...]
+#   cuda-standin.sh --root    print the root's directory
+#   cuda-standin.sh --lib     print the stand-ins' directory inside the root
+#
+# SIZE is bytes or a number with K, M, G (KiB, MiB, GiB). --devices: how
+# many devices (1-8, default 1); --device-mem: memory of each (default
+# 16GiB); --fail-above: a device allocation larger than SIZE fails as out
+# of memory; --fail-after: a device allocation fails when it would bring
+# the bytes allocated over the process's life (frees not subtracted) above
+# SIZE. COMMAND's paths are the root's: the host's /tmp is not
+# there (stage files under the root's tmp, "$(cuda-standin.sh --root)/tmp").
+# It runs as root, in a mount namespace of its own with /proc and a
+# private /dev/shm, and keeps the caller's environment and process id
+# (exec), so that `memtrace-bpf -- cuda-standin.sh -- python3 x.py` traces
+# the command itself.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+me=cuda-standin.sh
+lib=/opt/memtrace-standin/lib
+
+usage() {
+	sed -n 's/^#   //p' "$0" | head -4 >&2
+	exit 2
+}
+
+die() {
+	echo "$me: $*" >&2
+	exit 2
+}
+
+# size_ok VALUE: bytes or a number with K, M, G, KiB, MiB or GiB
+size_ok() {
+	[[ $1 =~ ^[0-9]+([KMG](iB)?)?$ ]]
+}
+
+env=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--root | --lib) what=$1 ;;
+	--devices)
+		[[ ${2:-} =~ ^[1-8]$ ]] || die "--devices wants 1 to 8, not '${2:-}'"
+		env+=("MT_STANDIN_DEVICES=$2")
+		shift
+		;;
+	--device-mem | --fail-above | --fail-after)
+		size_ok "${2:-}" || die "$1 wants a size (bytes, or a number with K, M, G, KiB, MiB, GiB), not '${2:-}'"
+		opt=${1#--}
+		opt=${opt//-/_}
+		env+=("MT_STANDIN_${opt^^}=$2")
+		shift
+		;;
+	--)
+		shift
+		break
+		;;
+	-h | --help) usage ;;
+	*) die "unknown option '$1' (options then -- COMMAND; --help)" ;;
+	esac
+	shift
+done
+
+root=$("$top/scripts/debian-root.sh" cuda) ||
+	die "no CUDA PyTorch root: scripts/debian-root.sh cuda failed (above)"
+case ${what:-} in
+--root)
+	echo "$root"
+	exit 0
+	;;
+esac
+[ "$(id -u)" -eq 0 ] || die "running in the root needs root: sudo $0 $*"
+
+# The stand-ins are built here and copied into the root when they changed,
+# each by a rename, so that a process still running keeps the old file.
+make -s -C "$top" standin >&2 || die "building the stand-ins (make standin) failed"
+mkdir -p "$root$lib"
+for f in "$top"/.output/standin/*.so*; do
+	cmp -s "$f" "$root$lib/${f##*/}" && continue
+	cp "$f" "$root$lib/.${f##*/}.new"
+	mv "$root$lib/.${f##*/}.new" "$root$lib/${f##*/}"
+done
+if [ "${what:-}" = --lib ]; then
+	echo "$lib"
+	exit 0
+fi
+[ $# -gt 0 ] || die "no command to run (-- COMMAND; --help)"
+
+# The stand-ins come before the root's own libraries; the knobs reach them
+# through the environment, which the command's children inherit.
+exec unshare --mount --propagation private -- /bin/sh -c '
+r=$1
+shift
+mount -t proc proc "$r/proc" && mount -t tmpfs -o mode=1777 shm "$r/dev/shm" || exit 97
+exec chroot "$r" "$@"' sh "$root" \
+	env LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "${env[@]}" "$@"
