@@ -11,6 +11,7 @@
 # and compares what the tool says with that account, to the byte.
 
 load helpers
+load cuda_checks
 
 STANDIN=$ROOT/scripts/cuda-standin.sh
 
@@ -43,12 +44,15 @@ model() {
 		"$ROOT/tests/fixtures/memviz_compare.py"
 	HELD=1 fixture_in_root fx "$STANDIN" "${opts[@]}" -- /usr/bin/python3 \
 		"$STAGE/cuda_model.py" "${@//@STAGE@/$STAGE}"
-	trace 1 "${cmd[@]}" -p "$fx_PID" ${MTARGS:-}
+	trace 0 "${cmd[@]}" -p "$fx_PID" ${MTARGS:-}
+	# every library is attached when the process's Python is found
+	wait_for "${MT_LOG:-$BATS_TEST_TMPDIR/trace.out}" '^# python pid=' 60
 	release fx
 	stop_at_end fx
 	cat "$BATS_TEST_TMPDIR/trace.err" "$BATS_TEST_TMPDIR/fx.err" >&2
 	[ "$MT_STATUS" -eq 0 ]
 	MODEL=$BATS_TEST_TMPDIR/fx.out
+	PID=$fx_PID
 }
 
 # stop_at_end NAME: once the held fixture NAME printed its figures and the
@@ -68,137 +72,57 @@ stop_at_end() {
 	touch "$BATS_TEST_TMPDIR/$1.hold"
 }
 
-# torch DEV KEY: PyTorch's figure KEY for device DEV (cuda:N)
-torch_fig() {
-	field "$(grep "^torch dev=$1 " "$MODEL")" "$2"
-}
-
-# the caching allocator's totals and peaks, and its block events, are
-# torch's: memory_stats() and the summary's c10 lines
-assert_c10() {
-	local dev=$1
-	grep -q "^# device pid=$fx_PID dev=$dev source=c10 allocated=$(torch_fig "$dev" allocated) allocated_peak=$(torch_fig "$dev" allocated_peak) reserved=$(torch_fig "$dev" reserved) reserved_peak=$(torch_fig "$dev" reserved_peak)\$" "$TRACE"
-	[ "$(events c10:alloc | grep -c " dev=$dev ")" -eq "$(torch_fig "$dev" allocs)" ]
-	[ "$(events c10:free | grep -c " dev=$dev ")" -eq "$(torch_fig "$dev" frees)" ]
-}
-
-# live_sizes EVENT: the allocations of EVENT alive at the trace's
-# end, one size a line, sorted (from the # live groups)
-live_sizes() {
-	awk -v ev="$1" '$1 == "#" && $2 == "live" && $4 == "event=" ev {
-		for (i = 3; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-		for (i = 0; i < f["count"]; i++) print f["size"] }' "$TRACE" | sort -n
-}
-
-# model_sizes WHAT DEV: the sizes of memory_snapshot()'s segments or
-# active blocks on DEV, sorted
-model_sizes() {
-	grep "^$1 dev=$2 " "$MODEL" | sed -E 's/.* size=([0-9]+).*/\1/' | sort -n
-}
-
 @test "cuda: the caching allocator's totals, peaks, live blocks and segments are PyTorch's own" {
 	model -- --steps 3
 	cat "$MODEL"
 	grep -E '^# (device|event|frag)' "$TRACE"
 	# Debian's CUDA build of libc10, over the stand-in runtime and driver
-	grep -q "^# attach pid=$fx_PID lib=$ROOT_CUDA/usr/lib/x86_64-linux-gnu/libc10\.so\.2\.6\.0 " "$TRACE"
-	grep -q "^# attach pid=$fx_PID lib=$ROOT_CUDA/opt/memtrace-standin/lib/libcudart\.so\.12 " "$TRACE"
-	grep -q "^# attach pid=$fx_PID lib=$ROOT_CUDA/opt/memtrace-standin/lib/libcuda\.so\.1 " "$TRACE"
-	assert_c10 cuda:0
-	grep -q "^# event c10:alloc count=$(torch_fig cuda:0 allocs) bytes=$(torch_fig cuda:0 alloc_bytes)\$" "$TRACE"
-	grep -q "^# event c10:free count=$(torch_fig cuda:0 frees) bytes=$(torch_fig cuda:0 free_bytes)\$" "$TRACE"
-	# the blocks alive at the end are the snapshot's active blocks
-	[ "$(torch_fig cuda:0 active_blocks)" -gt 10 ]
-	diff -u <(model_sizes block cuda:0) <(live_sizes c10:alloc)
-	# PyTorch's segments are its cudaMalloc calls, reserved their sum
-	diff -u <(model_sizes segment cuda:0) <(live_sizes cudart:cudaMalloc)
-	grep -q "^# device pid=$fx_PID dev=[^ ]* source=cudart current=$(torch_fig cuda:0 reserved) peak=$(torch_fig cuda:0 reserved_peak)\$" "$TRACE"
-	# fragmentation: reserved - allocated, over the segments and in each
-	reserved=$(torch_fig cuda:0 reserved)
-	allocated=$(torch_fig cuda:0 allocated)
-	grep -q "^# frag pid=$fx_PID dev=cuda:0 .* waste_last=$((reserved - allocated)) reserved_last=$reserved allocated_last=$allocated\$" "$TRACE"
-	grep -q "^# frag segments=$(torch_fig cuda:0 segments) bytes=$reserved used=$allocated blocks=$(torch_fig cuda:0 active_blocks) blocks_outside=0 " "$TRACE"
-	n=0
-	while read -r line; do
-		start=$(field "$line" start)
-		want=$(grep "^segment dev=cuda:0 addr=$start " "$MODEL")
-		echo "$line | torch: $want"
-		[ "$(field "$line" size)" = "$(field "$want" size)" ]
-		[ "$(field "$line" used)" = "$(field "$want" allocated)" ]
-		n=$((n + 1))
-	done < <(grep '^# frag segment pid=' "$TRACE")
-	[ "$n" -ge 1 ]
+	grep -q "^# attach pid=$PID lib=$ROOT_CUDA/usr/lib/x86_64-linux-gnu/libc10\.so\.2\.6\.0 " "$TRACE"
+	grep -q "^# attach pid=$PID lib=$ROOT_CUDA/opt/memtrace-standin/lib/libcudart\.so\.12 " "$TRACE"
+	grep -q "^# attach pid=$PID lib=$ROOT_CUDA/opt/memtrace-standin/lib/libcuda\.so\.1 " "$TRACE"
+	ck_c10 cuda:0
+	ck_c10_bytes cuda:0
+	[ "$(ck_torch cuda:0 active_blocks)" -gt 10 ]
+	ck_blocks cuda:0
+	ck_segments cuda:0
+	ck_frag cuda:0
+	ck_clean
 }
 
 @test "cuda: an OOM: the block names the size and the line, retries and OOMs are PyTorch's" {
 	model --device-mem 1GiB -- --steps 1 --oom
 	cat "$MODEL"
-	oom=$(grep '^oom ' "$MODEL")
-	size=$(field "$oom" size)
-	line=$(field "$oom" line)
-	# the allocator's own report: it gave up, on the size asked for, from
-	# the line that asked
-	sed -n '/^# OOM pid=.* c10:oom /,/^#   top live/p' "$TRACE" >"$BATS_TEST_TMPDIR/block"
-	cat "$BATS_TEST_TMPDIR/block"
-	grep -qE "^# OOM pid=$fx_PID tid=$fx_PID dev=cuda:0 at [0-9.]+ s: c10:oom size=$size \([^)]*\): the caching allocator gave up$" "$BATS_TEST_TMPDIR/block"
-	grep -q "^#	force_oom ($STAGE/cuda_model.py:$line)$" "$BATS_TEST_TMPDIR/block"
-	# the runtime's failure that came first, and the allocator's retry
-	grep -qE "^# OOM pid=$fx_PID tid=$fx_PID dev=[^ ]+ at [0-9.]+ s: cudart:cudaMalloc size=$size \([^)]*\) failed: cudaErrorMemoryAllocation \(2\)$" "$TRACE"
-	grep -qE "^# OOM retry pid=$fx_PID tid=$fx_PID: [1-9][0-9]* cached segments freed \([^)]*\), then cudart:cudaMalloc size=$size again: failed num_alloc_retries=1$" "$TRACE"
-	[ "$(torch_fig cuda:0 num_ooms)" -ge 1 ]
-	grep -q "^# oom failed_allocations=[1-9][0-9]* num_alloc_retries=$(torch_fig cuda:0 num_alloc_retries) allocator_gave_up=$(torch_fig cuda:0 num_ooms) " "$TRACE"
+	ck_oom cuda:0 "$STAGE/cuda_model.py"
 	grep -q '^# event c10:oom count=1 ' "$TRACE"
-	assert_c10 cuda:0
+	ck_c10 cuda:0
 }
 
 @test "cuda: expandable_segments:True: the driver's mappings are the reserved memory" {
 	PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True model -- --steps 2
-	cat "$MODEL"
 	grep -E '^# (device|event)' "$TRACE"
-	assert_c10 cuda:0
-	[ "$(events cuda:cuMemCreate | wc -l)" -ge 2 ]
-	[ "$(events cuda:cuMemMap | wc -l)" -ge 2 ]
-	# no cudaMalloc: expandable segments grow by mapping
-	[ -z "$(events cudart:cudaMalloc)" ]
-	grep -q "^# device pid=$fx_PID dev=[^ ]* source=vmm current=$(torch_fig cuda:0 reserved) peak=$(torch_fig cuda:0 reserved_peak)\$" "$TRACE"
-	diff -u <(model_sizes block cuda:0) <(live_sizes c10:alloc)
+	ck_c10 cuda:0
+	ck_vmm cuda:0
+	ck_blocks cuda:0
 }
 
 @test "cuda: backend:cudaMallocAsync: every tensor a cudaMallocAsync, the live bytes PyTorch's allocated" {
 	PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync model -- --steps 2
-	cat "$MODEL"
 	grep -E '^# (device|event)' "$TRACE"
-	[ "$(torch_fig cuda:0 allocated_peak)" -gt 0 ]
-	[ "$(events cudart:cudaMallocAsync | wc -l)" -gt 50 ]
-	[ -z "$(events cudart:cudaMalloc)" ]
-	grep -q "^# device pid=$fx_PID dev=[^ ]* source=cudart current=$(torch_fig cuda:0 allocated) peak=$(torch_fig cuda:0 allocated_peak)\$" "$TRACE"
+	ck_async cuda:0
 }
 
 @test "cuda: two devices: each device's figures are PyTorch's for it" {
 	model --devices 2 -- --steps 2 --devices 2
-	cat "$MODEL"
-	assert_c10 cuda:0
-	assert_c10 cuda:1
-	[ "$(torch_fig cuda:0 allocated_peak)" -ne "$(torch_fig cuda:1 allocated_peak)" ]
-	diff -u <({ model_sizes block cuda:0; model_sizes block cuda:1; } | sort -n) \
-		<(live_sizes c10:alloc)
+	grep '^torch ' "$MODEL"
+	ck_c10 cuda:0
+	ck_c10 cuda:1
+	[ "$(ck_torch cuda:0 allocated_peak)" -ne "$(ck_torch cuda:1 allocated_peak)" ]
+	ck_blocks cuda:0 cuda:1
 }
 
 @test "cuda: backward on PyTorch's CUDA autograd thread is its forward's module, Adam's state the optimizer's" {
 	model -- --steps 2
-	# PyTorch runs a CUDA backward on a device thread of its own
-	grep -qE "^pt_autograd_0 $fx_PID/[0-9]+ .*: c10:alloc: .* phase=backward module=stack\.1\.down node=" "$TRACE"
-	n=0
-	while read -r _ name bytes; do
-		case $name in *.attn.out_proj) continue ;; esac
-		# the weight's gradient, by the node its forward made
-		events c10:alloc | grep " size=$bytes " | grep ' phase=backward ' |
-			grep -q " module=$name node=[A-Za-z]*Backward[0-9]*\$"
-		# Adam's exp_avg and exp_avg_sq, in the first step
-		[ "$(events c10:alloc | grep " size=$bytes " | grep -c ' phase=optimizer ')" -ge 2 ]
-		n=$((n + 1))
-	done < <(grep '^weight ' "$MODEL")
-	[ "$n" -ge 6 ]
+	ck_backward
 }
 
 @test "cuda: --export memviz against PyTorch's _record_memory_history: same segments, blocks and history; _memory_viz renders both" {
@@ -216,16 +140,8 @@ model_sizes() {
 @test "cuda: --module-log: forward and optimizer records are those hooks write inside the process" {
 	MTARGS="--module-log $BATS_TEST_TMPDIR/mod.log" model -- --steps 2 \
 		--modlog @STAGE@/hooks.log
-	# the hooks' bytes, in the log's MiB; backward aside (see README)
-	mib() {
-		awk '$2 !~ /backward/ { printf "%s %s %.3f %.3f %.3f %.3f\n", $1, $2, $3 / 1048576, $4 / 1048576, $5 / 1048576, $6 / 1048576 }'
-	}
-	mib <"$ROOT_CUDA$STAGE/hooks.log" >"$BATS_TEST_TMPDIR/want"
-	grep '^step=' "$BATS_TEST_TMPDIR/mod.log" | grep -v '_backward ' |
-		sed -E 's/^step=[0-9]+ module=([^ ]+) stage=([^ ]+) allocated_mib=([^ ]+) reserved_mib=([^ ]+) max_allocated_mib=([^ ]+) max_reserved_mib=([^ ]+).*/\1 \2 \3 \4 \5 \6/' \
-			>"$BATS_TEST_TMPDIR/got"
-	[ "$(wc -l <"$BATS_TEST_TMPDIR/want")" -ge 40 ]
-	diff -u "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
+	# backward aside: see README's CUDA section
+	ck_modlog "$BATS_TEST_TMPDIR/mod.log" "$ROOT_CUDA$STAGE/hooks.log"
 }
 
 @test "cuda: estimate --check: the replay reserves what PyTorch's allocator reserved, at every event" {
@@ -234,18 +150,16 @@ model_sizes() {
 	run "$MT" estimate -i "$BATS_TEST_TMPDIR/t.mtb" --check
 	echo "$output"
 	[ "$status" -eq 0 ]
-	n=$(($(torch_fig cuda:0 allocs) + $(torch_fig cuda:0 frees)))
+	n=$(($(ck_torch cuda:0 allocs) + $(ck_torch cuda:0 frees)))
 	grep -q "^# estimate cuda:0 check: ok: the model's reserved equals the recorded reserved at all $n events\$" <<<"$output"
-	grep -q "^# estimate cuda:0 peak_allocated=$(torch_fig cuda:0 allocated_peak) peak_reserved=$(torch_fig cuda:0 reserved_peak) " <<<"$output"
+	grep -q "^# estimate cuda:0 peak_allocated=$(ck_torch cuda:0 allocated_peak) peak_reserved=$(ck_torch cuda:0 reserved_peak) " <<<"$output"
 }
 
 @test "cuda: a CUDA graph's capture, with its private pool, is traced without error" {
 	model -- --steps 1 --graph
 	grep -q '^graph out=' "$MODEL"
-	assert_c10 cuda:0
-	run grep -E '^# (failed|LOST) |^# lost [a-z_]+=[1-9]' "$TRACE"
-	echo "$output"
-	[ "$status" -eq 1 ]
+	ck_c10 cuda:0
+	ck_clean
 }
 
 @test "cuda: --watch takes the device's size from NVML" {
@@ -306,7 +220,7 @@ model_sizes() {
 		t=$(grep "^torch dev=cuda:$r " "$dir/rank$r.out")
 		echo "$t"
 		grep -q "^# rank rank=$r " "$log"
-		grep -qE "^# device pid=[0-9]+ dev=cuda:$r source=c10 allocated=$(field "$t" allocated) allocated_peak=$(field "$t" allocated_peak) reserved=$(field "$t" reserved) reserved_peak=$(field "$t" reserved_peak)\$" "$log"
+		grep -qE "^# device pid=[0-9]+ dev=cuda:$r source=c10 allocated=$(ck_field "$t" allocated) allocated_peak=$(ck_field "$t" allocated_peak) reserved=$(ck_field "$t" reserved) reserved_peak=$(ck_field "$t" reserved_peak)\$" "$log"
 		# the other rank's device is not in this rank's file
 		! grep -q "^# device .* dev=cuda:$((1 - r)) source=c10 " "$log"
 	done

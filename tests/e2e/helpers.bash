@@ -57,7 +57,8 @@ unhold() {
 
 # trace NATTACH ARGS...: start memtrace-bpf ARGS in the background and wait
 # until NATTACH of its libraries are attached (0: just started), as told in
-# $MT_LOG (default: its stdout)
+# $MT_LOG (default: its stdout); a library counts by its file's name, not
+# by the folders above it
 trace() {
 	local n=$1 log=${MT_LOG:-$BATS_TEST_TMPDIR/trace.out}
 	shift
@@ -66,7 +67,7 @@ trace() {
 	if [ "$n" -gt 0 ]; then
 		local i
 		for ((i = 0; i < 600; i++)); do
-			[ "$(grep -c '^# attach .*lib=.*\(cudart\|cuda\|c10\)' "$log")" -ge "$n" ] && return 0
+			[ "$(grep -c '^# attach .*lib=.*/[^/]*\(cudart\|cuda\|c10\)[^/]* ' "$log")" -ge "$n" ] && return 0
 			kill -0 "$MT_PID" 2>/dev/null || break
 			sleep 0.05
 		done
