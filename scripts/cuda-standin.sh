@@ -11,7 +11,7 @@
 # minutes; it needs root).
 #
 #   cuda-standin.sh [--devices N] [--device-mem SIZE] [--fail-above SIZE]
-#                   [--fail-after SIZE] -- COMMAND [ARG...]
+#                   [--fail-after SIZE] [--bind DIR]... -- COMMAND [ARG...]
 #   cuda-standin.sh --root    print the root's directory
 #   cuda-standin.sh --lib     print the stand-ins' directory inside the root
 #
@@ -21,7 +21,9 @@
 # of memory; --fail-after: a device allocation fails when it would bring
 # the bytes allocated over the process's life (frees not subtracted) above
 # SIZE. COMMAND's paths are the root's: the host's /tmp is not
-# there (stage files under the root's tmp, "$(cuda-standin.sh --root)/tmp").
+# there (stage files under the root's tmp, "$(cuda-standin.sh --root)/tmp"),
+# except each DIR of --bind, which is the host's own DIR, at the same
+# path, for this command only (read and write: the command runs as root).
 # It runs as root, in a mount namespace of its own with /proc and a
 # private /dev/shm, and keeps the caller's environment and process id
 # (exec), so that `memtrace-bpf -- cuda-standin.sh -- python3 x.py` traces
@@ -33,7 +35,7 @@ me=cuda-standin.sh
 lib=/opt/memtrace-standin/lib
 
 usage() {
-	sed -n 's/^#   //p' "$0" | head -4 >&2
+	sed -n 's/^#   //p' "$0" | head -5 >&2
 	exit 2
 }
 
@@ -48,6 +50,7 @@ size_ok() {
 }
 
 env=()
+binds=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--root | --lib) what=$1 ;;
@@ -61,6 +64,11 @@ while [ $# -gt 0 ]; do
 		opt=${1#--}
 		opt=${opt//-/_}
 		env+=("MT_STANDIN_${opt^^}=$2")
+		shift
+		;;
+	--bind)
+		[ -d "${2:-}" ] || die "--bind wants a directory of this host, not '${2:-}'"
+		binds+=("$(cd "$2" && pwd)")
 		shift
 		;;
 	--)
@@ -99,10 +107,19 @@ fi
 [ $# -gt 0 ] || die "no command to run (-- COMMAND; --help)"
 
 # The stand-ins come before the root's own libraries; the knobs reach them
-# through the environment, which the command's children inherit.
+# through the environment, which the command's children inherit. The
+# --bind folders are given as one colon-separated word.
+IFS=:
+bound="${binds[*]}"
+unset IFS
 exec unshare --mount --propagation private -- /bin/sh -c '
-r=$1
-shift
+r=$1 bound=$2
+shift 2
 mount -t proc proc "$r/proc" && mount -t tmpfs -o mode=1777 shm "$r/dev/shm" || exit 97
-exec chroot "$r" "$@"' sh "$root" \
+IFS=:
+for d in $bound; do
+	mkdir -p "$r$d" && mount --bind "$d" "$r$d" || exit 97
+done
+unset IFS
+exec chroot "$r" "$@"' sh "$root" "$bound" \
 	env LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "${env[@]}" "$@"

@@ -1,24 +1,38 @@
 #!/usr/bin/env bash
 # Run memtrace-bpf against a real CUDA PyTorch on a machine with a GPU and
-# print PASS/FAIL per check; docs/gpu-validation.md records what it saw.
+# print a PASS, FAIL or SKIP line per check; docs/gpu-validation.md
+# records what it saw.
 #
 #   scripts/gpu-check.sh [BINARY] [OUTDIR]
 #
-# BINARY defaults to the static build (make static); OUTDIR receives each
-# scenario's trace excerpt.
+# BINARY defaults to the static build (make static); OUTDIR (default
+# /tmp/mt-gpu-check) receives each scenario's trace, the model's figures
+# and why a check failed (why.txt). PYTHON (default python3) is the
+# command of a Python with a CUDA torch: words split at blanks, so that a
+# dry run on the CUDA stand-in is PYTHON="scripts/cuda-standin.sh --bind
+# $PWD --bind OUTDIR -- python3" (see README). Nothing is installed: the checks are those of
+# tests/e2e/cuda.bats, from the same library (tests/e2e/cuda_checks.bash),
+# on the same model (tests/fixtures/cuda_model.py), so that what the CUDA
+# stand-in shows in `make test` is shown on the GPU too. A run takes
+# 2-3 minutes; each step waits at most 5 minutes.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MT=${1:-$ROOT/.output/static/memtrace-bpf}
 OUTDIR=${2:-/tmp/mt-gpu-check}
-PY=${PYTHON:-python3}
-WL=$ROOT/scripts/gpu_workload.py
+read -ra PY <<<"${PYTHON:-python3}"
+MODEL_PY=$ROOT/tests/fixtures/cuda_model.py
+# shellcheck source=../tests/e2e/cuda_checks.bash
+. "$ROOT/tests/e2e/cuda_checks.bash"
 mkdir -p "$OUTDIR"
+: >"$OUTDIR/why.txt"
 fails=0
 
+# check WHAT CMD...: PASS when CMD succeeds; why it failed goes to why.txt
 check() {
 	local what=$1
 	shift
-	if "$@" >/dev/null 2>&1; then
+	echo "== $what" >>"$OUTDIR/why.txt"
+	if "$@" >>"$OUTDIR/why.txt" 2>&1; then
 		echo "PASS $what"
 	else
 		echo "FAIL $what"
@@ -26,87 +40,179 @@ check() {
 	fi
 }
 
-# keep the tool's own lines and the first event lines of a trace
-excerpt() {
-	{ grep '^#' "$1"; grep -v '^#' "$1" | head -${2:-60}; } >"$OUTDIR/$3"
+# until_line FILE PATTERN PID: wait up to 300 s for a line of FILE
+# matching PATTERN, while process PID lives
+until_line() {
+	local i
+	for ((i = 0; i < 3000; i++)); do
+		grep -qE -- "$2" "$1" 2>/dev/null && return 0
+		if ! kill -0 "$3" 2>/dev/null; then
+			grep -qE -- "$2" "$1" 2>/dev/null && return 0
+			echo "gpu-check: process $3 ended before /$2/ in $1:" >&2
+			tail -5 "$1" "${1%.*}.err" "${1%.*}.model.err" 2>/dev/null >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	echo "gpu-check: timed out waiting for /$2/ in $1" >&2
+	return 1
+}
+
+# stop PID...: end the processes left by a scenario that failed
+stop() {
+	kill "$@" 2>/dev/null
+	wait "$@" 2>/dev/null
+	return 1
+}
+
+# scenario NAME [MEMTRACE_ARG...] -- [MODEL_ARG...]: cuda_model.py held
+# at its start and end, traced with -p from its READY to the moment it
+# printed its figures, as cuda.bats does; sets TRACE, MODEL and PID. A
+# MEMTRACE_ARG "record" makes the trace a record (OUTDIR/NAME.mtb).
+scenario() {
+	local name=$1 wl mt log size=-1 i
+	local -a args=(--keys --top-live 100000)
+	shift
+	[ "$1" = record ] && args=(record -o "$OUTDIR/$name.mtb") && shift
+	while [ "$1" != -- ]; do
+		args+=("$1")
+		shift
+	done
+	shift
+	rm -f "$OUTDIR/$name.go" "$OUTDIR/$name.hold"
+	MT_GO=$OUTDIR/$name.go MT_HOLD=$OUTDIR/$name.hold "${PY[@]}" "$MODEL_PY" "$@" \
+		>"$OUTDIR/$name.model" 2>"$OUTDIR/$name.model.err" &
+	wl=$!
+	until_line "$OUTDIR/$name.model" '^READY ' "$wl" || stop "$wl" || return 1
+	PID=$(awk '/^READY /{print $2; exit}' "$OUTDIR/$name.model")
+	"$MT" "${args[@]}" -p "$PID" >"$OUTDIR/$name.trace" 2>"$OUTDIR/$name.err" &
+	mt=$!
+	log=$OUTDIR/$name.trace
+	[ "${args[0]}" = record ] && log=$OUTDIR/$name.err
+	until_line "$log" '^# python pid=' "$mt" || stop "$wl" "$mt" || return 1
+	touch "$OUTDIR/$name.go"
+	until_line "$OUTDIR/$name.model" '^weight head ' "$wl" || stop "$wl" "$mt" || return 1
+	for ((i = 0; i < 100; i++)); do
+		sleep 0.1
+		[ "$(stat -c %s "$log")" = "$size" ] && break
+		size=$(stat -c %s "$log")
+	done
+	kill -INT "$mt"
+	wait "$mt"
+	echo "$name: memtrace-bpf exit $?"
+	touch "$OUTDIR/$name.hold"
+	wait "$wl"
+	TRACE=$OUTDIR/$name.trace
+	MODEL=$OUTDIR/$name.model
 }
 
 echo "== machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 uname -r
-$PY -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)'
-TLIB=$($PY -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+"${PY[@]}" -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "devices", torch.cuda.device_count())'
+ndev=$("${PY[@]}" -c 'import torch; print(torch.cuda.device_count())')
+TLIB=$("${PY[@]}" -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 echo "torch lib: $TLIB"
 echo "== probe points in this build"
 for f in "$TLIB"/libc10.so "$TLIB"/libc10_cuda.so; do
 	echo "-- $f"
 	nm -D --defined-only "$f" 2>/dev/null | grep -E 'reportMemoryUsageToProfiler|reportOutOfMemoryToProfiler|ProfiledCPUMemoryReporter3New|alloc_cpu' || true
 	nm -D --undefined-only "$f" 2>/dev/null | grep -E 'cudaMalloc|cudaFree|report' || true
-	readelf -n "$f" 2>/dev/null | grep -A2 stapsdt | grep -E 'Name|Provider' | head -6 || true
 done
 
-echo "== A: -p on a running CUDA training job (native caching allocator)"
-rm -f "$OUTDIR/go"
-MT_GO=$OUTDIR/go $PY "$WL" --steps 5 >"$OUTDIR/a.wl" 2>&1 &
-wl=$!
-for _ in $(seq 600); do grep -q '^READY' "$OUTDIR/a.wl" && break; sleep 0.1; done
-"$MT" --keys -p "$wl" >"$OUTDIR/a.full" 2>"$OUTDIR/a.err" &
-mt=$!
-for _ in $(seq 200); do grep -q '^# attach .*libc10' "$OUTDIR/a.full" && break; sleep 0.05; done
-touch "$OUTDIR/go"
-wait "$wl"
-wait "$mt"
-echo "exit $?"
-cat "$OUTDIR/a.wl" "$OUTDIR/a.err"
-excerpt "$OUTDIR/a.full" 80 a.trace
-# the process frees some tensors at exit, after its own print: compare
-# the peaks, and the reserved total, which nothing gives back at exit
-want_p=$(sed -nE 's/^torch .* max_allocated=([0-9]+).*/\1/p' "$OUTDIR/a.wl")
-want_r=$(sed -nE 's/^torch .* reserved=([0-9]+) .*/\1/p' "$OUTDIR/a.wl")
-dev=$(grep '^# device pid=[0-9]* dev=cuda:0 source=c10 ' "$OUTDIR/a.full")
-got_p=$(sed -nE 's/.* allocated_peak=([0-9]+) .*/\1/p' <<<"$dev")
-got_r=$(sed -nE 's/.* reserved=([0-9]+) .*/\1/p' <<<"$dev")
-echo "torch: max_allocated=$want_p reserved=$want_r; memtrace-bpf: allocated_peak=$got_p reserved=$got_r"
-check "A: c10:alloc events on cuda:0" grep -q ': c10:alloc: ptr=0x[0-9a-f]* size=[0-9]* dev=cuda:0 allocated=' "$OUTDIR/a.full"
-check "A: backward's allocations on the autograd thread are seen" test "$(grep ': c10:alloc: ' "$OUTDIR/a.full" | awk '{print $2}' | sort -u | wc -l)" -ge 2
-check "A: c10 allocated peak equals torch.cuda.max_memory_allocated()" test "$want_p" = "$got_p"
-check "A: c10 reserved equals torch.cuda.memory_reserved()" test "$want_r" = "$got_r"
-check "A: cudaMalloc segments succeed (ret=0) with pointers" grep -q ': cudart:cudaMalloc: ptr=0x[0-9a-f]* size=[0-9]* dev=cuda:[0-9?] ret=0 ' "$OUTDIR/a.full"
-check "A: no lost events" grep -q '^# lost events=0$' "$OUTDIR/a.full"
-check "A: CPython found" grep -q '^# python pid=[0-9]* version=3\.' "$OUTDIR/a.full"
-check "A: forward blocks named by module (Sequential child 0)" grep -q ': c10:alloc: .* dev=cuda:0 .* phase=forward module=0$' "$OUTDIR/a.full"
-check "A: forward blocks carry a Python stack" sh -c "grep -A1 ': c10:alloc: .* phase=forward ' '$OUTDIR/a.full' | grep -q '^	Linear.forward (torch/nn/modules/linear.py:[0-9]*)$'"
-check "A: backward on pt_autograd_0 with its module and autograd node" grep -q '^pt_autograd_0 [0-9/]* .*: c10:alloc: .* phase=backward module=[0-9] node=[A-Za-z]*Backward0$' "$OUTDIR/a.full"
-check "A: Adam's state in phase=optimizer" grep -q ': c10:alloc: .* dev=cuda:0 .* phase=optimizer module=-$' "$OUTDIR/a.full"
+echo "== the caching allocator (-p on a training job)"
+if scenario native -- --steps 3; then
+	grep '^# attach' "$TRACE"
+	check "c10 totals and peaks are memory_stats()'s" ck_c10 cuda:0
+	check "c10 events, counts and bytes, are memory_stats()'s" ck_c10_bytes cuda:0
+	check "live blocks are memory_snapshot()'s active blocks" ck_blocks cuda:0
+	check "cudaMalloc segments are memory_snapshot()'s segments" ck_segments cuda:0
+	check "fragmentation is reserved - allocated, per segment" ck_frag cuda:0
+	check "backward on pt_autograd_0 by module, Adam in phase=optimizer" ck_backward
+	check "no failed call, no lost event" ck_clean
+else
+	check "the native scenario ran" false
+fi
 
-echo "== B: -- mode from the first allocation, with an OOM"
-"$MT" --keys -- $PY "$WL" --steps 3 --oom >"$OUTDIR/b.full" 2>"$OUTDIR/b.err"
-echo "exit $?"
-cat "$OUTDIR/b.err" | head -20
-excerpt "$OUTDIR/b.full" 40 b.trace
-grep -E ': (cudart:cudaMalloc|c10:oom): .*(err=|oom)' "$OUTDIR/b.full" | head -5 >>"$OUTDIR/b.trace"
-check "B: libcudart attached as it was loaded" grep -q '^# attach pid=[0-9]* lib=.*libcudart' "$OUTDIR/b.full"
-check "B: first c10:alloc seen" grep -q ': c10:alloc: ' "$OUTDIR/b.full"
-check "B: failing cudaMalloc with cudaErrorMemoryAllocation" grep -q ': cudart:cudaMalloc: size=17592186044416 dev=cuda:0 ret=2 err=cudaErrorMemoryAllocation' "$OUTDIR/b.full"
-check "B: c10:oom reported" grep -q ': c10:oom: size=17592186044416 dev=cuda:0 ' "$OUTDIR/b.full"
-check "B: the workload caught the OOM" grep -q '^oom caught' "$OUTDIR/b.full"
+echo "== an OOM"
+if scenario oom -- --steps 1 --oom; then
+	check "OOM block, size, line, retry; num_alloc_retries and num_ooms" ck_oom cuda:0 "$MODEL_PY"
+	check "c10 totals and peaks after the OOM" ck_c10 cuda:0
+else
+	check "the OOM scenario ran" false
+fi
 
-echo "== C: expandable segments (driver virtual memory calls)"
-PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$MT" --keys -- $PY "$WL" --steps 3 >"$OUTDIR/c.full" 2>"$OUTDIR/c.err"
-echo "exit $?"
-excerpt "$OUTDIR/c.full" 20 c.trace
-grep -E ': cuda:cuMem' "$OUTDIR/c.full" | head -10 >>"$OUTDIR/c.trace"
-check "C: libcuda attached" grep -q '^# attach pid=[0-9]* lib=.*libcuda\.so' "$OUTDIR/c.full"
-check "C: cuMemCreate with handle and device" grep -q ': cuda:cuMemCreate: handle=0x[0-9a-f]* size=[0-9]* dev=cuda:0 ret=0 ' "$OUTDIR/c.full"
-check "C: cuMemMap of that memory" grep -q ': cuda:cuMemMap: ptr=0x[0-9a-f]* size=[0-9]* ret=0 ' "$OUTDIR/c.full"
+echo "== expandable segments"
+if PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True scenario vmm -- --steps 2; then
+	check "expandable: c10 totals and peaks" ck_c10 cuda:0
+	check "expandable: the driver's mappings are reserved" ck_vmm cuda:0
+	check "expandable: live blocks" ck_blocks cuda:0
+else
+	check "the expandable scenario ran" false
+fi
 
-echo "== D: the cudaMallocAsync backend"
-PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync "$MT" --keys -- $PY "$WL" --steps 3 >"$OUTDIR/d.full" 2>"$OUTDIR/d.err"
-echo "exit $?"
-excerpt "$OUTDIR/d.full" 20 d.trace
-grep -E ': cudart:cudaMallocAsync' "$OUTDIR/d.full" | head -5 >>"$OUTDIR/d.trace"
-check "D: cudaMallocAsync with pointer and stream" grep -q ': cudart:cudaMallocAsync: ptr=0x[0-9a-f]* size=[0-9]* dev=cuda:0 ret=0 stream=0x' "$OUTDIR/d.full"
-check "D: cudaFreeAsync carries the size" grep -q ': cudart:cudaFreeAsync: ptr=0x[0-9a-f]* size=[0-9]* dev=cuda:0 ret=0' "$OUTDIR/d.full"
+echo "== backend:cudaMallocAsync"
+if PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync scenario async -- --steps 2; then
+	check "cudaMallocAsync: live bytes are allocated and its peak" ck_async cuda:0
+else
+	check "the cudaMallocAsync scenario ran" false
+fi
 
-echo "== $fails failed"
+echo "== two devices"
+if [ "$ndev" -lt 2 ]; then
+	echo "SKIP two devices (one GPU)"
+elif scenario two -- --steps 2 --devices 2; then
+	check "cuda:0 c10 totals and peaks" ck_c10 cuda:0
+	check "cuda:1 c10 totals and peaks" ck_c10 cuda:1
+	check "both devices' live blocks" ck_blocks cuda:0 cuda:1
+else
+	check "the two-device scenario ran" false
+fi
+
+echo "== --export memviz against _record_memory_history"
+if scenario memviz --export memviz -o "$OUTDIR/mt.pickle" -- --steps 2 \
+	--history "$OUTDIR/torch.pickle"; then
+	check "memviz: segments, blocks and history are torch's; _memory_viz renders both" \
+		"${PY[@]}" "$ROOT/tests/fixtures/memviz_compare.py" "$OUTDIR/torch.pickle" "$OUTDIR/mt.pickle"
+else
+	check "the memviz scenario ran" false
+fi
+
+echo "== --module-log against in-process hooks"
+if scenario modlog --module-log "$OUTDIR/mod.log" -- --steps 2 \
+	--modlog "$OUTDIR/hooks.log"; then
+	check "module log: forward and optimizer records are the hooks'" ck_modlog "$OUTDIR/mod.log" "$OUTDIR/hooks.log"
+else
+	check "the module-log scenario ran" false
+fi
+
+echo "== estimate --check on a record"
+if scenario est record -- --steps 2; then
+	"$MT" estimate -i "$OUTDIR/est.mtb" --check >"$OUTDIR/est.out" 2>&1
+	cat "$OUTDIR/est.out" | grep -E 'check|peak_allocated' | head -3
+	n=$(($(ck_torch cuda:0 allocs) + $(ck_torch cuda:0 frees)))
+	check "estimate --check: reserved equal at every event" \
+		grep -q "^# estimate cuda:0 check: ok: the model's reserved equals the recorded reserved at all $n events\$" "$OUTDIR/est.out"
+	check "estimate: peaks are torch's" \
+		grep -q "^# estimate cuda:0 peak_allocated=$(ck_torch cuda:0 allocated_peak) peak_reserved=$(ck_torch cuda:0 reserved_peak) " "$OUTDIR/est.out"
+else
+	check "the record scenario ran" false
+fi
+
+echo "== a CUDA graph capture"
+if scenario graph -- --steps 1 --graph; then
+	check "graph: c10 totals and peaks" ck_c10 cuda:0
+	check "graph: no failed call, no lost event" ck_clean
+else
+	check "the graph scenario ran" false
+fi
+
+echo "== --watch with NVML"
+if scenario watch --watch 0.2 -- --steps 6; then
+	check "watch: the device's size from NVML" grep -qE "^# watch .* cuda:0 used=[0-9.]+ [KMGT]?i?B of [0-9.]+ [KMGT]iB " "$TRACE"
+else
+	check "the watch scenario ran" false
+fi
+
+echo "== $fails failed (why: $OUTDIR/why.txt)"
 [ "$fails" -eq 0 ]
