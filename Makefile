@@ -234,6 +234,7 @@ bench: setup
 	bench/exports.sh
 	bench/estimate.sh
 	bench/cost.sh
+	bench/cuda_cost.sh
 	bench/sample_error.sh
 	bench/floor.sh
 
