@@ -233,6 +233,7 @@ bench: setup
 	bench/multi.sh
 	bench/exports.sh
 	bench/estimate.sh
+	bench/estimate_cuda.sh
 	bench/cost.sh
 	bench/cuda_cost.sh
 	bench/sample_error.sh
