@@ -48,28 +48,12 @@ model() {
 	# every library is attached when the process's Python is found
 	wait_for "${MT_LOG:-$BATS_TEST_TMPDIR/trace.out}" '^# python pid=' 60
 	release fx
-	stop_at_end fx
+	# the trace ends when the model printed its figures
+	settle fx '^weight head ' stop
 	cat "$BATS_TEST_TMPDIR/trace.err" "$BATS_TEST_TMPDIR/fx.err" >&2
 	[ "$MT_STATUS" -eq 0 ]
 	MODEL=$BATS_TEST_TMPDIR/fx.out
 	PID=$fx_PID
-}
-
-# stop_at_end NAME: once the held fixture NAME printed its figures and the
-# trace stopped growing, stop the trace (as Ctrl-C does), then let NAME
-# exit: the trace's end is the moment of the figures, not after the
-# frees of the process's exit
-stop_at_end() {
-	local i size=-1
-	wait_for "$BATS_TEST_TMPDIR/$1.out" '^weight head ' 120
-	for ((i = 0; i < 200; i++)); do
-		sleep 0.1
-		[ "$(stat -c %s "$BATS_TEST_TMPDIR/trace.out")" = "$size" ] && break
-		size=$(stat -c %s "$BATS_TEST_TMPDIR/trace.out")
-	done
-	kill -INT "$MT_PID"
-	finish
-	touch "$BATS_TEST_TMPDIR/$1.hold"
 }
 
 @test "cuda: the caching allocator's totals, peaks, live blocks and segments are PyTorch's own" {

@@ -77,8 +77,10 @@ trace() {
 	fi
 }
 
-# settle NAME PATTERN: once the held fixture NAME printed PATTERN (its last
-# line) and the trace stopped growing, let it exit
+# settle NAME PATTERN [stop]: once the held fixture NAME printed PATTERN
+# (its last line) and the trace stopped growing, let it exit; with "stop",
+# first stop the trace (as Ctrl-C does) and wait for its end (finish), so
+# that the trace ends at that moment, before the frees of the exit
 settle() {
 	local i size=-1
 	wait_for "$BATS_TEST_TMPDIR/$1.out" "$2" 120
@@ -87,6 +89,10 @@ settle() {
 		[ "$(stat -c %s "$BATS_TEST_TMPDIR/trace.out")" = "$size" ] && break
 		size=$(stat -c %s "$BATS_TEST_TMPDIR/trace.out")
 	done
+	if [ "${3:-}" = stop ]; then
+		kill -INT "$MT_PID"
+		finish
+	fi
 	touch "$BATS_TEST_TMPDIR/$1.hold"
 }
 
