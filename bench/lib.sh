@@ -19,7 +19,7 @@ BLAS_LD=
 W1_SHAPE="--batch 16 --seq 128 --d-model 256 --ff 1024 --layers 4"
 W2_SHAPE="--batch 2 --seq 16 --d-model 64 --ff 256 --layers 4"
 
-# probe_bytes PID: the first bytes of the probed functions in PID, as
+# probe_bytes PID: the probed bytes of the probed functions in PID, as
 # "0xNN/0xNN"
 probe_bytes() {
 	$PY "$ROOT/bench/probecheck.py" "$1" "$LIB" "$SYM_NEW" "$SYM_DEL" |

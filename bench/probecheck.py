@@ -1,18 +1,22 @@
 #!/usr/bin/python3
-"""Print the first byte of functions as a running process sees them.
+"""Print the probed byte of functions as a running process sees them.
 
 Usage: probecheck.py PID LIBRARY SYMBOL...
 
 For each SYMBOL (a dynamic symbol of LIBRARY), find where LIBRARY is
-mapped in PID and read the first byte of the function from /proc/PID/mem.
-An attached uprobe on the int3 path shows 0xcc there; without one the
-function's own first byte shows.  Output, one line per symbol:
+mapped in PID and read the byte where memtrace-bpf puts its uprobe from
+/proc/PID/mem: the function's first, or the one after its endbr64 (see
+mt_elf_probe_offset).  An attached uprobe on the int3 path shows 0xcc
+there; without one the function's own byte shows.  Output, one line per
+symbol:
 
     <symbol> byte=0x<hh> int3=<yes|no>
 """
 
 import struct
 import sys
+
+ENDBR64 = b"\xf3\x0f\x1e\xfa"
 
 
 def dynsym_values(path, wanted):
@@ -111,7 +115,8 @@ def main():
             if addr is None:
                 raise SystemExit(f"pid {pid}: {s} is not mapped")
             mem.seek(addr)
-            b = mem.read(1)[0]
+            head = mem.read(5)
+            b = head[4] if head[:4] == ENDBR64 else head[0]
             print(f"{s} byte=0x{b:02x} int3={'yes' if b == 0xcc else 'no'}")
 
 

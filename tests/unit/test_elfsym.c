@@ -438,6 +438,32 @@ static void test_libc_offsets_in_process(void **state)
 	}
 }
 
+/*
+ * A uprobe goes past a leading endbr64 (CET builds): 4 bytes on; any other
+ * start, a short read or an unreadable descriptor keeps the offset.
+ */
+static void test_probe_offset(void **state)
+{
+	static const unsigned char code[] = {
+		0xf3, 0x0f, 0x1e, 0xfa, 0x41, 0x56, /* endbr64; push %r14 */
+		0x55, 0x48, 0x89, 0xe5, /* push %rbp; mov %rsp,%rbp */
+		0xf3, 0x0f, 0x1e, /* endbr64 cut by the end of the file */
+	};
+	char path[] = "/tmp/mt-test-probe-XXXXXX";
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, code, sizeof(code)), sizeof(code));
+	assert_int_equal(mt_elf_probe_offset(fd, 0), 4);
+	assert_int_equal(mt_elf_probe_offset(fd, 6), 6);
+	assert_int_equal(mt_elf_probe_offset(fd, 10), 10);
+	assert_int_equal(mt_elf_probe_offset(fd, 1000), 1000);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(close(fd), 0);
+	assert_int_equal(mt_elf_probe_offset(fd, 0), 0);
+}
+
 int main(void);
 
 /* a function of this program, in .symtab only (static) */
@@ -1046,6 +1072,7 @@ int main(void)
 		cmocka_unit_test(test_synthetic),
 		cmocka_unit_test(test_wrapper_synthetic),
 		cmocka_unit_test(test_wrapper_pythons),
+		cmocka_unit_test(test_probe_offset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -226,6 +226,16 @@ static size_t arg_move_len(const unsigned char *p, size_t n)
 
 static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
 
+__u64 mt_elf_probe_offset(int fd, __u64 off)
+{
+	unsigned char b[sizeof(endbr64)];
+
+	if (pread(fd, b, sizeof(b), (off_t)off) == (ssize_t)sizeof(b) &&
+	    !memcmp(b, endbr64, sizeof(b)))
+		return off + sizeof(b);
+	return off;
+}
+
 /* the executable section holding vaddr, with its bytes; NULL if none */
 static Elf_Data *text_at(Elf *elf, __u64 vaddr, GElf_Shdr *sh)
 {

@@ -171,10 +171,12 @@ static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 		const struct mt_kind_info *ki = mt_kind(kind_of[i]);
 		__u64 cookie =
 			kind_of[i] | ki->flags | mt_kind_sample_flags(ki);
+		__u64 off;
 
 		if (!syms[i].vaddr ||
 		    (ki->fallback_of && found[ki->fallback_of]))
 			continue;
+		off = mt_elf_probe_offset(fd, syms[i].offset);
 		if (kind_of[i] == MT_K_LOADER && t->spawned)
 			cookie |= MT_F_STOP;
 		/* backward's Node comes with the autograd probes, on with Python */
@@ -183,13 +185,13 @@ static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 		/* the return probe first, so no entry waits for a return */
 		if (ki->retprobe) {
 			ret = attach_one(a, a->skel->progs.mt_exit, t->pid,
-					 file, syms[i].offset, cookie, true);
+					 file, off, cookie, true);
 			if (ret)
 				goto fail;
 			probes++;
 		}
 		ret = attach_one(a, entry_prog(a->skel, cookie), t->pid, file,
-				 syms[i].offset, cookie, false);
+				 off, cookie, false);
 		if (ret)
 			goto fail;
 		probes++;
