@@ -69,7 +69,8 @@ if [ -z "$SYM_NEW" ] || [ -z "$SYM_DEL" ]; then
 	die "$LIB: no c10 reporter symbols"
 fi
 # the probed function's first instruction: the trap's cost depends on it
-# (uprobes emulate a push, but single-step most others, endbr64 among them)
+# (uprobes emulate a push, but single-step most others, endbr64 among them:
+# memtrace-bpf probes the instruction after a leading endbr64)
 A=$(nm -D --defined-only "$LIB" | awk -v s="$SYM_NEW" '$3 == s { print $1 }')
 FIRST_INSN=$(objdump -d --no-show-raw-insn --start-address=0x"$A" --stop-address=$((0x$A + 16)) "$LIB" |
 	awk -F'\t' '/^ *[0-9a-f]+:/ { print $2; exit }' | tr -s ' ' || true)

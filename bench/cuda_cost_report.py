@@ -175,8 +175,10 @@ def main():
         f"`{meta.get('probed', '?')}`, begins with "
         f"`{meta.get('first_insn', '?')}` in this libc10. What a trap "
         "costs depends on the probed instruction: the kernel's uprobes "
-        "emulate a push, but single-step most others out of line "
-        "(README's Benchmark section has a check by hand).")
+        "emulate a push, but single-step most others out of line, "
+        "endbr64 among them, so memtrace-bpf probes the instruction after "
+        "a leading endbr64 (README's Benchmark section has a check by "
+        "hand).")
     put("")
     put("Command (as root, in the tree): `bench/cuda_cost.sh` "
         f"(REPS={meta['reps']}, STEPS={meta['steps']}, "
