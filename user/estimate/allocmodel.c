@@ -565,9 +565,9 @@ static __u64 seg_place(struct mt_am *m, __u64 at, __u64 size)
 {
 	__u64 end, base;
 
-	if (at && !seg_overlaps(m, at, size, &end))
+	if (at && !seg_overlaps(m, at, size, &end)) {
 		base = at;
-	else {
+	} else {
 		while (seg_overlaps(m, m->next_va, size, &end))
 			m->next_va = (end + ROUND_LARGE - 1) / ROUND_LARGE *
 				     ROUND_LARGE;

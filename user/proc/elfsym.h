@@ -50,6 +50,19 @@ int mt_elf_resolve_any_fd(int fd, const char *name, const char *const *names,
 			  size_t errlen);
 
 /*
+ * Where a uprobe on the function at file offset off of the file open as fd
+ * goes: past its endbr64 when it begins with one (a build with CET, as
+ * Debian's torch 2.6), else off. The kernel emulates the push that
+ * usually begins a function at a uprobe, but steps endbr64 out of line,
+ * which made each hit about fifteen times dearer here (10.9 against 0.7 us
+ * a call in a C loop, README's Benchmark); endbr64 only marks where an
+ * indirect call may land, so 4 bytes on the arguments, the stack and the
+ * return address are as at the entry, for an entry probe and a return
+ * probe alike. A file that cannot be read there keeps off.
+ */
+__u64 mt_elf_probe_offset(int fd, __u64 off);
+
+/*
  * The function that the function named wrapper hands its call on to, in the
  * file open as fd (name is what messages call it), for a build whose symbol
  * tables no longer name the callee: stripped Debian CPython 3.13 and 3.14
@@ -61,19 +74,6 @@ int mt_elf_resolve_any_fd(int fd, const char *name, const char *const *names,
  * wrapper, -ENOEXEC with a message in err when its code is of another form,
  * or -errno with err set.
  */
-/*
- * Where a uprobe on the function at file offset off of the file open as fd
- * goes: past its endbr64 when it begins with one (a build with CET, as
- * Debian's torch 2.6), else off. The kernel emulates the push or mov that
- * usually begins a function at a uprobe, but steps endbr64 out of line,
- * which made each hit about ten times dearer here (10.9 against 0.7 us a
- * call, bench/RESULTS.md's CUDA step); endbr64 only marks where an indirect
- * call may land, so 4 bytes on the arguments, the stack and the return
- * address are as at the entry, for an entry probe and a return probe
- * alike. A file that cannot be read there keeps off.
- */
-__u64 mt_elf_probe_offset(int fd, __u64 off);
-
 int mt_elf_tail_target_fd(int fd, const char *name, const char *wrapper,
 			  struct mt_sym *out, char *err, size_t errlen);
 
