@@ -39,6 +39,10 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,%,$(wildcard tests/unit/test_*.c))
 ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=all
 
+# make with no goal builds the tool: without this the first target of
+# the makefiles included below (the fixtures) would be the default
+.DEFAULT_GOAL := all
+
 FIXDIR := $(OUTPUT)/fixtures
 include tests/fixtures/fixtures.mk
 STANDIN_DIR := $(OUTPUT)/standin
