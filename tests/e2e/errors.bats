@@ -4,12 +4,70 @@
 load helpers
 bats_require_minimum_version 1.5.0
 
+NEEDS="memtrace-bpf: needs root, or CAP_SYS_ADMIN (and CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH for another user's process): run it with sudo"
+
+# as_nobody CAPS CMD...: CMD as nobody with exactly the capabilities CAPS
+# (+a,+b: ambient, so that they survive the exec), and no other even in
+# its bounding set
+as_nobody() {
+	local caps=$1
+	shift
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		--inh-caps=-all,"$caps" --ambient-caps=-all,"$caps" \
+		--bounding-set=-all,"$caps" "$@"
+}
+
 @test "not root: says to use sudo" {
 	command -v setpriv >/dev/null || skip "setpriv missing"
 	run setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
 		"$MT" -p 1
 	[ "$status" -eq 2 ]
-	[ "$output" = "memtrace-bpf: needs root, or CAP_BPF and CAP_PERFMON: run it with sudo" ]
+	[ "$output" = "$NEEDS" ]
+}
+
+@test "not root with CAP_BPF and CAP_PERFMON only: the hint, not a denied map_files" {
+	# the set the hint named before: the uprobes and /proc/PID/map_files
+	# need CAP_SYS_ADMIN
+	LD_LIBRARY_PATH=$FIX/fake fixture fx "$FIX/cudart_calls" malloc 4096 free 0
+	run as_nobody +bpf,+perfmon "$MT" -p "$fx_PID"
+	release fx
+	[ "$status" -eq 2 ]
+	[ "$output" = "$NEEDS" ]
+}
+
+@test "not root with exactly the hint's capabilities: root's processes are traced, Python stacks too" {
+	local caps=+sys_admin,+sys_ptrace,+dac_read_search
+	LD_LIBRARY_PATH=$FIX/fake fixture fx "$FIX/cudart_calls" malloc 4096 free 0
+	as_nobody "$caps" "$MT" -p "$fx_PID" >"$BATS_TEST_TMPDIR/trace.out" \
+		2>"$BATS_TEST_TMPDIR/trace.err" &
+	MT_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/trace.out" '^# attach .*libcudart'
+	release fx
+	finish
+	cat "$BATS_TEST_TMPDIR/trace.err"
+	[ "$MT_STATUS" -eq 0 ]
+	[ "$(events cudart:cudaMalloc | grep -c ' size=4096 ')" -eq 1 ]
+
+	# a Python stack is read from the target's memory (CAP_SYS_PTRACE)
+	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/cpu_model.py" --steps 1
+	as_nobody "$caps" "$MT" -p "$fx_PID" >"$BATS_TEST_TMPDIR/trace.out" \
+		2>"$BATS_TEST_TMPDIR/trace.err" &
+	MT_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/trace.out" '^# attach .*libc10'
+	release fx
+	finish
+	cat "$BATS_TEST_TMPDIR/trace.err"
+	[ "$MT_STATUS" -eq 0 ]
+	grep -q "^# python pid=$fx_PID version=" "$TRACE"
+	grep -qE '^	.*cpu_model\.py:[0-9]+\)$' "$TRACE"
+
+	# without the two for another user's process: the open says so
+	LD_LIBRARY_PATH=$FIX/fake fixture fx "$FIX/cudart_calls" malloc 4096 free 0
+	run --separate-stderr as_nobody +sys_admin "$MT" -p "$fx_PID"
+	release fx
+	echo "$stderr"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "memtrace-bpf: pid $fx_PID: open "*"/map_files/"*": Permission denied (another user's process needs root, or CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH besides CAP_SYS_ADMIN)" ]]
 }
 
 @test "no such pid" {

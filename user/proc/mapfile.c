@@ -46,8 +46,17 @@ int mt_mapfile_open(int pid, const struct mt_mapping *m, char *err,
 	fd = open(link, OPEN_FLAGS);
 	if (fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "pid %d: open %s mapped at %s: %s", pid,
-			 name, link, strerror(errno));
+		/*
+		 * the map_files directory is its owner's (0500): without root
+		 * another user's process is denied here
+		 */
+		snprintf(err, errlen, "pid %d: open %s mapped at %s: %s%s", pid,
+			 name, link, strerror(-ret),
+			 ret == -EACCES ?
+				 " (another user's process needs root, or "
+				 "CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH "
+				 "besides CAP_SYS_ADMIN)" :
+				 "");
 		return ret;
 	}
 	if (fstat(fd, &st)) {

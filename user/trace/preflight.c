@@ -8,8 +8,6 @@
 #include "trace/preflight.h"
 
 #define CAP_SYS_ADMIN 21
-#define CAP_PERFMON 38
-#define CAP_BPF 39
 
 static int effective_caps(unsigned long long *caps)
 {
@@ -38,12 +36,22 @@ int mt_preflight(char *err, size_t errlen)
 {
 	unsigned long long caps = 0;
 
-	if (effective_caps(&caps) ||
-	    !(has(caps, CAP_SYS_ADMIN) ||
-	      (has(caps, CAP_BPF) && has(caps, CAP_PERFMON)))) {
+	/*
+	 * CAP_BPF and CAP_PERFMON are not enough: since the fix of
+	 * CVE-2025-38466 (Linux 6.16, and 5.10.240, 5.15.189, 6.1.146,
+	 * 6.6.99, 6.12.39 on) a uprobe's perf event needs CAP_SYS_ADMIN,
+	 * and /proc/PID/map_files, through which every library is opened,
+	 * needs it (or CAP_CHECKPOINT_RESTORE) on every kernel. It covers
+	 * BPF and perf too. Another user's process also needs CAP_SYS_PTRACE
+	 * (its maps, its memory) and CAP_DAC_READ_SEARCH (its map_files
+	 * directory is its owner's, mode 0500); the target is not known
+	 * yet here, so the open says that (proc/mapfile.c).
+	 */
+	if (effective_caps(&caps) || !has(caps, CAP_SYS_ADMIN)) {
 		snprintf(err, errlen,
-			 "needs root, or CAP_BPF and CAP_PERFMON: run it with "
-			 "sudo");
+			 "needs root, or CAP_SYS_ADMIN (and CAP_SYS_PTRACE "
+			 "and CAP_DAC_READ_SEARCH for another user's "
+			 "process): run it with sudo");
 		return -EPERM;
 	}
 	if (access("/sys/bus/event_source/devices/uprobe/type", R_OK)) {
