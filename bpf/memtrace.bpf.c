@@ -81,7 +81,8 @@ struct {
  */
 struct thread_vars {
 	__s32 dev; /* MT_DEV_UNKNOWN until cudaSetDevice */
-	__u32 pad;
+	/* --module-log: the Node evaluated now returned, its outputs go on */
+	__u32 node_done;
 	struct node_ref node;
 	/* --sample-bytes: bytes to the next sampled one; 0: none drawn yet */
 	__u64 sample_left;
@@ -202,6 +203,8 @@ struct {
 __u64 lost_events = 0;
 __u64 lost_inflight = 0;
 __u64 lost_forks = 0; /* children not followed: the traced map was full */
+/* -- mode: the command's stops at library loads (memtrace.h) */
+struct mt_hold hold = {};
 
 static __always_inline bool wanted(void)
 {
@@ -791,6 +794,20 @@ static __always_inline void entry_event(struct mt_event *ev,
 }
 
 /*
+ * -- mode: stop the command until user space has attached the library
+ * being loaded; not while an earlier stop is still the tracer's to
+ * continue (its guard continued it instead: memtrace.h).
+ */
+static __always_inline void hold_caller(void)
+{
+	if (*(volatile __u64 *)&hold.stops != *(volatile __u64 *)&hold.resumed)
+		return;
+	/* counted before the event goes out, so the tracer sees it counted */
+	__sync_fetch_and_add(&hold.stops, 1);
+	bpf_send_signal(SIGSTOP);
+}
+
+/*
  * The event of a call at its entry: built in its slot and sent, or kept
  * in inflight for the return probe to finish (MT_F_STASH).
  */
@@ -806,14 +823,14 @@ static __always_inline void record_entry(struct pt_regs *ctx, __u64 cookie)
 		if (e)
 			entry_event(e, ctx, cookie);
 		if (cookie & MT_F_STOP)
-			bpf_send_signal(SIGSTOP);
+			hold_caller();
 		/* a held command waits for its loader event to be handled */
 		slot_end(&s, true, kind == MT_K_LOADER);
 		return;
 	}
 	entry_event(&ev, ctx, cookie);
 	if (cookie & MT_F_STOP)
-		bpf_send_signal(SIGSTOP);
+		hold_caller();
 	key.tid = ev.tid;
 	key.kind = kind;
 	if (bpf_map_update_elem(&inflight, &key, &ev, BPF_ANY))
@@ -1013,32 +1030,55 @@ int mt_module_call(struct pt_regs *ctx)
 
 /*
  * MT_F_NODEEVAL (--module-log only): Engine::evaluate_function(graph_task,
- * node, ...), an event for each Node evaluated whose forward stack is
- * known, so that user space sees backward enter and leave each module.
- * Nodes made by no Python (AccumulateGrad) send nothing.
+ * node, ...), an event for each Node evaluated, so that user space sees
+ * backward enter and leave each module. A Node made by no Python
+ * (AccumulateGrad) or before the attach comes with no stack: it belongs to
+ * no module, but its evaluation has begun.
  */
 SEC("uprobe")
 int mt_node_eval(struct pt_regs *ctx)
 {
 	__u64 node = PT_REGS_PARM3(ctx);
-	__u64 cookie, stack;
+	struct thread_vars *tv;
 	struct mt_event *e;
 	struct slot s;
 
 	if (!wanted())
 		return 0;
-	stack = node_origin(node, bpf_get_current_pid_tgid() >> 32);
-	if (!stack)
-		return 0;
-	cookie = bpf_get_attach_cookie(ctx);
+	tv = thread_vars_get();
+	if (tv)
+		tv->node_done = 0;
 	e = slot_begin(&s);
 	if (e) {
-		fill(e, ctx, MT_COOKIE_KIND(cookie));
+		fill(e, ctx, MT_COOKIE_KIND(bpf_get_attach_cookie(ctx)));
 		e->node = node;
-		e->node_stack = stack;
+		e->node_stack = node_origin(node, e->pid);
 		e->node_vt = 0;
 		read_u64(&e->node_vt, node);
 	}
+	slot_end(&s, true, false);
+	return 0;
+}
+
+/*
+ * MT_F_NODEOUT (--module-log only): InputBuffer::add, where the Node that
+ * returned hands each output to the Node that takes it (adding it up where
+ * a tensor fed two). One event for the first: from it until the next Node
+ * begins, memory moves for the Nodes after this one.
+ */
+SEC("uprobe")
+int mt_node_out(struct pt_regs *ctx)
+{
+	struct thread_vars *tv = thread_vars_get();
+	struct mt_event *e;
+	struct slot s;
+
+	if (!wanted() || !tv || tv->node_done)
+		return 0;
+	tv->node_done = 1;
+	e = slot_begin(&s);
+	if (e)
+		fill(e, ctx, MT_COOKIE_KIND(bpf_get_attach_cookie(ctx)));
 	slot_end(&s, true, false);
 	return 0;
 }

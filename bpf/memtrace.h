@@ -42,6 +42,7 @@ enum mt_kind {
 	MT_K_NCCL_MEM_FREE,
 	MT_K_MODULE_CALL, /* --module-log: an nn.Module call begins */
 	MT_K_NODE_EVAL, /* --module-log: an autograd Node is evaluated */
+	MT_K_NODE_OUT, /* --module-log: a Node returned; its outputs go on */
 	MT_K_MAX,
 };
 
@@ -54,7 +55,7 @@ enum mt_kind {
 #define MT_F_DEREF0 (1u << 17) /* return: result is the u64 at *arg0 */
 #define MT_F_PROPDEV (1u << 18) /* entry: device = s32 at arg2 + 12 */
 #define MT_F_SETDEV (1u << 19) /* entry: arg0 is the thread's new device */
-#define MT_F_STOP (1u << 20) /* entry: SIGSTOP the caller (-- mode loader) */
+#define MT_F_STOP (1u << 20) /* entry: SIGSTOP the caller (struct mt_hold) */
 #define MT_F_EDGE (1u << 21) /* entry: the Node* of Edge *arg1 was made here */
 #define MT_F_SETNODE (1u << 22) /* entry: arg2 is the Node* this thread runs */
 #define MT_F_EXC (1u << 23) /* entry: drop it if arg1 (a type) is in exc_skip */
@@ -90,6 +91,8 @@ enum mt_kind {
  * probes); without it they are left unknown and not looked up
  */
 #define MT_F_TVARS (1ULL << 32)
+/* entry (--module-log): a Node's outputs go to the next Nodes' inputs */
+#define MT_F_NODEOUT (1ULL << 33)
 
 /*
  * A ring buffer record holds 1 to MT_BATCH events back to back: each CPU
@@ -109,6 +112,22 @@ enum mt_kind {
 struct mt_batch_state {
 	__u32 busy;
 	__u32 n;
+};
+
+/*
+ * -- mode: the command is stopped (SIGSTOP) at each library load until
+ * user space has attached the library and continues it. A global of the
+ * BPF object, shared by three writers: BPF counts the stops, the tracer
+ * says up to which stop it has continued the command, and the tracer's
+ * guard (user/proc/target.c) counts the stops it ended itself because the
+ * tracer took too long (stopped, hung). While a stop waits for the
+ * tracer, BPF stops the command no more: it would only wait for the
+ * guard again at each load.
+ */
+struct mt_hold {
+	__u64 stops; /* BPF: SIGSTOPs sent */
+	__u64 resumed; /* tracer: every stop up to this count is continued */
+	__u64 released; /* guard: stops it continued in the tracer's stead */
 };
 
 /* mt_event.kind of what no probe reports: a traced process forked */

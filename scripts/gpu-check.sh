@@ -181,7 +181,7 @@ fi
 echo "== --module-log against in-process hooks"
 if scenario modlog --module-log "$OUTDIR/mod.log" -- --steps 2 \
 	--modlog "$OUTDIR/hooks.log"; then
-	check "module log: forward and optimizer records are the hooks'" ck_modlog "$OUTDIR/mod.log" "$OUTDIR/hooks.log"
+	check "module log: forward, backward and optimizer records are the hooks'" ck_modlog "$OUTDIR/mod.log" "$OUTDIR/hooks.log"
 else
 	check "the module-log scenario ran" false
 fi

@@ -121,10 +121,9 @@ model() {
 	grep -q '^ours cuda:0 trace_plot ' <<<"$output"
 }
 
-@test "cuda: --module-log: forward and optimizer records are those hooks write inside the process" {
+@test "cuda: --module-log: forward, backward and optimizer records are those hooks write inside the process" {
 	MTARGS="--module-log $BATS_TEST_TMPDIR/mod.log" model -- --steps 2 \
 		--modlog @STAGE@/hooks.log
-	# backward aside: see README's CUDA section
 	ck_modlog "$BATS_TEST_TMPDIR/mod.log" "$ROOT_CUDA$STAGE/hooks.log"
 }
 

@@ -76,7 +76,9 @@ struct mt_kind_info {
 	 */
 	const char *wrapper;
 	enum mt_kind fallback_of; /* attach only if that kind found none */
-	unsigned int flags; /* MT_F_* of the cookie */
+	/* the library version (".so.1.13") that lacks every name of syms */
+	const char *absent_in;
+	__u64 flags; /* MT_F_* of the cookie */
 	bool retprobe;
 	bool cpu; /* a CPU-side kind (--no-cpu) */
 	enum mt_role role;

@@ -221,6 +221,17 @@ static const struct mt_kind_info kinds[MT_K_MAX] = {
 		.event = NULL, .lib = MT_LIB_TORCH_CPU, .flags = MT_F_NODEEVAL,
 		.syms = { "_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEEPNS0_4NodeERNS0_11InputBufferERKS2_INS0_10ReadyQueueEE" },
 	},
+	/*
+	 * --module-log: InputBuffer::add(pos, Tensor&&, streams[, Node*]),
+	 * torch 2.x (1.13 keeps it local: there a module's backward ends at
+	 * the next Node's beginning)
+	 */
+	[MT_K_NODE_OUT] = {
+		.event = NULL, .lib = MT_LIB_TORCH_CPU, .flags = MT_F_NODEOUT,
+		.absent_in = ".so.1.13",
+		.syms = { "_ZN5torch8autograd11InputBuffer3addEmON2at6TensorERKSt8optionalIN3c106StreamEESA_",
+			  "_ZN5torch8autograd11InputBuffer3addEmON2at6TensorERKSt8optionalIN3c106StreamEESA_PNS0_4NodeE" },
+	},
 };
 
 const struct mt_kind_info *mt_kind(unsigned int kind)

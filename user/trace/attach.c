@@ -15,7 +15,7 @@
 static bool kind_wanted(const struct mt_attacher *a,
 			const struct mt_kind_info *ki)
 {
-	if (ki->flags & (MT_F_MODCALL | MT_F_NODEEVAL))
+	if (ki->flags & (MT_F_MODCALL | MT_F_NODEEVAL | MT_F_NODEOUT))
 		return a->module_log;
 	if (ki->cpu)
 		return !a->no_cpu;
@@ -63,6 +63,8 @@ static struct bpf_program *entry_prog(const struct memtrace_bpf *skel,
 		return skel->progs.mt_module_call;
 	if (flags & MT_F_NODEEVAL)
 		return skel->progs.mt_node_eval;
+	if (flags & MT_F_NODEOUT)
+		return skel->progs.mt_node_out;
 	if (flags & MT_F_SETNODE)
 		return skel->progs.mt_set_node;
 	if (flags & MT_F_EDGE)

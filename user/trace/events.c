@@ -179,7 +179,8 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 		mt_tracer_on_loader(tr, ev);
 		return 0;
 	}
-	if (ev->kind == MT_K_MODULE_CALL || ev->kind == MT_K_NODE_EVAL) {
+	if (ev->kind == MT_K_MODULE_CALL || ev->kind == MT_K_NODE_EVAL ||
+	    ev->kind == MT_K_NODE_OUT) {
 		mt_modlog_probe(tr, ev);
 		return 0;
 	}

@@ -11,7 +11,11 @@
  * is what a hook would read; its time is that event's. Each module call
  * notes the call it was made in: in backward, a Node's module enters with
  * the calls it was made in, and they leave at the first Node evaluated
- * outside them.
+ * outside them. Their post records hold what the thread held when their
+ * last Node returned, as a hook on that Node reads it: without what the
+ * engine did since to hand its gradients on (InputBuffer::add: a sum
+ * where a tensor fed two Nodes), with what Nodes of no module
+ * (AccumulateGrad) did.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -55,6 +59,11 @@ enum start {
 	PARTIAL, /* it began inside a step: no records until the next */
 };
 
+/* the allocator's figures */
+struct figures {
+	__u64 allocated, reserved, max_allocated, max_reserved;
+};
+
 /* the modules running inside one another in one pass, outermost first */
 struct nest {
 	const char *mod[MAX_OPEN];
@@ -78,7 +87,13 @@ struct mt_modlog {
 	} called[CALLED_CAP];
 	size_t ncalled;
 	struct nest fwd, bwd;
-	__u64 allocated, reserved, max_allocated, max_reserved;
+	struct figures now; /* at the last event */
+	/*
+	 * backward: now, less what moved while the thread handed a Node's
+	 * gradients on, since a module's Node last began
+	 */
+	struct figures done;
+	bool handing_on; /* the backward thread's Node returned */
 	unsigned long calls; /* module calls seen */
 	unsigned long lost; /* records not written: too deep, too many paths */
 	unsigned long other_thread; /* calls of a second thread, not followed */
@@ -136,7 +151,7 @@ static bool within(const char *outer, const char *inner, bool proper)
 }
 
 static void put(struct mt_modlog *ml, const char *module, enum stage st,
-		__u64 ts)
+		__u64 ts, const struct figures *f)
 {
 	const char *name = module;
 
@@ -149,9 +164,9 @@ static void put(struct mt_modlog *ml, const char *module, enum stage st,
 		"step=%lu module=%s stage=%s allocated_mib=%.3f "
 		"reserved_mib=%.3f max_allocated_mib=%.3f "
 		"max_reserved_mib=%.3f",
-		ml->step, name, stage_names[st], ml->allocated / MIB,
-		ml->reserved / MIB, ml->max_allocated / MIB,
-		ml->max_reserved / MIB);
+		ml->step, name, stage_names[st], f->allocated / MIB,
+		f->reserved / MIB, f->max_allocated / MIB,
+		f->max_reserved / MIB);
 	if (ml->with_time)
 		fprintf(ml->f, " time=%llu.%06llu",
 			(unsigned long long)(ts / 1000000000ULL),
@@ -162,9 +177,11 @@ static void put(struct mt_modlog *ml, const char *module, enum stage st,
 /* the modules of the nest past its first n return */
 static void leave_to(struct mt_modlog *ml, struct nest *ns, int n, __u64 ts)
 {
+	const struct figures *f = ns == &ml->bwd ? &ml->done : &ml->now;
+
 	while (ns->n > n) {
 		ns->n--;
-		put(ml, ns->mod[ns->n], ns->pre + 1, ts);
+		put(ml, ns->mod[ns->n], ns->pre + 1, ts, f);
 	}
 }
 
@@ -202,7 +219,7 @@ static void enter(struct mt_modlog *ml, struct nest *ns, const char *path,
 		return;
 	}
 	ns->mod[ns->n++] = path;
-	put(ml, path, ns->pre, ts);
+	put(ml, path, ns->pre, ts, &ml->now);
 }
 
 /* the table of called paths, for lib/hashtab.h: tab is ml */
@@ -263,12 +280,12 @@ static void phase_to(struct mt_modlog *ml, const char *phase, __u64 ts)
 
 	if (is_opt && !ml->in_optimizer && ml->backward_seen) {
 		leave_to(ml, &ml->bwd, 0, ts);
-		put(ml, "optimizer", PRE_STEP, ts);
+		put(ml, "optimizer", PRE_STEP, ts, &ml->now);
 	}
 	if (!is_opt && ml->in_optimizer && ml->backward_seen) {
 		leave_to(ml, &ml->fwd, 0, ts);
 		leave_to(ml, &ml->bwd, 0, ts);
-		put(ml, "optimizer", POST_STEP, ts);
+		put(ml, "optimizer", POST_STEP, ts, &ml->now);
 		if (ml->start == PARTIAL)
 			ml->start = WHOLE;
 		else if (ml->start == WHOLE)
@@ -281,6 +298,14 @@ static void phase_to(struct mt_modlog *ml, const char *phase, __u64 ts)
 		if (ml->start == UNDECIDED)
 			began_inside(ml);
 	}
+}
+
+static void raise_max(struct figures *f)
+{
+	if (f->allocated > f->max_allocated)
+		f->max_allocated = f->allocated;
+	if (f->reserved > f->max_reserved)
+		f->max_reserved = f->reserved;
 }
 
 void mt_modlog_event(struct mt_modlog *ml, __u64 ts, __u32 tid,
@@ -296,12 +321,15 @@ void mt_modlog_event(struct mt_modlog *ml, __u64 ts, __u32 tid,
 		leave_to(ml, &ml->fwd, calls, ts);
 	if (ml->bwd.n && tid == ml->bwd.tid && strcmp(phase, backward))
 		leave_to(ml, &ml->bwd, 0, ts);
-	ml->allocated = allocated;
-	ml->reserved = reserved;
-	if (allocated > ml->max_allocated)
-		ml->max_allocated = allocated;
-	if (reserved > ml->max_reserved)
-		ml->max_reserved = reserved;
+	/* unsigned arithmetic: done stays below now, the sums are exact */
+	if (!ml->handing_on || tid != ml->bwd.tid) {
+		ml->done.allocated += allocated - ml->now.allocated;
+		ml->done.reserved += reserved - ml->now.reserved;
+		raise_max(&ml->done);
+	}
+	ml->now.allocated = allocated;
+	ml->now.reserved = reserved;
+	raise_max(&ml->now);
 }
 
 /*
@@ -378,14 +406,27 @@ static void node_eval(struct mt_modlog *ml, __u64 ts, __u32 tid,
 		return;
 	}
 	ml->bwd.tid = tid;
+	ml->handing_on = false;
 	for (const char *p = path; p && n < MAX_OPEN; p = parent_of(ml, p))
 		chain[n++] = p;
 	/* the nest keeps the calls that hold path, outermost first */
 	while (k < ml->bwd.n && k < n && ml->bwd.mod[k] == chain[n - 1 - k])
 		k++;
 	leave_to(ml, &ml->bwd, k, ts);
+	ml->done = ml->now;
 	for (int i = n - 1 - k; i >= 0; i--)
 		enter(ml, &ml->bwd, chain[i], ts);
+}
+
+/*
+ * A Node of the backward thread begins (whether or not it is a module's:
+ * what it does counts) or hands its outputs on (what that does is for
+ * the Nodes after it).
+ */
+static void node_step(struct mt_modlog *ml, __u32 tid, bool out)
+{
+	if (ml->bwd.n && tid == ml->bwd.tid)
+		ml->handing_on = out;
 }
 
 void mt_modlog_probe(struct mt_tracer *tr, const struct mt_event *ev)
@@ -412,6 +453,10 @@ void mt_modlog_probe(struct mt_tracer *tr, const struct mt_event *ev)
 		}
 		module_call(t->modlog, ev->ts, ev->tid, pr->phase, p,
 			    calls_in(pr->frames, pr->depth), pr->truncated);
+		return;
+	}
+	if (ev->kind == MT_K_NODE_OUT || !ev->node_stack) {
+		node_step(t->modlog, ev->tid, ev->kind == MT_K_NODE_OUT);
 		return;
 	}
 	pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->node_stack, false);

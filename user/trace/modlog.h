@@ -39,9 +39,10 @@ void mt_modlog_event(struct mt_modlog *ml, __u64 ts, __u32 tid,
 		     bool truncated, __u64 allocated, __u64 reserved);
 
 /*
- * An event of the module-call probes (MT_K_MODULE_CALL, MT_K_NODE_EVAL)
- * of one of tr's targets: resolved with its Python stacks and written to
- * its log. Events of other callers of the probed functions are dropped.
+ * An event of the module-call probes (MT_K_MODULE_CALL, MT_K_NODE_EVAL,
+ * MT_K_NODE_OUT) of one of tr's targets: resolved with its Python stacks
+ * and written to its log. Events of other callers of the probed functions
+ * are dropped.
  */
 void mt_modlog_probe(struct mt_tracer *tr, const struct mt_event *ev);
 
