@@ -126,6 +126,53 @@ record_small() {
 	grep -qE '^memtrace-bpf: .*flip.mtb: .*(checksum|corrupt)' <<<"$output"
 }
 
+# end_block SRC DST SECONDS LOST STACKS_LOST: SRC with its end block
+# rewritten to say these, checksums and all
+end_block() {
+	python3 - "$@" <<-'PY'
+		import struct, sys, zlib
+		src, dst, secs, lost, stacks = sys.argv[1:]
+		data = open(src, "rb").read()
+		off = 16
+		while data[off] != 5:
+		    off += 13 + struct.unpack_from("<I", data, off + 1)[0]
+		def varint(v):
+		    out = b""
+		    while True:
+		        b, v = v & 0x7F, v >> 7
+		        out += bytes([b | (0x80 if v else 0)])
+		        if not v:
+		            return out
+		payload = (b"\x01" + struct.pack("<d", float(secs)) +
+		       varint(int(lost)) + varint(int(stacks)))
+		hdr = bytes([5]) + struct.pack("<II", len(payload), zlib.crc32(payload))
+		hdr += struct.pack("<I", zlib.crc32(hdr))
+		open(dst, "wb").write(data[:off] + hdr + payload)
+	PY
+}
+
+@test "a record whose end block cannot be (NaN or negative seconds, 2^64-1 lost) is refused with one line" {
+	record_small
+	end_block "$BATS_TEST_TMPDIR/t.mtb" "$BATS_TEST_TMPDIR/same.mtb" 1.5 0 0
+	run "$MT" report --keys -i "$BATS_TEST_TMPDIR/same.mtb"
+	[ "$status" -eq 0 ]
+	grep -q '^# summary duration=1.500s events=6 ' <<<"$output"
+	for bad in "nan 12 0" "-5 0 0" "3.445 18446744073709551615 0"; do
+		# shellcheck disable=SC2086
+		end_block "$BATS_TEST_TMPDIR/t.mtb" "$BATS_TEST_TMPDIR/bad.mtb" $bad
+		for mode in report script; do
+			run "$MT" "$mode" -i "$BATS_TEST_TMPDIR/bad.mtb"
+			echo "$bad, $mode: $status: $output"
+			[ "$status" -eq 2 ]
+			[ "$(grep -c '^memtrace-bpf: ' <<<"$output")" -eq 1 ]
+			grep -qE "^memtrace-bpf: .*/bad.mtb: block [0-9]+ at byte [0-9]+: end block: " <<<"$output"
+			[ -z "$(grep -E '^(memtrace-bpf report|# summary)' <<<"$output")" ]
+		done
+	done
+	run "$MT" report -i "$BATS_TEST_TMPDIR/bad.mtb"
+	grep -q ': end block: 18446744073709551615 events lost and 0 without their stack in 3.445 s traced, more than one a nanosecond$' <<<"$output"
+}
+
 @test "a record whose events name no call site (the format allows it) is reported, never a crash" {
 	# the fuzzer's seed writer makes such records, as a crafted file can
 	mkdir "$BATS_TEST_TMPDIR/seeds"

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -208,9 +209,10 @@ static const char *const frames[] = { "train.py:88 step", "model.py:41 forward",
 static void write_record(char *path, size_t len, struct wside *ws,
 			 struct mt_site **sites, unsigned int nevents)
 {
+	/* stacks_lost: a 6-byte varint, and the most 12.5 s can lose */
 	struct mt_rec_end end = { .seconds = 12.5,
 				  .lost = 3,
-				  .stacks_lost = UINT64_MAX };
+				  .stacks_lost = 612500000000ULL };
 	struct mt_recorder *w;
 	struct mt_site *pool[9];
 	char err[256];
@@ -341,7 +343,7 @@ static void test_round_trip(void **state)
 	assert_true(mt_reader_end(rs.r, &end));
 	assert_true(end.seconds == 12.5);
 	assert_int_equal(end.lost, 3);
-	assert_int_equal(end.stacks_lost, UINT64_MAX);
+	assert_int_equal(end.stacks_lost, 612500000000ULL);
 	/* metadata that came later, in order */
 	assert_true(mt_reader_meta(rs.r, 3, &k, &v));
 	assert_string_equal(k, "lib");
@@ -678,6 +680,135 @@ static void test_bad_files(void **state)
 	expect_corrupt(&r, "bad coding");
 }
 
+/*
+ * A record of n events at the time stamps ts, ended with end (NULL: cut
+ * short), read back: the outcome, err filled on an error, the events read
+ */
+static int read_timed(const __u64 *ts, unsigned int n,
+		      const struct mt_rec_end *end, unsigned int *nread,
+		      char *err, size_t errlen)
+{
+	char path[256];
+	struct mt_recorder *w;
+	unsigned char *data;
+	size_t len;
+	__u64 cut;
+	int ret;
+
+	tmp_path(path, sizeof(path));
+	w = mt_recorder_open(path, err, errlen);
+	assert_non_null(w);
+	for (unsigned int i = 0; i < n; i++) {
+		struct mt_event ev;
+		bool dd0;
+
+		make_event(i, &ev, &dd0);
+		ev.ts = ts[i];
+		assert_int_equal(mt_recorder_event(w, &ev, dd0, NULL), 0);
+	}
+	assert_int_equal(mt_recorder_flush(w), 0);
+	cut = mt_recorder_bytes(w);
+	assert_int_equal(
+		mt_recorder_close(w, end ? end : &(struct mt_rec_end){ 0 }), 0);
+	if (!end)
+		assert_int_equal(truncate(path, (off_t)cut), 0);
+	data = slurp(path, &len);
+	err[0] = '\0';
+	ret = read_all(data, len, nread, false, NULL, err, errlen);
+	free(data);
+	assert_int_equal(unlink(path), 0);
+	return ret;
+}
+
+static void expect_senseless(const __u64 *ts, unsigned int n,
+			     const struct mt_rec_end *end, const char *why)
+{
+	char err[256];
+	unsigned int nread;
+
+	assert_int_equal(read_timed(ts, n, end, &nread, err, sizeof(err)), -1);
+	if (!strstr(err, why))
+		fail_msg("\"%s\" does not say \"%s\"", err, why);
+}
+
+#define SEC 1000000000ULL
+
+/*
+ * Well-formed records whose figures cannot be: refused with one line
+ * instead of a NaN or negative duration, a count of 2^64 - 1 events lost,
+ * or a peak centuries into a trace of seconds
+ */
+static void test_senseless(void **state)
+{
+	const __u64 t0 = 9000 * SEC;
+	const __u64 ok[] = { t0, t0 + SEC, t0 + 3 * SEC };
+	/* a peak at 13835058055.486 s */
+	const __u64 far[] = { t0, t0 + 13835058055486000000ULL, t0 + SEC };
+	/* an event stamped 400 million s (12.7 years) before the first */
+	const __u64 back[] = { 500000000 * SEC, 500000001 * SEC,
+			       100000000 * SEC };
+	/* an attach of up to ten minutes before the clock started */
+	const __u64 slow[] = { t0, t0 + 590 * SEC, t0 + 593 * SEC };
+	struct mt_rec_end end = { .seconds = 3.445 };
+	unsigned int nread;
+	char err[256];
+
+	/* what a real trace can hold */
+	assert_int_equal(read_timed(ok, 3, &end, &nread, err, sizeof(err)), 0);
+	assert_int_equal(nread, 3);
+	assert_int_equal(read_timed(slow, 3, &end, &nread, err, sizeof(err)),
+			 0);
+	end.lost = end.stacks_lost = (__u64)((3.445 + 600) * 1e9);
+	assert_int_equal(read_timed(ok, 3, &end, &nread, err, sizeof(err)), 0);
+	end.seconds = 0;
+	end.lost = end.stacks_lost = 0;
+	assert_int_equal(read_timed(ok, 3, &end, &nread, err, sizeof(err)), 0);
+
+	/* durations that are none */
+	end.seconds = NAN;
+	expect_senseless(ok, 3, &end, "end block: nan s traced is no duration");
+	end.seconds = -5;
+	expect_senseless(ok, 3, &end, "end block: -5 s traced is no duration");
+	end.seconds = INFINITY;
+	expect_senseless(ok, 3, &end, "end block: inf s traced is no duration");
+	end.seconds = 4e8;
+	expect_senseless(ok, 3, &end, "is no duration");
+
+	/* more lost than one a nanosecond */
+	end.seconds = 3.445;
+	end.lost = UINT64_MAX;
+	expect_senseless(ok, 3, &end,
+			 "end block: 18446744073709551615 events lost and 0 "
+			 "without their stack in 3.445 s traced, more than "
+			 "one a nanosecond");
+	end.lost = 0;
+	end.stacks_lost = (__u64)(3.445 * 1e9 + 601e9);
+	expect_senseless(ok, 3, &end, "more than one a nanosecond");
+	end.stacks_lost = 0;
+
+	/* events far apart: refused at the event, ended or not */
+	expect_senseless(far, 3, &end,
+			 "event 1: its time stamp is 13835058055 s from "
+			 "another's, more than a trace can span");
+	expect_senseless(far, 3, NULL, "more than a trace can span");
+	expect_senseless(back, 3, NULL,
+			 "event 2: its time stamp is 400000001 s from "
+			 "another's");
+	/* closer, but more than the end block's seconds and an attach */
+	end.seconds = 3.445;
+	{
+		const __u64 late[] = { t0, t0 + 700 * SEC };
+
+		expect_senseless(late, 2, &end,
+				 "end block: 3.445 s traced, but the events "
+				 "span 700.000 s");
+		/* cut short, the events are all there is to go by */
+		assert_int_equal(
+			read_timed(late, 2, NULL, &nread, err, sizeof(err)), 0);
+		assert_int_equal(nread, 2);
+	}
+}
+
 /* the record's --sample-bytes R as the reader gives it at its open; 0: none */
 static __u64 raw_sample_bytes(const struct raw *r, char *err, size_t errlen)
 {
@@ -966,6 +1097,7 @@ int main(void)
 		cmocka_unit_test(test_killed_writer),
 		cmocka_unit_test(test_bit_flips),
 		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_senseless),
 		cmocka_unit_test(test_sample_key),
 		cmocka_unit_test(test_reader_pool_full),
 		cmocka_unit_test(test_writer),

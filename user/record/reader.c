@@ -17,6 +17,25 @@
 
 #define READ_CHUNK (64u << 10)
 
+/*
+ * What a record's times and counts can be, checked as they are read so
+ * that a crafted or damaged record is refused instead of printing a NaN
+ * duration or a peak centuries in. Time stamps are CLOCK_MONOTONIC: no
+ * trace spans ten years.
+ */
+#define MAX_SECONDS 315576000ULL /* ten years of 365.25 days */
+#define MAX_SPAN_NS (MAX_SECONDS * 1000000000ULL)
+/*
+ * The end block's seconds run from after the attach to the end, and the
+ * events from the first probe attached: a trace's events may span that
+ * much more than its seconds. Attaching to many processes, each mapping
+ * large libraries whose symbols are read, can take minutes on a loaded
+ * host; ten are far more than that.
+ */
+#define ATTACH_SECONDS 600.0
+/* the kernel cannot lose events faster than one a nanosecond */
+#define MAX_PER_SECOND 1e9
+
 /* the widest value of each field coded as a number */
 static const __u64 field_max[NF] = {
 	[F_A0] = UINT64_MAX,	[F_A1] = UINT64_MAX,   [F_A2] = UINT64_MAX,
@@ -72,6 +91,8 @@ struct mt_reader {
 	bool truncated;
 	bool events_seen; /* an EVENTS block was read */
 	__u64 sample_bytes; /* MT_REC_SAMPLE_KEY; 0: none */
+	bool timed; /* an event was decoded: ts_lo and ts_hi hold */
+	__u64 ts_lo, ts_hi; /* the earliest and latest time stamps read */
 	bool failed;
 	char err[256];
 };
@@ -300,17 +321,43 @@ static int read_sites(struct mt_reader *r, struct cur *c)
 	return 0;
 }
 
+/* an end block's count of events that cannot be that high in secs */
+static bool too_many(__u64 n, double secs)
+{
+	return (double)n > (secs + ATTACH_SECONDS) * MAX_PER_SECOND;
+}
+
 static int read_end(struct mt_reader *r, struct cur *c)
 {
+	struct mt_rec_end *e = &r->end;
 	__u64 n, bits;
+	double span;
 
 	if (!get_varint(c, &n) || n != 1 || cur_left(c) < 8)
 		return fail(r, "bad end block");
 	bits = get_le(c->p + c->pos, 8);
 	c->pos += 8;
-	memcpy(&r->end.seconds, &bits, sizeof(bits));
-	if (!get_varint(c, &r->end.lost) || !get_varint(c, &r->end.stacks_lost))
+	memcpy(&e->seconds, &bits, sizeof(bits));
+	if (!get_varint(c, &e->lost) || !get_varint(c, &e->stacks_lost))
 		return fail(r, "bad end block");
+	/* !(x >= 0) is also true of a NaN */
+	if (!(e->seconds >= 0) || e->seconds > (double)MAX_SECONDS)
+		return fail(r, "end block: %g s traced is no duration",
+			    e->seconds);
+	if (too_many(e->lost, e->seconds) ||
+	    too_many(e->stacks_lost, e->seconds))
+		return fail(r,
+			    "end block: %llu events lost and %llu without "
+			    "their stack in %.3f s traced, more than one a "
+			    "nanosecond",
+			    (unsigned long long)e->lost,
+			    (unsigned long long)e->stacks_lost, e->seconds);
+	span = r->timed ? (double)(r->ts_hi - r->ts_lo) / 1e9 : 0;
+	if (span > e->seconds + ATTACH_SECONDS)
+		return fail(r,
+			    "end block: %.3f s traced, but the events span "
+			    "%.3f s",
+			    e->seconds, span);
 	r->ended = true;
 	return 0;
 }
@@ -469,6 +516,22 @@ static int decode(struct mt_reader *r, struct mt_rec_item *it)
 		r->comm_len = n;
 	}
 	ts = r->c.ts + unzigzag(dts);
+	if (!r->timed) {
+		r->ts_lo = r->ts_hi = ts;
+		r->timed = true;
+	} else if (ts < r->ts_lo || ts > r->ts_hi) {
+		if (ts < r->ts_lo)
+			r->ts_lo = ts;
+		else
+			r->ts_hi = ts;
+		if (r->ts_hi - r->ts_lo > MAX_SPAN_NS)
+			return fail(r,
+				    "event %llu: its time stamp is %.0f s "
+				    "from another's, more than a trace can "
+				    "span",
+				    (unsigned long long)r->evno,
+				    (double)(r->ts_hi - r->ts_lo) / 1e9);
+	}
 	coder_step(&r->c, v, ts);
 	r->pos = c.pos;
 	/* field by field: a memset of the whole item costs more per event */
