@@ -46,7 +46,7 @@ ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer \
 FIXDIR := $(OUTPUT)/fixtures
 include tests/fixtures/fixtures.mk
 STANDIN_DIR := $(OUTPUT)/standin
-include tests/standin/standin.mk
+include user/standin/standin.mk
 
 .PHONY: all static test unit unit-asan e2e fuzz fuzz-short lint demo bench setup clean fmt npm-tools
 .DELETE_ON_ERROR:
@@ -205,14 +205,14 @@ fuzz: $(foreach t,$(FUZZ_TARGETS),$(FUZZ_DIR)/fuzz_$(t) \
 fuzz-short:
 	$(MAKE) fuzz FUZZ_SECS=40
 
-C_SOURCES := $(wildcard user/*/*.c user/*/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/fuzz/*.c tests/fixtures/*.c tests/fixtures/*.cpp tests/standin/*.c tests/standin/*.h)
+C_SOURCES := $(wildcard user/*/*.c user/*/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/fuzz/*.c tests/fixtures/*.c tests/fixtures/*.cpp)
 
 lint:
 	scripts/check-layers.sh $(LAYERS)
 	clang-format --dry-run -Werror $(C_SOURCES)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--inline-suppr --std=c11 -D__x86_64__ -Ibpf -Iuser \
-		user tests/unit tests/fuzz tests/fixtures/*.c tests/standin/*.c
+		user tests/unit tests/fuzz tests/fixtures/*.c
 
 fmt:
 	clang-format -i $(C_SOURCES)

@@ -68,7 +68,7 @@ def main():
         f"{meta['load']}) on {meta['cpu']}, {meta['cores']} cores, "
         f"kernel {meta['kernel']}; CPUs: {meta['pinning']}; {meta['tool']}; "
         f"{meta['torch']} in the root of `scripts/debian-root.sh cuda` on "
-        f"the stand-ins of `tests/standin` (sha256 of the libraries, "
+        f"the stand-ins of `user/standin` (sha256 of the libraries, "
         f"combined: {meta['standin']}). Step script: `bench/cuda_step.py "
         f"--steps {meta['steps']}` under memtrace-bpf, `--steps "
         f"{meta['bare_steps']}` bare and with the recorder (embed Linear, 2 Blocks of LayerNorm, "

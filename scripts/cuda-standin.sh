@@ -2,7 +2,7 @@
 # cuda-standin.sh: run a CUDA PyTorch command without a GPU. The command
 # runs in the Debian root of Debian's CUDA PyTorch (python3-torch-cuda 2.6,
 # scripts/debian-root.sh cuda), whose GPU libraries are the stand-ins of
-# tests/standin: a CUDA runtime, driver, cuBLAS/cuBLASLt, NVML and cuDNN
+# user/standin: a CUDA runtime, driver, cuBLAS/cuBLASLt, NVML and cuDNN
 # that serve "device memory" from host memory and run no kernel. Everything
 # above them is real: PyTorch's caching allocator, its statistics, its OOM
 # path and expandable segments, so a model makes the allocations it makes

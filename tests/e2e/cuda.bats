@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # PyTorch's real CUDA caching allocator, checked against PyTorch's own
 # figures. The CUDA runtime, driver, cuBLAS, NVML and cuDNN are stand-ins
-# (tests/standin: "device memory" is host memory and no kernel runs, there
+# (user/standin: "device memory" is host memory and no kernel runs, there
 # being no GPU here); everything above them is Debian's CUDA build of
 # PyTorch 2.6 (python3-torch-cuda, in the root scripts/debian-root.sh cuda
 # builds once per machine). tests/fixtures/cuda_model.py trains a small
@@ -16,7 +16,7 @@ load cuda_checks
 STANDIN=$ROOT/scripts/cuda-standin.sh
 
 setup_file() {
-	echo "# the CUDA runtime here is a stand-in (tests/standin); the allocator is PyTorch's" >&3
+	echo "# the CUDA runtime here is a stand-in (user/standin); the allocator is PyTorch's" >&3
 	need_roots cuda
 	# the stand-ins, built and put in the root once for the file
 	"$STANDIN" --lib >/dev/null
