@@ -13,7 +13,7 @@
 #           The libraries that need a GPU (the CUDA runtime and driver,
 #           cuBLAS, cuDNN, NVML) are not installed: one local package,
 #           memtrace-cuda-standin, stands for them, and scripts/
-#           cuda-standin.sh puts the stand-ins of tests/standin/ in their
+#           cuda-standin.sh puts the stand-ins of user/standin/ in their
 #           place when it runs a command there. Real cuDNN cannot come
 #           anyway: Debian's nvidia-cudnn downloads it from outside at
 #           install time.

@@ -556,7 +556,7 @@ static cudaError_t get_props(struct cudaDeviceProp *p, int d)
 	if (!valid_dev(d))
 		return note(cudaErrorInvalidDevice);
 	memset(p, 0, sizeof(*p));
-	snprintf(p->name, sizeof(p->name), "%s", MT_DEVICE_NAME);
+	snprintf(p->name, sizeof(p->name), "%s", api->name);
 	mt_uuid(d, p->uuid.bytes);
 	p->totalGlobalMem = api->device_mem;
 	p->sharedMemPerBlock = attr(MT_ATTR_MAX_SHARED_MEMORY_PER_BLOCK, d);

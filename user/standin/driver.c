@@ -186,6 +186,24 @@ static void knob_size(const char *name, size_t *out, bool positive)
 					   "a byte count, " SUFFIXES);
 }
 
+/* MT_DEVICE_NAME, and the GPU of MT_STANDIN_MODEL after it */
+static void knob_model(void)
+{
+	static char name[sizeof(MT_DEVICE_NAME) + 68];
+	const char *s = getenv("MT_STANDIN_MODEL");
+	size_t i;
+
+	api.name = MT_DEVICE_NAME;
+	if (!s)
+		return;
+	for (i = 0; s[i]; i++)
+		if (i == 64 || s[i] < ' ' || s[i] > '~')
+			knob_fail("MT_STANDIN_MODEL",
+				  "at most 64 printable characters");
+	snprintf(name, sizeof(name), "%s (%s)", MT_DEVICE_NAME, s);
+	api.name = name;
+}
+
 static bool valid_dev(int dev)
 {
 	return dev >= 0 && dev < api.n_devices;
@@ -367,8 +385,11 @@ static void set_current(int dev)
 	cur_dev = dev;
 }
 
-/* An H100 SXM's, as its driver reports them. */
-static const int attrs[MT_ATTR_MAX] = {
+/*
+ * An H100 SXM's, as its driver reports them; compute capability and the
+ * multiprocessors follow their knobs.
+ */
+static int attrs[MT_ATTR_MAX] = {
 	[MT_ATTR_MAX_THREADS_PER_BLOCK] = 1024,
 	[MT_ATTR_MAX_BLOCK_DIM_X] = 1024,
 	[MT_ATTR_MAX_BLOCK_DIM_Y] = 1024,
@@ -475,6 +496,34 @@ static const int attrs[MT_ATTR_MAX] = {
 	[MT_ATTR_HOST_NUMA_ID] = -1,
 };
 
+static void knob_cc(void)
+{
+	const char *s = getenv("MT_STANDIN_CC");
+	unsigned int major, minor;
+	char end;
+
+	if (!s)
+		return;
+	if (sscanf(s, "%u.%u%c", &major, &minor, &end) != 2 || major < 1 ||
+	    major > 20 || minor > 9)
+		knob_fail("MT_STANDIN_CC", "MAJOR.MINOR, e.g. 8.0");
+	attrs[MT_ATTR_COMPUTE_CAPABILITY_MAJOR] = (int)major;
+	attrs[MT_ATTR_COMPUTE_CAPABILITY_MINOR] = (int)minor;
+}
+
+static void knob_sms(void)
+{
+	const char *s = getenv("MT_STANDIN_SMS");
+	unsigned int n;
+	char end;
+
+	if (!s)
+		return;
+	if (sscanf(s, "%u%c", &n, &end) != 1 || n < 1 || n > 1024)
+		knob_fail("MT_STANDIN_SMS", "a number from 1 to 1024");
+	attrs[MT_ATTR_MULTIPROCESSOR_COUNT] = (int)n;
+}
+
 static bool attribute(int attr, int dev, int *value)
 {
 	if (attr <= 0 || attr >= MT_ATTR_MAX || !valid_dev(dev))
@@ -501,6 +550,9 @@ static void init(void)
 	}
 	api.device_mem = DEFAULT_DEVICE_MEM;
 	knob_size("MT_STANDIN_DEVICE_MEM", &api.device_mem, true);
+	knob_model();
+	knob_cc();
+	knob_sms();
 	knob_size("MT_STANDIN_FAIL_ABOVE", &fail_above, false);
 	knob_size("MT_STANDIN_FAIL_AFTER", &fail_after, false);
 	for (i = 0; i < MT_MAX_DEVICES; i++)
@@ -562,7 +614,7 @@ MT_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
-	snprintf(name, (size_t)len, "%s", MT_DEVICE_NAME);
+	snprintf(name, (size_t)len, "%s", api.name);
 	return CUDA_SUCCESS;
 }
 

@@ -216,9 +216,9 @@ MT_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name,
 		return ret;
 	if (!name)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	if (length < sizeof(MT_DEVICE_NAME))
+	if (length <= strlen(api->name))
 		return NVML_ERROR_INSUFFICIENT_SIZE;
-	memcpy(name, MT_DEVICE_NAME, sizeof(MT_DEVICE_NAME));
+	memcpy(name, api->name, strlen(api->name) + 1);
 	return NVML_SUCCESS;
 }
 

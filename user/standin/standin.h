@@ -7,7 +7,9 @@
  * CUDA build of PyTorch 2.6 runs on a machine without a GPU as if it had
  * one: "device memory" is host memory, kernels are accepted and never run,
  * streams and events complete at once.  It exists so that memtrace-bpf's
- * uprobes on the runtime, the driver and c10 can be tested end to end.
+ * uprobes on the runtime, the driver and c10 can be tested end to end,
+ * and so that memtrace-bpf estimate --dry-run, which carries them in its
+ * binary, can run a user's job on a device it names.
  *
  * The memory accounting is one state, in libcuda.so.1, reached through
  * mt_standin_api() (a private version node): the real runtime sits on the
@@ -26,7 +28,13 @@
  *   MT_STANDIN_FAIL_AFTER=SIZE   a device allocation fails with out of
  *                                memory when it would bring the bytes
  *                                allocated over the process's life (frees
- *                                not subtracted) above SIZE.
+ *                                not subtracted) above SIZE;
+ *   MT_STANDIN_MODEL=NAME        the GPU it stands in for, shown after
+ *                                MT_DEVICE_NAME in the device's name
+ *                                (printable, at most 64 characters);
+ *   MT_STANDIN_CC=MAJOR.MINOR    compute capability (default 9.0), which
+ *                                decides kernels and library workspaces;
+ *   MT_STANDIN_SMS=N             multiprocessors, 1 to 1024 (default 132).
  * Device allocations are cudaMalloc, cudaMallocAsync, cudaMallocManaged,
  * cuMemAlloc_v2 and cuMemCreate; each is charged its requested size.
  */
@@ -102,6 +110,7 @@ struct mt_block {
 struct mt_standin_api {
 	int n_devices;
 	size_t device_mem; /* bytes of each device */
+	const char *name; /* the device's, as cudaGetDeviceProperties says */
 	/*
 	 * A new block of size bytes on dev; a device kind is charged to dev
 	 * and may fail with MT_ENOMEM.  For MT_REGISTERED, *ptr is the
