@@ -4,6 +4,7 @@
 # CPU (Debian's python3 and torch) and the stand-in libcudart.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 MODEL_PY=$ROOT/tests/fixtures/incident_model.py
 
@@ -124,6 +125,46 @@ record_small() {
 	echo "$output"
 	[ "$status" -eq 2 ]
 	grep -qE '^memtrace-bpf: .*flip.mtb: .*(checksum|corrupt)' <<<"$output"
+}
+
+teardown() {
+	if [ -n "${SMALL:-}" ] && mountpoint -q "$SMALL"; then
+		umount "$SMALL"
+	fi
+}
+
+@test "a record cut short by a full disk says so where its figures are; a failed export leaves no partial file" {
+	SMALL=$BATS_TEST_TMPDIR/small
+	mkdir "$SMALL"
+	mount -t tmpfs -o size=32k tmpfs "$SMALL"
+	run --separate-stderr "$MT" record -o "$SMALL/t.mtb" -- \
+		"$TORCH_PY" "$MODEL_PY" --steps 30
+	echo "$stderr" | grep '^memtrace-bpf'
+	[ "$status" -eq 2 ]
+	grep -qx "memtrace-bpf: write $SMALL/t.mtb: No space left on device" <<<"$stderr"
+	# the target ran to its end
+	grep -q '^spike ' <<<"$output"
+
+	run --separate-stderr "$MT" report -i "$SMALL/t.mtb"
+	echo "$output" | head -20
+	[ "$status" -eq 0 ]
+	grep -qE '^memtrace-bpf report: [0-9.]+ s traced, [1-9][0-9]* events, then cut short: the rest is missing$' <<<"$output"
+	grep -qE '^Unseen +the record was cut short at [0-9.]+ s \(its recorder killed, or its disk full\): what came after is missing' <<<"$output"
+	[ -z "$(grep -E ' lost$|no event lost' <<<"$output")" ]
+	grep -q 'cut short (its recorder killed, or its disk full)' <<<"$stderr"
+	run --separate-stderr "$MT" report --keys -i "$SMALL/t.mtb"
+	[ "$status" -eq 0 ]
+	grep -qE '^# summary duration=[0-9.]+s events=[1-9][0-9]* events_per_sec=[0-9.]+ lost=0 cut_short=1$' <<<"$output"
+
+	# the disk is still full: an export into it fails, and is removed
+	for kind in json memviz; do
+		run --separate-stderr "$MT" report -q -i "$SMALL/t.mtb" \
+			--export "$kind" -o "$SMALL/t.$kind"
+		echo "$kind: $status: $stderr"
+		[ "$status" -eq 2 ]
+		grep -qE "^memtrace-bpf: export: .*\(the partial $SMALL/t.$kind removed\)$" <<<"$stderr"
+		[ ! -e "$SMALL/t.$kind" ]
+	done
 }
 
 # end_block SRC DST SECONDS LOST STACKS_LOST: SRC with its end block

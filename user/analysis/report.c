@@ -600,6 +600,15 @@ static void headline_unseen(const struct report *rp)
 	char text[512], b[32];
 
 	mt_live_stats(rp->s->live, &st);
+	if (end->cut_short) {
+		snprintf(text, sizeof(text),
+			 "the record was cut short at %.3f s (its recorder "
+			 "killed, or its disk full): what came after is "
+			 "missing, and how many events were lost is unknown",
+			 end->seconds);
+		headline(rp, label, MT_TONE_YELLOW, text);
+		label = NULL;
+	}
 	if (end->lost) {
 		snprintf(text, sizeof(text),
 			 "%" PRIu64 " events lost (ring buffer full: "
@@ -1031,11 +1040,15 @@ void mt_report_print(struct mt_session *s, const struct mt_summary_end *end)
 	add_owns(&rp);
 	hide_segments(&rp);
 	fprintf(rp.out,
-		"%smemtrace-bpf report%s: %.3f s traced, %" PRIu64
-		" events, %" PRIu64 " lost\n\n",
+		"%smemtrace-bpf report%s: %.3f s traced, %" PRIu64 " events, ",
 		mt_table_tone_on(&rp.st, MT_TONE_BOLD),
 		mt_table_tone_off(&rp.st), end->seconds,
-		(uint64_t)s->sum.events, (uint64_t)end->lost);
+		(uint64_t)s->sum.events);
+	/* a cut record's lost count is not known: its end block is gone */
+	if (end->cut_short)
+		fprintf(rp.out, "then cut short: the rest is missing\n\n");
+	else
+		fprintf(rp.out, "%" PRIu64 " lost\n\n", (uint64_t)end->lost);
 	headline_peaks(&rp);
 	headline_leaks(&rp, &vd);
 	headline_ooms(&rp);

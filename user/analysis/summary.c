@@ -559,10 +559,10 @@ void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
 
 	fprintf(out,
 		"# summary duration=%.3fs events=%" PRIu64
-		" events_per_sec=%.1f lost=%" PRIu64 "\n",
+		" events_per_sec=%.1f lost=%" PRIu64 "%s\n",
 		end->seconds, (uint64_t)s->events,
 		end->seconds > 0 ? (double)s->events / end->seconds : 0.0,
-		(uint64_t)end->lost);
+		(uint64_t)end->lost, end->cut_short ? " cut_short=1" : "");
 	for (size_t i = 0; i < s->nkinds; i++) {
 		const struct mt_kind_stat *k = &s->kinds[i];
 

@@ -159,6 +159,12 @@ struct mt_summary_end {
 	double seconds;
 	__u64 lost;
 	__u64 stacks_lost; /* events whose Python stack was not kept */
+	/*
+	 * a record that ends without its end block (its recorder killed, or
+	 * its disk full): seconds run to its last event, what came after is
+	 * missing, and lost and stacks_lost are not known (0)
+	 */
+	bool cut_short;
 	size_t top_live; /* live groups printed at most */
 };
 

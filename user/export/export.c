@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "export/export.h"
 #include "analysis/session.h"
 #include "lib/outfile.h"
@@ -48,6 +50,35 @@ int mt_export_check_sampled(const struct mt_exporter *e, __u64 sample_bytes,
 	return -EINVAL;
 }
 
+/*
+ * An export that failed (a full disk, mostly) is no file a viewer can
+ * load: remove it rather than leave a truncated one where the user looks.
+ * Only a regular file (a device or a pipe keeps nothing), and only while
+ * path still names it; what became of it is added to err.
+ */
+static void drop_partial(FILE *f, const char *path, char *err, size_t errlen)
+{
+	size_t n = strlen(err);
+	struct stat mine, now;
+	const char *why = NULL;
+
+	if (fstat(fileno(f), &mine) || !S_ISREG(mine.st_mode))
+		return;
+	if (stat(path, &now) || now.st_dev != mine.st_dev ||
+	    now.st_ino != mine.st_ino)
+		why = "its path names another file now";
+	else if (unlink(path))
+		why = strerror(errno);
+	if (n >= errlen)
+		return;
+	if (why)
+		snprintf(err + n, errlen - n,
+			 " (the partial %s not removed: %s)", path, why);
+	else
+		snprintf(err + n, errlen - n, " (the partial %s removed)",
+			 path);
+}
+
 static void on_event(void *ctx, const struct mt_session *s,
 		     const struct mt_call *r, const struct mt_site *site)
 {
@@ -87,6 +118,7 @@ int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
 	*x = (struct export_run){ .e = e, .f = f, .path = c->path };
 	x->state = e->open(f, c, err, errlen);
 	if (!x->state) {
+		drop_partial(f, c->path, err, errlen);
 		fclose(f);
 		free(x);
 		return -EINVAL;
@@ -106,8 +138,15 @@ int mt_export_finish(struct mt_session *s, char *err, size_t errlen)
 		return 0;
 	s->obs = (struct mt_session_observer){ 0 };
 	ret = x->e->close(x->state, s, err, errlen);
-	bad = ferror(x->f);
-	if ((fclose(x->f) || bad) && !ret) {
+	/* flushed here, while the file can still be removed by its path */
+	bad = fflush(x->f) || ferror(x->f);
+	if (bad && !ret) {
+		ret = errno ? -errno : -EIO;
+		snprintf(err, errlen, "write %s: %s", x->path, strerror(-ret));
+	}
+	if (ret)
+		drop_partial(x->f, x->path, err, errlen);
+	if (fclose(x->f) && !ret) {
 		ret = errno ? -errno : -EIO;
 		snprintf(err, errlen, "write %s: %s", x->path, strerror(-ret));
 	}

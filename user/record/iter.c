@@ -71,8 +71,8 @@ int mt_rec_iter_run(struct mt_rec_iter *it, struct mt_sites *sites,
 		return 2;
 	}
 	if (mt_reader_truncated(it->rd))
-		mt_err("%s: cut short (was the recorder "
-		       "killed?): read up to its last whole block",
+		mt_err("%s: cut short (its recorder killed, or its disk "
+		       "full): read up to its last whole block",
 		       it->path);
 	return 0;
 }

@@ -14,7 +14,8 @@ struct replay {
 	struct mt_session *ses;
 	size_t meta; /* header lines applied so far */
 	__u64 at; /* --at in ns after the first event */
-	__u64 first, last; /* ts of the first and the last event read */
+	__u64 first; /* ts of the first event read */
+	__u64 last; /* the latest ts read: a late event may come after it */
 	bool stopped; /* at --at, before the end */
 };
 
@@ -52,11 +53,13 @@ static int on_event(void *ctx, const struct mt_rec_item *it, struct mt_call *r)
 	apply_meta(rp);
 	if (!rp->first)
 		rp->first = it->ev.ts;
-	if (rp->c->at >= 0 && it->ev.ts - rp->first > rp->at) {
+	if (rp->c->at >= 0 && it->ev.ts > rp->first &&
+	    it->ev.ts - rp->first > rp->at) {
 		rp->stopped = true;
 		return MT_REC_STOP;
 	}
-	rp->last = it->ev.ts;
+	if (it->ev.ts > rp->last)
+		rp->last = it->ev.ts;
 	if (r)
 		mt_session_event(rp->ses, r, it->site);
 	return 0;
@@ -124,6 +127,7 @@ static int replay(struct replay *rp)
 		end.stacks_lost = re.stacks_lost;
 	} else {
 		end.seconds = (double)(rp->last - rp->first) / 1e9;
+		end.cut_short = mt_reader_truncated(rp->it.rd);
 	}
 	mt_session_end(rp->ses, &end);
 	return 0;
