@@ -9,9 +9,9 @@ load helpers
 	[ "$status" -eq 0 ]
 	grep -qx '.DEFAULT_GOAL := all' <<<"$output"
 	# what a fresh clone's `make` would run: the link of the tool, and
-	# no fixture or stand-in
+	# no test fixture
 	run make -C "$ROOT" -nB --no-print-directory
 	[ "$status" -eq 0 ]
 	grep -qE -- '-o memtrace-bpf$' <<<"$output"
-	[ -z "$(grep -E 'fixtures|standin' <<<"$output")" ]
+	[ -z "$(grep -F 'tests/fixtures/' <<<"$output")" ]
 }
