@@ -20,9 +20,10 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf \
 # and the link order of one archive a folder checks the calls). Only trace/
 # sees libbpf and the skeleton, so the unit tests link the archives below
 # trace/ and cli/ and need neither clang nor bpftool.
-LAYERS := lib event proc analysis python export record estimate trace cli
+LAYERS := lib event proc analysis python export record estimate dryrun trace cli
 CORE_LAYERS := $(filter-out trace cli,$(LAYERS))
-layer_objs = $(patsubst user/%.c,$(2)/%.o,$(wildcard user/$(1)/*.c))
+layer_objs = $(patsubst user/%.c,$(2)/%.o,$(wildcard user/$(1)/*.c)) \
+	$(patsubst user/%.S,$(2)/%.o,$(wildcard user/$(1)/*.S))
 layer_lib = $(2)/libmt-$(1).a
 # archives in link order: the highest layer first
 link_libs = $(foreach l,$(shell echo $(1) | tr ' ' '\n' | tac),$(call layer_lib,$(l),$(2)))
@@ -72,6 +73,11 @@ $(OUTPUT)/%.o: user/%.c | $(OUTPUT)
 
 $(SKEL_USERS): $(OUTPUT)/memtrace.skel.h
 
+# data only: the stand-in's libraries, which the dry run carries
+$(OUTPUT)/%.o: user/%.S $(STANDIN_LIBS) | $(OUTPUT)
+	@mkdir -p $(@D)
+	$(CC) -I$(STANDIN_DIR) $(DEPFLAGS) -c $< -o $@
+
 define layer_rule
 $(call layer_lib,$(1),$(2)): $(call layer_objs,$(1),$(2))
 	@rm -f $$@
@@ -98,6 +104,10 @@ $(OUTPUT)/asan/%.o: user/%.c | $(OUTPUT)
 	@mkdir -p $(@D)
 	$(CC) -O1 -g $(ASAN) $(USER_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
+$(OUTPUT)/asan/%.o: user/%.S $(STANDIN_LIBS) | $(OUTPUT)
+	@mkdir -p $(@D)
+	$(CC) -I$(STANDIN_DIR) $(DEPFLAGS) -c $< -o $@
+
 $(OUTPUT)/asan/test_%: tests/unit/test_%.c $(ASAN_LIBS)
 	$(CC) -O1 -g $(ASAN) $(USER_CFLAGS) $(DEPFLAGS) -I$(CUDA_HOME)/include $< $(ASAN_LIBS) $(LIBS) -lcmocka -o $@
 
@@ -112,7 +122,8 @@ unit-asan: $(addprefix $(OUTPUT)/asan/,$(UNIT_TESTS))
 npm-tools:
 	scripts/npm-tools.sh $(OUTPUT)/npm
 
-e2e: memtrace-bpf fixtures npm-tools $(OUTPUT)/fuzz/seeds
+e2e: memtrace-bpf $(OUTPUT)/static/memtrace-bpf fixtures npm-tools \
+     $(OUTPUT)/fuzz/seeds
 	bats --print-output-on-failure tests/e2e
 
 # Every reader of outside input under libFuzzer, ASan and UBSan (clang

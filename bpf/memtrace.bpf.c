@@ -862,6 +862,21 @@ int mt_exc_filter(struct pt_regs *ctx)
 	return 0;
 }
 
+/*
+ * MT_F_D2H (dry run): cudaMemcpy and cudaMemcpyAsync(dst, src, count,
+ * kind, ...): an event only for a copy from the device to the host, which
+ * reads values a dry run never computed
+ */
+#define CUDA_MEMCPY_DEVICE_TO_HOST 2
+
+SEC("uprobe")
+int mt_d2h_filter(struct pt_regs *ctx)
+{
+	if (wanted() && PT_REGS_PARM4(ctx) == CUDA_MEMCPY_DEVICE_TO_HOST)
+		record_entry(ctx, bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
 /* MT_F_SETDEV: cudaSetDevice(dev), the device of the thread's next calls */
 SEC("uprobe")
 int mt_set_device(struct pt_regs *ctx)

@@ -43,6 +43,7 @@ enum mt_kind {
 	MT_K_MODULE_CALL, /* --module-log: an nn.Module call begins */
 	MT_K_NODE_EVAL, /* --module-log: an autograd Node is evaluated */
 	MT_K_NODE_OUT, /* --module-log: a Node returned; its outputs go on */
+	MT_K_HOST_READ, /* dry run: a copy of device memory to the host */
 	MT_K_MAX,
 };
 
@@ -93,6 +94,8 @@ enum mt_kind {
 #define MT_F_TVARS (1ULL << 32)
 /* entry (--module-log): a Node's outputs go to the next Nodes' inputs */
 #define MT_F_NODEOUT (1ULL << 33)
+/* entry (dry run): only a cudaMemcpy(Async) whose arg 3 is device to host */
+#define MT_F_D2H (1ULL << 34)
 
 /*
  * A ring buffer record holds 1 to MT_BATCH events back to back: each CPU

@@ -161,8 +161,9 @@ need_roots() {
 # and the old root detached (with the root's own python, as the root has
 # no umount), then the command. Arguments: ROOTDIR CMD...
 CONTAINER_SH='r=$1; shift
-mount --bind "$r" "$r" && mount -t proc proc "$r/proc" && cd "$r" &&
-	pivot_root . mnt || exit 97
+mount --bind "$r" "$r" && mount -t proc proc "$r/proc" &&
+	{ [ -z "${MT_PRIVILEGED:-}" ] || mount --rbind /sys "$r/sys"; } &&
+	cd "$r" && pivot_root . mnt || exit 97
 exec /usr/bin/python3 -c "import ctypes, os, sys
 if ctypes.CDLL(None, use_errno=True).umount2(b\"/mnt\", 2):
     sys.exit(\"umount /mnt: \" + os.strerror(ctypes.get_errno()))
@@ -170,11 +171,14 @@ os.chdir(\"/\")
 os.execv(sys.argv[1], sys.argv[1:])" "$@"'
 
 # in_root ROOTDIR WAY: set IN_ROOT, the command words that run what follows
-# them inside ROOTDIR, WAY being "container" (above) or "chroot" (a plain
-# chroot: no mount namespace, the target's paths in maps are ours)
+# them inside ROOTDIR, WAY being "container" (above), "privileged" (a
+# container with the host's /sys, as docker --privileged gives one: what
+# memtrace-bpf needs to run inside) or "chroot" (a plain chroot: no mount
+# namespace, the target's paths in maps are ours)
 in_root() {
 	case $2 in
 	container) IN_ROOT=(unshare --mount --propagation private -- /bin/sh -c "$CONTAINER_SH" sh "$1") ;;
+	privileged) IN_ROOT=(env MT_PRIVILEGED=1 unshare --mount --propagation private -- /bin/sh -c "$CONTAINER_SH" sh "$1") ;;
 	chroot) IN_ROOT=(chroot "$1") ;;
 	*) echo "in_root: unknown way '$2'" >&2; return 1 ;;
 	esac

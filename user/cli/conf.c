@@ -47,9 +47,10 @@ void mt_trace_conf_from(struct mt_trace_conf *c, const struct mt_options *o)
 		.output = o->output,
 		.export_kind = o->export_kind,
 		.duration = o->duration,
-		/* top: no event lines, its notes on stderr, as with -q */
-		.quiet = o->quiet || o->mode == MT_MODE_TOP,
-		.no_cpu = o->no_cpu,
+		/* top and a dry run: no event lines, notes on stderr (-q) */
+		.quiet = o->quiet || o->mode == MT_MODE_TOP || o->dry_run,
+		/* a dry run says what the GPU holds */
+		.no_cpu = o->no_cpu || o->dry_run,
 		.no_cuda = o->no_cuda,
 		.wait_libs = o->wait_libs,
 		.verbose = o->verbose,
@@ -68,6 +69,7 @@ void mt_trace_conf_from(struct mt_trace_conf *c, const struct mt_options *o)
 		.alert_pct = o->alert_pct,
 		.metrics_addr = o->metrics_addr,
 		.metrics_file = o->metrics_file,
+		.dryrun = o->dry_run ? &o->dryrun : NULL,
 	};
 	memcpy(c->pids, o->pids, sizeof(c->pids));
 	mt_output_conf_from(&c->out, o);

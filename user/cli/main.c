@@ -20,6 +20,8 @@ static const char trace_doc[] =
 	"       memtrace-bpf script -i FILE [OPTION...]\n"
 	"       memtrace-bpf estimate -i FILE [--device-mem SIZE] "
 	"[--scale PATTERN=FACTOR]...\n"
+	"       memtrace-bpf estimate --dry-run [--device PRESET|SIZE] "
+	"[--devices N] -- COMMAND\n"
 	"       memtrace-bpf top [--interval TIME] -p PID | -- COMMAND\n"
 	"\n"
 	"EXAMPLES:\n"
@@ -35,6 +37,8 @@ static const char trace_doc[] =
 	"    memtrace-bpf --children 812 -q -o 'trace_rank{rank}.log'\n"
 	"    memtrace-bpf --all -q --metrics-addr :9400\n"
 	"    memtrace-bpf estimate -i trace.mtb --device-mem 80GiB\n"
+	"    memtrace-bpf estimate --dry-run --device A100-40GB -- python3 "
+	"train.py\n"
 	"    memtrace-bpf top -p 4121          # a live view, q quits\n"
 	"\n"
 	"SIZE: bytes, or with B, K, M, G or T (KB, KiB... too, in any case:\n"
@@ -65,10 +69,16 @@ static const char script_doc[] =
 
 static const char estimate_doc[] =
 	"What PyTorch's caching allocator would reserve on a GPU for a\n"
-	"record's allocations: the peak, and where it would run out.\n"
+	"record's allocations: the peak, and where it would run out. Or,\n"
+	"with --dry-run, what a CUDA PyTorch COMMAND holds on a GPU it does\n"
+	"not have: it runs on a stand-in device under PyTorch's own\n"
+	"allocator (no kernel runs), traced as -q does. Exit status of a dry\n"
+	"run: 0, 1 when the device ran out of memory, 2 on an error.\n"
 	"\n"
 	"USAGE: memtrace-bpf estimate -i FILE [--device-mem SIZE] "
-	"[--scale PATTERN=FACTOR]...";
+	"[--scale PATTERN=FACTOR]...\n"
+	"       memtrace-bpf estimate --dry-run [--device PRESET|SIZE] "
+	"[--devices N] -- COMMAND [ARG...]";
 
 static const char top_doc[] =
 	"A live view of a running process, redrawn in place as py-spy top:\n"
@@ -102,6 +112,8 @@ static int do_estimate(const struct mt_options *o)
 {
 	struct mt_estimate_conf c;
 
+	if (o->dry_run)
+		return do_trace(o);
 	mt_estimate_conf_from(&c, o);
 	return mt_estimate(&c);
 }
@@ -122,8 +134,9 @@ static const struct mt_cmd cmds[] = {
 	  MT_OPTS_INPUT | MT_OPTS_OUTPUT | MT_OPTS_EXPORT | MT_OPTS_SELECT |
 		  MT_OPTS_FILTER,
 	  script_doc, do_replay },
-	{ "estimate", MT_MODE_ESTIMATE, MT_OPTS_INPUT | MT_OPTS_ESTIMATE,
-	  estimate_doc, do_estimate },
+	{ "estimate", MT_MODE_ESTIMATE,
+	  MT_OPTS_INPUT | MT_OPTS_ESTIMATE | MT_OPTS_DRYRUN, estimate_doc,
+	  do_estimate },
 	{ "top", MT_MODE_TOP, MT_OPTS_TARGET | MT_OPTS_PYTHON | MT_OPTS_TOP,
 	  top_doc, do_trace },
 };

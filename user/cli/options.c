@@ -71,6 +71,9 @@ enum {
 	OPT_EVENT,
 	OPT_SIZE,
 	OPT_INTERVAL,
+	OPT_DRY_RUN,
+	OPT_DEVICE,
+	OPT_DEVICES,
 };
 
 static const struct argp_option target_opts[] = {
@@ -251,6 +254,20 @@ static const struct argp_option estimate_opts[] = {
 	{ 0 },
 };
 
+static const struct argp_option dryrun_opts[] = {
+	{ "dry-run", OPT_DRY_RUN, NULL, 0,
+	  "Run -- COMMAND on a stand-in GPU under PyTorch's own allocator "
+	  "and say what the GPU would hold (no GPU needed)",
+	  0 },
+	{ "device", OPT_DEVICE, "PRESET|SIZE", 0,
+	  "--dry-run: the GPU, a preset (H100-80GB, A100-40GB, L4...: "
+	  "--device help lists them) or a memory size (default H100-80GB)",
+	  0 },
+	{ "devices", OPT_DEVICES, "N", 0,
+	  "--dry-run: how many such GPUs, 1-8 (default 1)", 0 },
+	{ 0 },
+};
+
 static const struct argp_option top_opts[] = {
 	{ "interval", OPT_INTERVAL, "TIME", 0,
 	  "Redraw every TIME, at least 100ms (default 1s)", 0 },
@@ -278,6 +295,7 @@ static const struct group {
 	{ MT_OPTS_FILTER, "Filters:", filter_opts },
 	{ MT_OPTS_WATCH, "Watching:", watch_opts },
 	{ MT_OPTS_ESTIMATE, "The allocator model:", estimate_opts },
+	{ MT_OPTS_DRYRUN, "The dry run:", dryrun_opts },
 	{ MT_OPTS_TOP, "The live view:", top_opts },
 };
 
@@ -693,6 +711,36 @@ static void parse_scale(struct argp_state *state, struct mt_options *o,
 	sc->pattern = arg;
 }
 
+/*
+ * --device PRESET|SIZE: a preset as it is; a size with an H100's compute
+ * capability and multiprocessors, which decide workspaces
+ */
+static void parse_device(struct argp_state *state, struct mt_options *o,
+			 const char *arg)
+{
+	const struct mt_dryrun_device *p = mt_dryrun_preset(arg);
+	char names[256];
+
+	if (!strcmp(arg, "help")) {
+		mt_dryrun_preset_print(stdout);
+		exit(0);
+	}
+	if (p) {
+		o->dryrun.dev = *p;
+		return;
+	}
+	if (!isdigit((unsigned char)arg[0])) {
+		mt_dryrun_preset_names(names, sizeof(names));
+		mt_err("no device preset '%s' (there are: %s; or a size, "
+		       "e.g. 24GiB)",
+		       arg, names);
+		exit(2);
+	}
+	o->dryrun.dev = *mt_dryrun_preset(MT_DRYRUN_DEFAULT);
+	o->dryrun.dev.name = NULL;
+	o->dryrun.dev.mem = parse_size(state, "device size", arg, 1, 1 << 20);
+}
+
 /* the estimate mode's own options */
 static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
 {
@@ -724,6 +772,21 @@ static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_CHECK:
 		o->est.check = true;
+		break;
+	case OPT_DRY_RUN:
+		o->dry_run = true;
+		break;
+	case OPT_DEVICE:
+		once(o->has_device, "--device");
+		o->has_device = true;
+		parse_device(state, o, arg);
+		break;
+	case OPT_DEVICES:
+		o->dryrun.devices =
+			(unsigned int)parse_ull(state, "device count (1-8)",
+						arg, MT_DRYRUN_MAX_DEVICES);
+		if (!o->dryrun.devices)
+			bad(state, "device count (1-8)", arg);
 		break;
 	default:
 		return false;
@@ -1083,8 +1146,8 @@ static error_t parse_root(int key, char *arg, struct argp_state *state)
 		if (state->next < 2 ||
 		    strcmp(state->argv[state->next - 2], "--"))
 			not_a_command(x, arg);
-		if (!(x->cmd->opts & MT_OPTS_TARGET))
-			refuse(x, "a command", MT_OPTS_TARGET);
+		if (!(x->cmd->opts & (MT_OPTS_TARGET | MT_OPTS_DRYRUN)))
+			refuse(x, "a command", MT_OPTS_TARGET | MT_OPTS_DRYRUN);
 		/* the first non-option starts the command (after "--") */
 		x->o->command = &state->argv[state->next - 1];
 		state->next = state->argc;
@@ -1239,6 +1302,50 @@ static int check_trace(const struct mt_options *o)
 	return 0;
 }
 
+/* whether an option of the allocator model was given */
+static bool model_asked(const struct mt_options *o)
+{
+	const struct mt_estimate_conf *e = &o->est;
+
+	return o->device_mem || e->nscales || e->check ||
+	       e->model.expandable_segments || e->model.max_split_size ||
+	       e->model.roundup_power2_divisions || e->model.gc_threshold > 0;
+}
+
+/* estimate: a record's replay (-i), or a dry run of -- COMMAND */
+static int check_estimate(const struct mt_options *o)
+{
+	if (!o->dry_run && o->command) {
+		mt_err("a command goes with estimate --dry-run (estimate -i "
+		       "FILE reads a record)");
+		return 2;
+	}
+	if (!o->dry_run && (o->has_device || o->dryrun.devices)) {
+		mt_err("--device and --devices go with --dry-run");
+		return 2;
+	}
+	if (!o->dry_run)
+		return 0;
+	if (o->input) {
+		mt_err("estimate --dry-run runs -- COMMAND, -i reads a "
+		       "record: give one of them");
+		return 2;
+	}
+	if (!o->command) {
+		mt_err("estimate --dry-run needs -- COMMAND (e.g. -- python3 "
+		       "train.py)");
+		return 2;
+	}
+	if (model_asked(o)) {
+		mt_err("estimate --dry-run runs PyTorch's own allocator: its "
+		       "settings come from PYTORCH_CUDA_ALLOC_CONF, the GPU "
+		       "from --device; --device-mem, --scale, --check and the "
+		       "model's settings go with -i");
+		return 2;
+	}
+	return 0;
+}
+
 /* what the options need of each other, past what a mode takes at all */
 static int check(const struct mt_options *o, const struct mt_cmd *cmd)
 {
@@ -1256,7 +1363,9 @@ static int check(const struct mt_options *o, const struct mt_cmd *cmd)
 		       "of --device-mem: give both");
 		return 2;
 	}
-	if ((cmd->opts & MT_OPTS_INPUT) && !o->input) {
+	if (o->mode == MT_MODE_ESTIMATE && check_estimate(o))
+		return 2;
+	if ((cmd->opts & MT_OPTS_INPUT) && !o->input && !o->dry_run) {
 		mt_err("%s needs -i FILE (a record "
 		       "made by memtrace-bpf record)",
 		       mode_name(cmd));
@@ -1316,5 +1425,9 @@ int mt_parse_options(int argc, char **argv, const struct mt_cmd *cmds,
 				  .max_depth = MT_MAX_FRAMES };
 	if (argp_parse(&root, argc, argv, ARGP_IN_ORDER, NULL, &x))
 		return 2;
+	if (o->dry_run && !o->has_device)
+		o->dryrun.dev = *mt_dryrun_preset(MT_DRYRUN_DEFAULT);
+	if (o->dry_run && !o->dryrun.devices)
+		o->dryrun.devices = 1;
 	return check(o, *cmd);
 }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "analysis/filter.h"
+#include "dryrun/device.h"
 #include "estimate/estimate.h"
 #include "python/stack.h"
 #include "trace/trace.h"
@@ -66,6 +67,9 @@ struct mt_options {
 	struct mt_filter_conf filter; /* --time, --steps, --tid... (filter.h) */
 	/* estimate: --scale, --check and the allocator settings */
 	struct mt_estimate_conf est;
+	bool dry_run; /* estimate --dry-run: run COMMAND on the stand-in */
+	bool has_device; /* --device given */
+	struct mt_dryrun_conf dryrun; /* devices 0: --devices not given */
 };
 
 /* the option groups a mode takes, a bit each (their options: options.c) */
@@ -80,6 +84,7 @@ enum {
 	MT_OPTS_FILTER = 1 << 7, /* --time, --steps, --tid, --module... */
 	MT_OPTS_SELECT = 1 << 8, /* -p, --phase NAME as filters of a record */
 	MT_OPTS_TOP = 1 << 9, /* top: --interval */
+	MT_OPTS_DRYRUN = 1 << 10, /* estimate --dry-run, --device, --devices */
 };
 
 /* one mode of the command line, as bpftool's { "prog", do_prog } */

@@ -226,6 +226,15 @@ static const struct mt_kind_info kinds[MT_K_MAX] = {
 	 * torch 2.x (1.13 keeps it local: there a module's backward ends at
 	 * the next Node's beginning)
 	 */
+	/*
+	 * estimate --dry-run: the host reads device memory (loss.item(),
+	 * .cpu(), the count nonzero() needs); PyTorch copies with
+	 * cudaMemcpyAsync, cudaMemcpy is the plain call's
+	 */
+	[MT_K_HOST_READ] = {
+		.event = NULL, .lib = MT_LIB_CUDART, .flags = MT_F_D2H,
+		.syms = { "cudaMemcpyAsync", "cudaMemcpy" },
+	},
 	[MT_K_NODE_OUT] = {
 		.event = NULL, .lib = MT_LIB_TORCH_CPU, .flags = MT_F_NODEOUT,
 		.absent_in = ".so.1.13",

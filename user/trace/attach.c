@@ -17,6 +17,8 @@ static bool kind_wanted(const struct mt_attacher *a,
 {
 	if (ki->flags & (MT_F_MODCALL | MT_F_NODEEVAL | MT_F_NODEOUT))
 		return a->module_log;
+	if (ki->flags & MT_F_D2H)
+		return a->dry_run;
 	if (ki->cpu)
 		return !a->no_cpu;
 	if (ki->lib == MT_LIB_LDSO)
@@ -65,6 +67,8 @@ static struct bpf_program *entry_prog(const struct memtrace_bpf *skel,
 		return skel->progs.mt_node_eval;
 	if (flags & MT_F_NODEOUT)
 		return skel->progs.mt_node_out;
+	if (flags & MT_F_D2H)
+		return skel->progs.mt_d2h_filter;
 	if (flags & MT_F_SETNODE)
 		return skel->progs.mt_set_node;
 	if (flags & MT_F_EDGE)

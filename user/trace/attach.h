@@ -21,6 +21,7 @@ struct mt_attacher {
 	bool no_python; /* the autograd probes serve the attribution only */
 	bool trace_exceptions; /* probe CPython's _PyErr_SetObject */
 	bool module_log; /* probe module calls and Node evaluations */
+	bool dry_run; /* probe the host's reads of device memory */
 	/*
 	 * --children, --all: probe whole library files, for every process
 	 * mapping them; each file once, whichever process showed it first.

@@ -11,6 +11,7 @@
 #include "event/format.h"
 #include "event/kinds.h"
 #include "memtrace.skel.h"
+#include "trace/dryrun.h"
 #include "trace/modlog.h"
 #include "proc/maps.h"
 #include "python/pyproc.h"
@@ -182,6 +183,10 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 	if (ev->kind == MT_K_MODULE_CALL || ev->kind == MT_K_NODE_EVAL ||
 	    ev->kind == MT_K_NODE_OUT) {
 		mt_modlog_probe(tr, ev);
+		return 0;
+	}
+	if (ev->kind == MT_K_HOST_READ) {
+		mt_dryrun_read(tr, ev);
 		return 0;
 	}
 	if (ev->kind == MT_K_FORK) {

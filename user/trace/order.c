@@ -22,6 +22,7 @@
 #include <time.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "memtrace.h" /* the types of its globals, before the skeleton */
 #include "memtrace.skel.h"
 #include "lib/reorder.h"
 #include "trace/tracer.h"

@@ -13,7 +13,9 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "proc/follow.h"
+#include "memtrace.h" /* the types of its globals, before the skeleton */
 #include "memtrace.skel.h"
+#include "trace/dryrun.h"
 #include "trace/modlog.h"
 #include "python/pyproc.h"
 #include "proc/rank.h"
@@ -378,4 +380,6 @@ void mt_tracer_on_lib(void *ctx, const struct mt_target *t, const char *path,
 	struct mt_tracer *tr = ctx;
 
 	mt_sink_library(mt_tracer_sink(tr, t), t->pid, path, probes);
+	if (tr->dry)
+		mt_dryrun_on_lib(tr->dry, t, path);
 }

@@ -11,8 +11,10 @@
 #include <time.h>
 #include <bpf/libbpf.h>
 #include "python/autograd.h"
+#include "memtrace.h" /* the types of its globals, before the skeleton */
 #include "memtrace.skel.h"
 #include "export/metrics.h"
+#include "trace/dryrun.h"
 #include "trace/modlog.h"
 #include "trace/preflight.h"
 #include "python/pyproc.h"
@@ -245,12 +247,15 @@ static int run(struct mt_tracer *tr)
 	tr->att.no_python = o->no_python;
 	tr->att.trace_exceptions = o->exc_types != NULL;
 	tr->att.module_log = o->module_log != NULL;
+	tr->att.dry_run = o->dryrun != NULL;
 	tr->att.global = o->children_of || o->all;
 	/* with -q the attach notes still tell a script when tracing began */
 	tr->att.log = o->quiet || o->record ? stderr : tr->out;
 	tr->att.on_lib = mt_tracer_on_lib;
 	tr->att.ctx = tr;
 
+	if (o->dryrun && mt_dryrun_begin(tr, &tr->dry))
+		return 2;
 	ret = o->command ? mt_tracer_spawn(tr, gate) : mt_tracer_open(tr);
 	if (!ret && o->module_log)
 		ret = mt_tracer_open_module_logs(tr);
@@ -382,7 +387,7 @@ int mt_trace(const struct mt_trace_conf *c)
 {
 	struct mt_tracer tr = { .conf = c };
 	char err[512];
-	int ret;
+	int ret, dry = 0;
 
 	if (mt_preflight(err, sizeof(err))) {
 		mt_err("%s", err);
@@ -434,16 +439,20 @@ int mt_trace(const struct mt_trace_conf *c)
 		mt_target_close(&tr.targets[i]);
 	}
 	report_lost_procs(&tr);
+	if (tr.dry)
+		dry = mt_dryrun_end(&tr, tr.dry, tr.ran ? tr.out : NULL);
 	/*
 	 * the shared summary only if it has something (-o FILE{rank}); top
 	 * left its last frame instead
 	 */
 	if (mt_sink_close(&tr.sink,
-			  tr.ran && !c->top &&
+			  tr.ran && !c->top && dry != 2 &&
 					  (!tr.per_proc || tr.sink.ses->seq) ?
 				  &tr.end :
 				  NULL))
 		ret = 2;
+	if (!ret)
+		ret = dry;
 	mt_watch_free(tr.watch);
 	mt_pystacks_free(tr.stacks);
 	mt_nodes_free(tr.nodes);

@@ -20,6 +20,8 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/types.h>
+#include "memtrace.h" /* the types of its globals, before the skeleton */
 #include "memtrace.skel.h"
 #include "analysis/top.h"
 #include "trace/topscreen.h"

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "dryrun/device.h"
 #include "export/output.h"
 #include "python/stack.h"
 
@@ -40,6 +41,8 @@ struct mt_trace_conf {
 	double alert_pct;
 	const char *metrics_addr, *metrics_file;
 	struct mt_output_conf out; /* each sink's session and export */
+	/* estimate --dry-run: COMMAND runs on the stand-in; NULL: not */
+	const struct mt_dryrun_conf *dryrun;
 };
 
 /* Trace as c asks. The exit status: 0, or 2 after a one-line error. */

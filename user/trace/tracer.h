@@ -41,6 +41,7 @@ struct mt_tracer {
 	struct mt_watch *watch; /* --watch */
 	struct mt_topscreen *top; /* memtrace-bpf top */
 	struct mt_metrics *metrics; /* --metrics-addr, --metrics-file */
+	struct mt_dryrun *dry; /* estimate --dry-run (trace/dryrun.h) */
 	__u64 stacks_lost;
 	FILE *out;
 	__u64 lost_reported;

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A dry run is a -q -- COMMAND trace with the CUDA stand-in put in front
+ * of the command (dryrun/standin.h): PyTorch's real caching allocator
+ * makes every decision on a device of the size asked for, no kernel runs,
+ * and the report's figures are what the GPU would hold. What it cannot
+ * know is any value a kernel computes: each copy from the device to the
+ * host (loss.item(), .cpu(), the count nonzero() reads) is counted with
+ * its line, since a shape or a branch that depends on it is the
+ * stand-in's, not the GPU's.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "dryrun/standin.h"
+#include "event/format.h"
+#include "lib/err.h"
+#include "python/stack.h"
+#include "trace/dryrun.h"
+#include "trace/tracer.h"
+
+#define MAX_LINES 32 /* lines of host reads kept, the first seen */
+#define SHOWN_LINES 5 /* and printed, the most frequent */
+
+struct mt_dryrun {
+	struct mt_dryrun_libs libs;
+	bool ours; /* the stand-in's runtime was attached */
+	char other[PATH_MAX]; /* another libcudart the command loaded */
+	struct read_line {
+		const char *line; /* interned: the pointer is the key */
+		__u64 count;
+	} lines[MAX_LINES];
+	size_t nlines;
+	__u64 reads, unplaced; /* host reads; those of no line kept */
+};
+
+int mt_dryrun_begin(struct mt_tracer *tr, struct mt_dryrun **dr)
+{
+	const struct mt_dryrun_conf *c = tr->conf->dryrun;
+	char err[PATH_MAX + 128];
+
+	*dr = calloc(1, sizeof(**dr));
+	if (!*dr) {
+		mt_err("out of memory");
+		return 2;
+	}
+	if (mt_dryrun_prepare(&c->dev, c->devices, &(*dr)->libs, err,
+			      sizeof(err))) {
+		mt_err("estimate --dry-run: %s", err);
+		free(*dr);
+		*dr = NULL;
+		return 2;
+	}
+	return 0;
+}
+
+void mt_dryrun_on_lib(struct mt_dryrun *dr, const struct mt_target *t,
+		      const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	if (strncmp(base, "libcudart.so", 12))
+		return;
+	if (mt_dryrun_ours(&dr->libs, path))
+		dr->ours = true;
+	else
+		snprintf(dr->other, sizeof(dr->other), "%s", path);
+	(void)t;
+}
+
+/* the line that asked: the innermost frame outside torch's own code */
+static const char *asking_line(const struct mt_pyresolved *pr)
+{
+	for (int i = 0; i < pr->depth; i++)
+		if (!strstr(pr->frames[i], "(torch/"))
+			return pr->frames[i];
+	return pr->depth ? pr->frames[0] : NULL;
+}
+
+void mt_dryrun_read(struct mt_tracer *tr, const struct mt_event *ev)
+{
+	struct mt_dryrun *dr = tr->dry;
+	struct mt_target *t = mt_tracer_find(tr, ev->pid);
+	const struct mt_pyresolved *pr = NULL;
+	const char *line = NULL;
+	size_t i;
+
+	if (!dr || !t)
+		return;
+	dr->reads++;
+	if (t->py && (ev->flags & MT_EV_PY))
+		pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->stack_id,
+				     ev->flags & MT_EV_PY_TRUNC);
+	/* backward, on an engine thread: the line whose forward made it */
+	if (!pr && t->py && ev->node_stack)
+		pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->node_stack,
+				     false);
+	if (pr)
+		line = asking_line(pr);
+	for (i = 0; line && i < dr->nlines; i++)
+		if (dr->lines[i].line == line)
+			break;
+	if (!line || i == MAX_LINES) {
+		dr->unplaced++;
+		return;
+	}
+	if (i == dr->nlines)
+		dr->lines[dr->nlines++] = (struct read_line){ line, 0 };
+	dr->lines[i].count++;
+}
+
+static int by_count(const void *pa, const void *pb)
+{
+	const struct read_line *a = pa, *b = pb;
+
+	return (a->count < b->count) - (a->count > b->count);
+}
+
+/* the command as typed, its words cut at 60 characters, into buf */
+static const char *command_line(const struct mt_trace_conf *c, char *buf,
+				size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (char **w = c->command; w && *w && n + 4 < len; w++) {
+		int k = snprintf(buf + n, len - n, "%s%s", n ? " " : "", *w);
+
+		if (k < 0 || (size_t)k >= len - n) {
+			snprintf(buf + len - 4, 4, "...");
+			break;
+		}
+		n += (size_t)k;
+	}
+	return buf;
+}
+
+/* no CUDA memory seen: say why, as far as the libraries loaded tell */
+static int not_served(const struct mt_tracer *tr, const struct mt_dryrun *dr)
+{
+	char buf[64];
+	const char *cmd = command_line(tr->conf, buf, sizeof(buf));
+
+	if (dr->other[0])
+		mt_err("estimate --dry-run: %s loaded the CUDA runtime %s, "
+		       "not the stand-in's libcudart.so.12: its torch is no "
+		       "CUDA 12 build, or finds its runtime ahead of "
+		       "LD_LIBRARY_PATH (README: Dry run)",
+		       cmd, dr->other);
+	else if (!dr->ours)
+		mt_err("estimate --dry-run: %s loaded no CUDA runtime: it is "
+		       "no CUDA PyTorch program (a CPU-only torch, or none)",
+		       cmd);
+	else
+		mt_err("estimate --dry-run: %s allocated no CUDA memory "
+		       "through PyTorch's caching allocator: nothing to "
+		       "estimate",
+		       cmd);
+	return 2;
+}
+
+static void print_reads(struct mt_dryrun *dr, FILE *out)
+{
+	size_t shown = dr->nlines < SHOWN_LINES ? dr->nlines : SHOWN_LINES;
+	__u64 rest = dr->reads;
+
+	if (!dr->reads) {
+		fprintf(out, "Host reads none: no device memory was copied to "
+			     "the host\n");
+		return;
+	}
+	qsort(dr->lines, dr->nlines, sizeof(dr->lines[0]), by_count);
+	fprintf(out,
+		"Host reads %llu copies of device memory to the host: a dry "
+		"run computes no value, so a shape, loop or branch that "
+		"depends on one is the stand-in's, not the GPU's\n",
+		(unsigned long long)dr->reads);
+	for (size_t i = 0; i < shown; i++) {
+		fprintf(out, "%11s%llu at %s\n", "",
+			(unsigned long long)dr->lines[i].count,
+			dr->lines[i].line);
+		rest -= dr->lines[i].count;
+	}
+	if (rest)
+		fprintf(out, "%11s%llu elsewhere\n", "",
+			(unsigned long long)rest);
+}
+
+/* each device's peaks, for people and as a '#' line for scripts */
+static void print_devices(const struct mt_summary *sum,
+			  const struct mt_dryrun_conf *c, FILE *out)
+{
+	char dev[16], a[32], r[32];
+	size_t n = 0;
+
+	for (size_t i = 0; i < sum->ndevs; i++) {
+		const struct mt_dev_stat *d = &sum->devs[i];
+
+		if (d->type != MT_DT_CUDA || d->space != MT_SP_C10)
+			continue;
+		mt_format_dev(dev, sizeof(dev), d->type, d->index);
+		fprintf(out, "%-10s %s peak allocated %s, peak reserved %s\n",
+			n ? "" : "Device", dev,
+			mt_format_bytes(a, sizeof(a), d->allocated_peak),
+			mt_format_bytes(r, sizeof(r), d->reserved_peak));
+		n++;
+	}
+	for (size_t i = 0; i < sum->ndevs; i++) {
+		const struct mt_dev_stat *d = &sum->devs[i];
+
+		if (d->type != MT_DT_CUDA || d->space != MT_SP_C10)
+			continue;
+		mt_format_dev(dev, sizeof(dev), d->type, d->index);
+		fprintf(out,
+			"# dryrun pid=%u dev=%s peak_allocated=%llu "
+			"peak_reserved=%llu device_mem=%llu\n",
+			d->pid, dev, (unsigned long long)d->allocated_peak,
+			(unsigned long long)d->reserved_peak, c->dev.mem);
+	}
+}
+
+/* whether the caching allocator of any CUDA device was seen */
+static bool any_device(const struct mt_summary *sum)
+{
+	for (size_t i = 0; i < sum->ndevs; i++)
+		if (sum->devs[i].type == MT_DT_CUDA &&
+		    sum->devs[i].space == MT_SP_C10)
+			return true;
+	return false;
+}
+
+int mt_dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, FILE *out)
+{
+	const struct mt_dryrun_conf *c = tr->conf->dryrun;
+	const struct mt_session *ses = tr->sink.ses;
+	struct mt_oom_counts oom;
+	char mem[32], cmd[64];
+	int ret;
+
+	mt_dryrun_cleanup(&dr->libs);
+	/* another runtime alone: it served what was seen, not the stand-in */
+	if (!out || !any_device(&ses->sum) || (dr->other[0] && !dr->ours)) {
+		ret = out ? not_served(tr, dr) : 0;
+		free(dr);
+		return ret;
+	}
+	mt_oom_counts(ses->oom, &oom);
+	fprintf(out,
+		"memtrace-bpf estimate --dry-run: %s on %u stand-in %s (%s, "
+		"compute capability %u.%u, %u multiprocessors): PyTorch's own "
+		"caching allocator decided, no kernel ran\n",
+		command_line(tr->conf, cmd, sizeof(cmd)), c->devices,
+		c->dev.name ? c->dev.name : "device",
+		mt_format_bytes(mem, sizeof(mem), c->dev.mem), c->dev.cc_major,
+		c->dev.cc_minor, c->dev.sms);
+	print_devices(&ses->sum, c, out);
+	if (oom.failures)
+		fprintf(out,
+			"Fits       no: %llu allocations failed for want of "
+			"memory, after %llu retries of the allocator (OOMs "
+			"below)\n",
+			(unsigned long long)oom.failures,
+			(unsigned long long)oom.retries);
+	else
+		fprintf(out, "Fits       yes: no allocation failed\n");
+	print_reads(dr, out);
+	fprintf(out, "Not counted the CUDA context and the libraries' own "
+		     "memory, outside PyTorch's allocator (some hundreds of "
+		     "MiB on a GPU)\n\n");
+	free(dr);
+	return oom.failures ? 1 : 0;
+}

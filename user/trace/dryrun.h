@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * estimate --dry-run: the command runs on the CUDA stand-in, traced as
+ * -q -- COMMAND traces it, and the trace says what the GPU would hold.
+ */
+#ifndef __TRACE_DRYRUN_H
+#define __TRACE_DRYRUN_H
+
+#include <stdio.h>
+#include "memtrace.h"
+#include "proc/target.h"
+
+struct mt_tracer;
+struct mt_dryrun;
+
+/*
+ * Put the stand-in where the command will load it, as tr->conf->dryrun
+ * asks, into *dr. Returns 0, or 2 after a one-line error.
+ */
+int mt_dryrun_begin(struct mt_tracer *tr, struct mt_dryrun **dr);
+
+/* a library attached in t: which CUDA runtime the command loaded */
+void mt_dryrun_on_lib(struct mt_dryrun *dr, const struct mt_target *t,
+		      const char *path);
+
+/* an MT_K_HOST_READ event: the host read device memory */
+void mt_dryrun_read(struct mt_tracer *tr, const struct mt_event *ev);
+
+/*
+ * The stand-in removed, and the dry run's own lines into out, before the
+ * report: the device, each device's peaks, what the host read (out NULL:
+ * the trace never ran, nothing to say). Returns the exit status: 0, 1 when
+ * the device ran out of memory, 2 after a one-line error when the command
+ * was no CUDA PyTorch program the stand-in served. Frees dr.
+ */
+int mt_dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, FILE *out);
+
+#endif /* __TRACE_DRYRUN_H */
