@@ -46,6 +46,57 @@ state() {
 	done
 }
 
+# A command that says READY, then at the file "load" dlopens the library
+# argv[2] and says how long that took, at "call" makes one cudaMalloc of
+# 4242 bytes, then says DONE; its lines go to argv[1]/cmd.out. A file that
+# does not come within 60 s ends it (status 3).
+LATE_LOAD='
+import ctypes, os, sys, time
+d, lib = sys.argv[1], sys.argv[2]
+out = open(os.path.join(d, "cmd.out"), "w", buffering=1)
+def wait(name):
+    end = time.monotonic() + 60
+    while not os.path.exists(os.path.join(d, name)):
+        if time.monotonic() > end:
+            sys.exit(3)
+        time.sleep(0.02)
+out.write("READY %d\n" % os.getpid())
+wait("load")
+t = time.monotonic()
+cudart = ctypes.CDLL(lib)
+out.write("loaded %.3f\n" % (time.monotonic() - t))
+wait("call")
+p = ctypes.c_void_p()
+cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(4242))
+out.write("DONE\n")
+'
+
+@test "-- COMMAND: a stopped tracer holds a library load 2 s at most, then catches up" {
+	local d=$BATS_TEST_TMPDIR secs
+	"$MT" --keys -- "$TORCH_PY" -c "$LATE_LOAD" "$d" "$FIX/fake/libcudart.so.13" \
+		>"$d/trace.out" 2>"$d/trace.err" &
+	MT_PID=$!
+	wait_for "$d/cmd.out" '^READY ' 30
+	CMD_PID=$(awk '/^READY /{print $2}' "$d/cmd.out")
+	kill -STOP "$MT_PID"
+	touch "$d/load"
+	# README: its guard continues a load held 2 s; a tenth to see it
+	wait_for "$d/cmd.out" '^loaded ' 10
+	secs=$(awk '/^loaded /{print $2}' "$d/cmd.out")
+	echo "dlopen under a stopped tracer: $secs s"
+	awk -v s="$secs" 'BEGIN { exit !(s >= 1.9 && s < 4) }'
+	# the tracer, continued, attaches the library and says what it missed
+	kill -CONT "$MT_PID"
+	wait_for "$d/trace.out" '^# attach .*lib=.*/libcudart\.so\.13 ' 10
+	touch "$d/call"
+	wait_for "$d/cmd.out" '^DONE$' 10
+	finish
+	cat "$d/trace.err"
+	[ "$MT_STATUS" -eq 0 ]
+	grep -qx "memtrace-bpf: pid [0-9]* (python3) waited 2.0 s at a library load: its guard let it go on before the tracer had attached the library (the tracer was stopped or too slow); calls made meanwhile were not traced" "$d/trace.err"
+	events cudart:cudaMalloc | grep -q " size=4242 "
+}
+
 # A directory like /tmp (sticky, writable by all) where another user,
 # "nobody", planted a link at the output's path to a file of ours outside:
 # the stand-in for /etc/shadow. Also a real record to report on.

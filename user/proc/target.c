@@ -9,11 +9,14 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "proc/target.h"
 
 /* a spawned command that could not run exits as the shell's would */
 #define EXIT_CANNOT_RUN 127
+/* how often the guard reads the hold counts */
+#define GUARD_TICK_MS 100
 
 static int pidfd_open_(int pid)
 {
@@ -38,12 +41,35 @@ static int sys_fail(char *err, size_t errlen, const char *what)
  * does when we exit, however we exit, and then continues the command. It
  * ignores the signals a terminal sends a whole process group, so that it
  * outlives our own orderly end; it holds nothing else of ours.
+ *
+ * A tracer that is stopped (kill -STOP, a debugger) or hung does not exit,
+ * and the command would wait for it as long. So the guard also reads the
+ * hold counts that BPF and we keep (struct mt_hold, in the BPF object's
+ * memory, which the fork shares), and continues a stop that we have not
+ * continued within MT_HOLD_MAX_MS of its first sight. Until we catch up,
+ * BPF stops the command no more, so one stall of ours costs the command
+ * one wait, not one a library.
  */
-static void guard(int wait_fd, int pid)
+static __u64 mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
+}
+
+/* by pidfd (dup'ed to 1): a pid reused since cannot be signalled by mistake */
+static void guard_continue(void)
+{
+	syscall(SYS_pidfd_send_signal, 1, SIGCONT, NULL, 0);
+}
+
+static void guard(int wait_fd, int pid, struct mt_hold *hold)
 {
 	static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-	int pidfd = pidfd_open_(pid);
-	char c;
+	struct pollfd p = { .fd = 0, .events = POLLIN };
+	int pidfd = pidfd_open_(pid), timeout = GUARD_TICK_MS, n;
+	__u64 done = 0, seen = 0, since = 0, stops, now;
 
 	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
 		signal(ignored[i], SIG_IGN);
@@ -52,11 +78,31 @@ static void guard(int wait_fd, int pid)
 	if (dup2(wait_fd, 0) < 0 || (pidfd >= 0 && dup2(pidfd, 1) < 0))
 		_exit(1);
 	close_range(2, ~0U, 0);
-	while (read(0, &c, 1) < 0 && errno == EINTR)
-		;
-	/* by pidfd: a pid reused since cannot be signalled by mistake */
+	for (;;) {
+		/* the pipe is never written: readable means we are gone */
+		n = poll(&p, 1, timeout);
+		if (n > 0 || (n < 0 && errno != EINTR))
+			break;
+		timeout = GUARD_TICK_MS;
+		stops = __atomic_load_n(&hold->stops, __ATOMIC_ACQUIRE);
+		if (pidfd < 0 || stops == done ||
+		    stops == __atomic_load_n(&hold->resumed, __ATOMIC_ACQUIRE))
+			continue;
+		now = mono_ms();
+		if (stops != seen) {
+			seen = stops;
+			since = now;
+		}
+		if (now - since < MT_HOLD_MAX_MS) {
+			timeout = (int)(since + MT_HOLD_MAX_MS - now);
+			continue;
+		}
+		guard_continue();
+		done = stops;
+		__atomic_fetch_add(&hold->released, 1, __ATOMIC_RELEASE);
+	}
 	if (pidfd >= 0)
-		syscall(SYS_pidfd_send_signal, 1, SIGCONT, NULL, 0);
+		guard_continue();
 	_exit(0);
 }
 
@@ -74,7 +120,7 @@ static int spawn_guard(struct mt_target *t, char *err, size_t errlen)
 		return ret;
 	}
 	if (pid == 0)
-		guard(p[0], t->pid);
+		guard(p[0], t->pid, t->hold);
 	close(p[0]);
 	t->guard_fd = p[1];
 	t->guard_pid = pid;
@@ -167,13 +213,15 @@ int mt_target_open(struct mt_target *t, int pid, char *err, size_t errlen)
 	return 0;
 }
 
-int mt_target_spawn(struct mt_target *t, char **argv, int gate[2], char *err,
-		    size_t errlen)
+int mt_target_spawn(struct mt_target *t, char **argv, struct mt_hold *hold,
+		    int gate[2], char *err, size_t errlen)
 {
 	int go[2], fail[2], pid;
 	char c;
 
-	*t = (struct mt_target){ .pidfd = -1, .spawned = true, .guard_fd = -1 };
+	*t = (struct mt_target){
+		.pidfd = -1, .spawned = true, .guard_fd = -1, .hold = hold
+	};
 	if (pipe2(go, O_CLOEXEC) || pipe2(fail, O_CLOEXEC))
 		return sys_fail(err, errlen, "pipe");
 	pid = fork();
@@ -228,6 +276,22 @@ int mt_target_start(struct mt_target *t, int gate[2], char **argv, char *err,
 		mt_target_poll_exit(t);
 		return -e;
 	}
+	return 0;
+}
+
+int mt_target_resume(struct mt_target *t, bool *late)
+{
+	/*
+	 * Stopped, the command cannot stop again before our SIGCONT, so this
+	 * one continues every stop counted so far; said before it is sent,
+	 * so that BPF holds the next load, however soon it comes.
+	 */
+	__atomic_store_n(&t->hold->resumed,
+			 __atomic_load_n(&t->hold->stops, __ATOMIC_ACQUIRE),
+			 __ATOMIC_RELEASE);
+	*late = __atomic_load_n(&t->hold->released, __ATOMIC_ACQUIRE) != 0;
+	if (kill(t->pid, SIGCONT))
+		return -errno;
 	return 0;
 }
 

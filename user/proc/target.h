@@ -27,6 +27,8 @@ struct mt_target {
 	bool spawned; /* started by us (-- mode): seen from its first call */
 	/* spawned: our end of its guard's pipe, and the guard (target.c) */
 	int guard_fd, guard_pid;
+	struct mt_hold *hold; /* spawned: its stops at library loads */
+	bool told_late; /* the guard's continuing it was said */
 	bool exited;
 	struct mt_maps maps; /* executable mappings, for callers */
 	struct mt_file_id files[MT_MAX_FILES]; /* libraries attached */
@@ -44,13 +46,27 @@ struct mt_target {
 int mt_target_open(struct mt_target *t, int pid, char *err, size_t errlen);
 
 /*
- * Fork argv held before its exec. Returns 0 (t->pid set) or -errno.
- * mt_target_start() lets it exec; it fails if the exec did.
+ * The most a spawned command waits at a library load for us to continue
+ * it: then its guard does (README: How it works).
  */
-int mt_target_spawn(struct mt_target *t, char **argv, int gate[2], char *err,
-		    size_t errlen);
+#define MT_HOLD_MAX_MS 2000
+
+/*
+ * Fork argv held before its exec, with its guard, which reads hold (the
+ * BPF object's) to end any stop we take too long to continue. Returns 0
+ * (t->pid set) or -errno. mt_target_start() lets it exec; it fails if the
+ * exec did.
+ */
+int mt_target_spawn(struct mt_target *t, char **argv, struct mt_hold *hold,
+		    int gate[2], char *err, size_t errlen);
 int mt_target_start(struct mt_target *t, int gate[2], char **argv, char *err,
 		    size_t errlen);
+
+/*
+ * Continue a spawned command stopped at a library load. *late: its guard
+ * has continued a stop of it before us, at least once. 0 or -errno.
+ */
+int mt_target_resume(struct mt_target *t, bool *late);
 
 /* True once the process is gone (reaped if we spawned it). */
 bool mt_target_poll_exit(struct mt_target *t);

@@ -191,12 +191,25 @@ struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how)
 void mt_tracer_on_loader(struct mt_tracer *tr, const struct mt_event *ev)
 {
 	struct mt_target *t = mt_tracer_find(tr, ev->pid);
+	bool late;
+	int ret;
 
 	if (!t)
 		return;
 	mt_tracer_rescan(tr, t);
-	if (t->spawned && kill(t->pid, SIGCONT))
-		mt_err("resume pid %d: %s", t->pid, strerror(errno));
+	if (!t->spawned)
+		return;
+	ret = mt_target_resume(t, &late);
+	if (ret)
+		mt_err("resume pid %d: %s", t->pid, strerror(-ret));
+	if (late && !t->told_late) {
+		mt_err("pid %d (%s) waited %.1f s at a library load: its guard "
+		       "let it go on before the tracer had attached the "
+		       "library (the tracer was stopped or too slow); calls "
+		       "made meanwhile were not traced",
+		       t->pid, t->comm, MT_HOLD_MAX_MS / 1000.0);
+		t->told_late = true;
+	}
 }
 
 bool mt_tracer_all_exited(struct mt_tracer *tr)
@@ -276,7 +289,8 @@ int mt_tracer_spawn(struct mt_tracer *tr, int gate[2])
 		       strerror(errno));
 		return 2;
 	}
-	ret = mt_target_spawn(t, tr->conf->command, gate, err, sizeof(err));
+	ret = mt_target_spawn(t, tr->conf->command, &tr->skel->bss->hold, gate,
+			      err, sizeof(err));
 	tr->ntargets = 1;
 	if (ret) {
 		mt_err("%s", err);
