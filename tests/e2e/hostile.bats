@@ -213,16 +213,18 @@ serve_metrics() {
 	return 1
 }
 
-# slow_clients PORT N: N connections to loopback PORT, each sending a
-# request line and then one header line every 2 s, never the end of it;
-# for at most 20 s. Says how many the server ended and the longest one held.
+# slow_clients PORT N [K]: N connections to loopback PORT, from K addresses
+# of loopback (127.0.0.1 to 127.0.0.K, default 1), each sending a request
+# line and then one header line every 2 s, never the end of it; for at most
+# 20 s. Says how many the server ended and the longest one held.
 slow_clients() {
-	python3 - "$1" "$2" <<'PY'
+	python3 - "$1" "$2" "${3:-1}" <<'PY'
 import socket, sys, time
-port, n = int(sys.argv[1]), int(sys.argv[2])
+port, n, k = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 conns = []
-for _ in range(n):
-    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+for i in range(n):
+    s = socket.create_connection(("127.0.0.1", port), timeout=2,
+                                 source_address=("127.0.0.%d" % (1 + i % k), 0))
     s.sendall(b"GET /metrics HTTP/1.1\r\n")
     s.setblocking(False)
     conns.append({"s": s, "t0": time.monotonic(), "next": time.monotonic() + 2, "held": None})
@@ -279,6 +281,69 @@ PY
 	[ "$ended" -eq 16 ] && [ "$n" -eq 16 ]
 	awk -v l="$longest" 'BEGIN { exit !(l < 7) }'
 	grep -q '^memtrace_lost_events_total 0$' <(curl -sf --max-time 3 "http://127.0.0.1:$PORT/metrics")
+	kill -INT "$MT_PID"
+	wait "$MT_PID"
+}
+
+# half_requests PORT N close|reset: N connections to loopback PORT, each
+# sending a request line and no more, then closed (a FIN) or reset (an
+# RST); 16 every 20 ms, which the tracer accepts as they come (MHD takes
+# 10 a poll): faster, they would wait in the listening queue and then
+# for the kernel's retries, which is no test of ours
+half_requests() {
+	python3 - "$@" <<'PY'
+import socket, struct, sys, time
+port, n, how = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+for i in range(n):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"GET /metrics HTTP/1.1\r\n")
+    if how == "reset":
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+    if i % 16 == 15:
+        time.sleep(0.02)
+PY
+}
+
+# our sockets on PORT whose client closed them: each still holds a slot
+close_waits() {
+	ss -Htn state close-wait "( sport = :$1 )" | wc -l
+}
+
+@test "--metrics-addr: requests cut short by a close or a reset free their connections at once" {
+	local i
+	PORT=$(free_port)
+	serve_metrics ":$PORT"
+	for how in "4 close" "500 close" "200 reset"; do
+		set -- $how
+		half_requests "$PORT" "$1" "$2"
+		echo "$1 half requests, then $2: scrape"
+		curl -sf --max-time 1 "http://127.0.0.1:$PORT/metrics" |
+			grep -q '^memtrace_lost_events_total 0$'
+		for ((i = 0; i < 20; i++)); do
+			[ "$(close_waits "$PORT")" -eq 0 ] && break
+			sleep 0.05
+		done
+		echo "closed by their clients and still here: $(close_waits "$PORT")"
+		[ "$(close_waits "$PORT")" -eq 0 ]
+	done
+	kill -INT "$MT_PID"
+	wait "$MT_PID"
+}
+
+@test "--metrics-addr: slow clients holding every connection, from 8 addresses, do not keep a scrape out" {
+	PORT=$(free_port)
+	serve_metrics ":$PORT"
+	slow_clients "$PORT" 32 8 >"$BATS_TEST_TMPDIR/slow.out" &
+	SLOW_PID=$!
+	sleep 1
+	curl -sf --max-time 1 "http://127.0.0.1:$PORT/metrics" |
+		grep -q '^memtrace_lost_events_total 0$'
+	wait "$SLOW_PID"
+	cat "$BATS_TEST_TMPDIR/slow.out"
+	read -r _ ended _ n _ longest _ < <(tr -d , <"$BATS_TEST_TMPDIR/slow.out")
+	[ "$ended" -eq 32 ] && [ "$n" -eq 32 ]
+	awk -v l="$longest" 'BEGIN { exit !(l < 7) }'
 	kill -INT "$MT_PID"
 	wait "$MT_PID"
 }

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -566,40 +567,87 @@ static void test_slow_client(void **state)
 	assert_int_equal(mt_metrics_close(m, ses, 1, 0, NULL, 0), 0);
 }
 
-/* one source holds 4 connections at most: another one still gets in */
-static void test_per_source(void **state)
+/*
+ * Our own TCP sockets in CLOSE_WAIT: their client has closed them and we
+ * have not, so they still hold a connection slot.
+ */
+static int close_waits(void)
+{
+	struct tcp_info ti;
+	socklen_t len;
+	int n = 0;
+
+	for (int fd = 3; fd < 1024; fd++) {
+		len = sizeof(ti);
+		if (!getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) &&
+		    ti.tcpi_state == TCP_CLOSE_WAIT)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * A client that sends part of a request and closes: its end of stream
+ * comes with its bytes, and MHD, polling edge-triggered, read the bytes
+ * and not the end, so the connection stayed to its deadline (four from
+ * one address kept that address out for 5 s). Now ended at once.
+ */
+static void test_closed_half_request(void **state)
 {
 	struct fixture *f = *state;
 	struct mt_session *const ses[] = { &f->ses };
-	int port = free_port(NULL), fds[5], other;
-	struct mt_metrics *m = serve_at("0.0.0.0", port);
-	char buf[4096] = "";
-	ssize_t n = 0;
+	int port = free_port(NULL), fd;
+	struct mt_metrics *m = serve_at("127.0.0.1", port);
+	char *resp;
 
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 4; i++) {
+		fd = dial("127.0.0.1", "127.0.0.1", port);
+		assert_true(fd >= 0);
+		say(fd, "GET /metrics HTTP/1.1\r\n");
+		close(fd);
+	}
+	/* accepted, read, found closed and ended: a few polls, no time */
+	for (int i = 0; i < 50 && close_waits(); i++) {
+		mt_metrics_poll(m, 0, ses, 1, 0);
+		usleep(1000);
+	}
+	assert_int_equal(close_waits(), 0);
+	resp = request(m, ses, port, "GET /metrics HTTP/1.0\r\n\r\n");
+	assert_non_null(strstr(resp, " 200 OK\r\n"));
+	free(resp);
+	assert_int_equal(mt_metrics_close(m, ses, 1, 0, NULL, 0), 0);
+}
+
+/*
+ * The connection that takes the last free slot ends the oldest, so that
+ * clients holding every slot never keep the next one out: no cap per
+ * address, which a local peer owning all of 127.0.0.0/8 would pass.
+ */
+static void test_full_ends_oldest(void **state)
+{
+	struct fixture *f = *state;
+	struct mt_session *const ses[] = { &f->ses };
+	int port = free_port(NULL), fds[32];
+	struct mt_metrics *m = serve_at("127.0.0.1", port);
+	char *resp;
+
+	for (int i = 0; i < 32; i++) {
 		fds[i] = dial("127.0.0.1", "127.0.0.1", port);
 		assert_true(fds[i] >= 0);
 		say(fds[i], "GET /metrics HTTP/1.1\r\n");
-		mt_metrics_poll(m, 0, ses, 1, 0);
+		/* a millisecond apart: the first is the oldest */
+		mt_metrics_poll(m, (__u64)i * 1000000, ses, 1, 0);
 	}
-	for (int i = 0; i < 4; i++)
-		assert_false(ended(m, ses, fds[i], 0));
-	assert_true(ended(m, ses, fds[4], 0));
-	other = dial("127.0.0.2", "127.0.0.1", port);
-	assert_true(other >= 0);
-	say(other, "GET /metrics HTTP/1.0\r\n\r\n");
-	for (int i = 0; i < 2000 && n <= 0; i++) {
-		mt_metrics_poll(m, 0, ses, 1, 0);
-		n = read(other, buf, sizeof(buf) - 1);
-		if (n < 0 && errno != EAGAIN)
-			fail_msg("read: %s", strerror(errno));
-		usleep(1000);
-	}
-	assert_true(n > 0);
-	assert_non_null(strstr(buf, " 200 OK\r\n"));
-	for (int i = 0; i < 5; i++)
+	assert_true(ended(m, ses, fds[0], 32000000));
+	for (int i = 1; i < 32; i++)
+		assert_false(ended(m, ses, fds[i], 32000000));
+	/* a scrape gets in and is answered, ending the next oldest */
+	resp = request(m, ses, port, "GET /metrics HTTP/1.0\r\n\r\n");
+	assert_non_null(strstr(resp, " 200 OK\r\n"));
+	free(resp);
+	assert_true(ended(m, ses, fds[1], 32000000));
+	for (int i = 0; i < 32; i++)
 		close(fds[i]);
-	close(other);
 	assert_int_equal(mt_metrics_close(m, ses, 1, 0, NULL, 0), 0);
 }
 
@@ -638,7 +686,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_http, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slow_client, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_per_source, setup,
+		cmocka_unit_test_setup_teardown(test_closed_half_request, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_full_ends_oldest, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_default_loopback, setup,
 						teardown),

@@ -5,9 +5,11 @@
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,10 +20,13 @@
 #include "lib/outfile.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4"
-/* a scraper or two; more only hold memory */
+/*
+ * A scraper or two; more only hold memory. No limit per address: every
+ * local user has all of 127.0.0.0/8, so one would only let a local peer
+ * starve local scrapers. Instead a connection that takes the last free
+ * slot ends the oldest one (make_room), so that the next always gets in.
+ */
 #define MAX_CONNECTIONS 32
-/* one address cannot take them all: a scraper elsewhere still gets in */
-#define MAX_PER_SOURCE 4
 /*
  * A connection's whole life, from accept to close: MHD answers each
  * request with "Connection: close", and a scrape's request is one packet,
@@ -53,6 +58,7 @@ struct mhd {
 struct conn {
 	bool used;
 	bool shut; /* shut down: MHD closes it at its next run */
+	bool answered; /* its request came whole: a reply is on its way */
 	int fd;
 	__u64 deadline_ns;
 };
@@ -314,6 +320,40 @@ static enum MHD_Result reply(const struct mhd *api, struct MHD_Connection *c,
 	return ret;
 }
 
+/*
+ * A connection is ended by a shutdown, not a close: the socket stays
+ * MHD's, which sees the stream end at its next run and closes it.
+ */
+static void end_conn(struct conn *k)
+{
+	/* a failure (ENOTCONN) means the peer is gone: MHD sees it */
+	(void)shutdown(k->fd, SHUT_RDWR);
+	k->shut = true;
+}
+
+/*
+ * MHD takes no connection past MAX_CONNECTIONS (it stops accepting), so
+ * the one that takes the last free slot ends the oldest other, unless one
+ * is ending already: slow or idle clients cannot keep a scraper out, and a
+ * scrape, answered at the next poll, is never the oldest for long.
+ */
+static void make_room(struct mt_metrics *m, const struct conn *new)
+{
+	struct conn *oldest = NULL;
+
+	for (size_t i = 0; i < MAX_CONNECTIONS; i++) {
+		struct conn *k = &m->conns[i];
+
+		if (!k->used || k->shut)
+			return;
+		if (k != new &&
+		    (!oldest || k->deadline_ns < oldest->deadline_ns))
+			oldest = k;
+	}
+	if (oldest)
+		end_conn(oldest);
+}
+
 /* each connection gets a slot with its deadline, from start to close */
 static void on_connection(void *cls, struct MHD_Connection *c,
 			  void **socket_context,
@@ -329,7 +369,7 @@ static void on_connection(void *cls, struct MHD_Connection *c,
 		return;
 	}
 	ci = m->mhd.conn_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	/* no descriptor to end it by: the caps on connections still hold */
+	/* no descriptor to end it by: the cap on connections still holds */
 	if (!ci)
 		return;
 	for (size_t i = 0; i < MAX_CONNECTIONS; i++) {
@@ -341,26 +381,57 @@ static void on_connection(void *cls, struct MHD_Connection *c,
 				    .deadline_ns = m->now_ns +
 						   CONNECTION_DEADLINE_NS };
 		*socket_context = k;
+		make_room(m, k);
 		return;
 	}
 	/* more than MAX_CONNECTIONS: MHD's limit says it cannot happen */
 	(void)shutdown(ci->connect_fd, SHUT_RDWR);
 }
 
-/*
- * Connections past their deadline are shut down, not closed: the socket
- * stays MHD's, which sees the stream end at its next run and closes it.
- */
+/* connections past their deadline are ended */
 static void end_late(struct mt_metrics *m)
 {
 	for (size_t i = 0; i < MAX_CONNECTIONS; i++) {
 		struct conn *k = &m->conns[i];
 
-		if (!k->used || k->shut || m->now_ns < k->deadline_ns)
+		if (k->used && !k->shut && m->now_ns >= k->deadline_ns)
+			end_conn(k);
+	}
+}
+
+/*
+ * Connections whose client closed them before its request came whole.
+ * MHD polls edge-triggered (epoll) and takes a short read for an empty
+ * socket, so the end of a stream that came with the request's last bytes
+ * is not read until the deadline: four such from one address kept every
+ * scrape from it out for 5 s. A client that stopped sending with nothing
+ * left unread (FIONREAD) will never complete its request: ended at once.
+ * One answered may still be reading its reply, after a half close.
+ */
+static void end_closed(struct mt_metrics *m)
+{
+	struct pollfd p[MAX_CONNECTIONS];
+	struct conn *of[MAX_CONNECTIONS];
+	nfds_t n = 0;
+	int unread;
+
+	for (size_t i = 0; i < MAX_CONNECTIONS; i++) {
+		struct conn *k = &m->conns[i];
+
+		if (!k->used || k->shut || k->answered)
 			continue;
-		/* a failure (ENOTCONN) means the peer is gone: MHD sees it */
-		(void)shutdown(k->fd, SHUT_RDWR);
-		k->shut = true;
+		p[n] = (struct pollfd){ .fd = k->fd, .events = POLLRDHUP };
+		of[n++] = k;
+	}
+	if (!n || poll(p, n, 0) <= 0)
+		return;
+	for (nfds_t i = 0; i < n; i++) {
+		if (!(p[i].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			continue;
+		/* unread bytes are MHD's to read first */
+		if (!ioctl(p[i].fd, FIONREAD, &unread) && unread > 0)
+			continue;
+		end_conn(of[i]);
 	}
 }
 
@@ -371,11 +442,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 {
 	struct mt_metrics *m = cls;
 	const struct mhd *api = &m->mhd;
+	const union MHD_ConnectionInfo *ci =
+		api->conn_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 	size_t len;
 	char *buf;
 
+	if (ci && ci->socket_context)
+		((struct conn *)ci->socket_context)->answered = true;
 	if (strcmp(url, "/metrics"))
 		return reply(api, c, MHD_HTTP_NOT_FOUND,
 			     "not found: try /metrics\n");
@@ -523,9 +598,7 @@ static int serve(struct mt_metrics *m, const char *addr, char *err,
 	m->httpd = m->mhd.start_daemon(
 		MHD_USE_EPOLL, 0, NULL, NULL, on_request, m,
 		MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned int)MAX_CONNECTIONS,
-		MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-		(unsigned int)MAX_PER_SOURCE, MHD_OPTION_NOTIFY_CONNECTION,
+		(unsigned int)MAX_CONNECTIONS, MHD_OPTION_NOTIFY_CONNECTION,
 		on_connection, m, MHD_OPTION_END);
 	if (!m->httpd) {
 		close(fd); /* still ours: MHD closes it only once started */
@@ -647,6 +720,7 @@ void mt_metrics_poll(struct mt_metrics *m, __u64 now_ns,
 	if (m->httpd) {
 		m->now_ns = now_ns;
 		end_late(m);
+		end_closed(m);
 		m->ses = ses;
 		m->n = n;
 		m->lost = lost;
