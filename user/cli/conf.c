@@ -39,16 +39,17 @@ void mt_output_conf_from(struct mt_output_conf *c, const struct mt_options *o)
 void mt_trace_conf_from(struct mt_trace_conf *c, const struct mt_options *o)
 {
 	*c = (struct mt_trace_conf){
-		.record = o->mode == MT_MODE_RECORD,
+		.record = o->mode == MT_MODE_RECORD && !o->flight_on,
 		.npids = o->npids,
 		.children_of = o->children_of,
 		.all = o->all,
 		.command = o->command,
-		.output = o->output,
+		.output = o->flight_on ? NULL : o->output,
 		.export_kind = o->export_kind,
 		.duration = o->duration,
 		/* top and a dry run: no event lines, notes on stderr (-q) */
-		.quiet = o->quiet || o->mode == MT_MODE_TOP || o->dry_run,
+		.quiet = o->quiet || o->mode == MT_MODE_TOP || o->dry_run ||
+			 o->flight_on,
 		/* a dry run says what the GPU holds */
 		.no_cpu = o->no_cpu || o->dry_run,
 		.no_cuda = o->no_cuda,
@@ -70,6 +71,10 @@ void mt_trace_conf_from(struct mt_trace_conf *c, const struct mt_options *o)
 		.metrics_addr = o->metrics_addr,
 		.metrics_file = o->metrics_file,
 		.dryrun = o->dry_run ? &o->dryrun : NULL,
+		/* a flight recorder writes dumps, not one record */
+		.flight = o->flight_on ? &o->flight : NULL,
+		.flight_at_end = o->flight_at_end,
+		.flight_together = o->flight_together,
 	};
 	memcpy(c->pids, o->pids, sizeof(c->pids));
 	mt_output_conf_from(&c->out, o);

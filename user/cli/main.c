@@ -53,9 +53,13 @@ static const char trace_doc[] =
 
 static const char record_doc[] =
 	"Trace as memtrace-bpf does, into a binary record that report, script\n"
-	"and estimate read later (no root needed for those).\n"
+	"and estimate read later (no root needed for those). With --flight, a\n"
+	"flight recorder: each process's last minutes kept in memory and\n"
+	"dumped into the folder -o DIR as records when something goes wrong.\n"
 	"\n"
-	"USAGE: memtrace-bpf record -o FILE [OPTION...] -p PID | -- COMMAND";
+	"USAGE: memtrace-bpf record -o FILE [OPTION...] -p PID | -- COMMAND\n"
+	"       memtrace-bpf record --flight TIME|SIZE -o DIR [OPTION...] "
+	"-p PID | --children PID | --all | -- COMMAND";
 
 static const char report_doc[] =
 	"The summary and analyses of a record, as a live run prints them.\n"
@@ -124,8 +128,8 @@ static const struct mt_cmd cmds[] = {
 	{ NULL, MT_MODE_TRACE,
 	  TRACING | MT_OPTS_OUTPUT | MT_OPTS_EXPORT | MT_OPTS_FILTER, trace_doc,
 	  do_trace },
-	{ "record", MT_MODE_RECORD, TRACING | MT_OPTS_OUTPUT, record_doc,
-	  do_trace },
+	{ "record", MT_MODE_RECORD, TRACING | MT_OPTS_OUTPUT | MT_OPTS_FLIGHT,
+	  record_doc, do_trace },
 	{ "report", MT_MODE_REPORT,
 	  MT_OPTS_INPUT | MT_OPTS_OUTPUT | MT_OPTS_EXPORT | MT_OPTS_SELECT |
 		  MT_OPTS_FILTER,

@@ -74,6 +74,11 @@ enum {
 	OPT_DRY_RUN,
 	OPT_DEVICE,
 	OPT_DEVICES,
+	OPT_FLIGHT,
+	OPT_FLIGHT_DUMPS,
+	OPT_FLIGHT_TOTAL,
+	OPT_FLIGHT_AT_END,
+	OPT_FLIGHT_TOGETHER,
 };
 
 static const struct argp_option target_opts[] = {
@@ -268,6 +273,26 @@ static const struct argp_option dryrun_opts[] = {
 	{ 0 },
 };
 
+static const struct argp_option flight_opts[] = {
+	{ "flight", OPT_FLIGHT, "TIME|SIZE", 0,
+	  "A flight recorder: keep each process's last TIME (10m, 1h) or "
+	  "SIZE (512MiB) of events and every allocation alive at its start; "
+	  "dump them into the folder -o DIR on an OOM, a killed process, "
+	  "--alert-pct, SIGUSR1",
+	  0 },
+	{ "flight-dumps", OPT_FLIGHT_DUMPS, "N", 0,
+	  "--flight: dumps kept in DIR, the oldest removed first (default "
+	  "16)",
+	  0 },
+	{ "flight-total", OPT_FLIGHT_TOTAL, "SIZE", 0,
+	  "--flight: bytes of dumps kept in DIR (default 8GiB)", 0 },
+	{ "flight-at-end", OPT_FLIGHT_AT_END, NULL, 0,
+	  "--flight: dump every window when the trace ends too", 0 },
+	{ "flight-together", OPT_FLIGHT_TOGETHER, NULL, 0,
+	  "--flight: a process's dump dumps every process traced", 0 },
+	{ 0 },
+};
+
 static const struct argp_option top_opts[] = {
 	{ "interval", OPT_INTERVAL, "TIME", 0,
 	  "Redraw every TIME, at least 100ms (default 1s)", 0 },
@@ -296,6 +321,7 @@ static const struct group {
 	{ MT_OPTS_WATCH, "Watching:", watch_opts },
 	{ MT_OPTS_ESTIMATE, "The allocator model:", estimate_opts },
 	{ MT_OPTS_DRYRUN, "The dry run:", dryrun_opts },
+	{ MT_OPTS_FLIGHT, "The flight recorder:", flight_opts },
 	{ MT_OPTS_TOP, "The live view:", top_opts },
 };
 
@@ -741,6 +767,69 @@ static void parse_device(struct argp_state *state, struct mt_options *o,
 	o->dryrun.dev.mem = parse_size(state, "device size", arg, 1, 1 << 20);
 }
 
+/*
+ * --flight TIME|SIZE: a duration when its unit is one (10m, 1h, 600s, or
+ * none: seconds), else a size (512MiB, 2G)
+ */
+static void parse_window(struct argp_state *state, struct mt_options *o,
+			 const char *arg)
+{
+	static const char *const units[] = { "", "s", "ms", "us", "m", "h" };
+	unsigned long long exact;
+	const char *sfx;
+	bool is_exact;
+	double v;
+
+	if (!parse_number(arg, &v, &exact, &is_exact, &sfx))
+		bad(state, "window (TIME or SIZE)", arg);
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(sfx, units[i]))
+			continue;
+		o->flight.window_ns =
+			(__u64)(parse_duration(state, "window (at least 1 s)",
+					       arg, 1, 1e8) *
+				1e9);
+		o->flight.window_bytes = MT_FLIGHT_MEM_DEFAULT;
+		return;
+	}
+	o->flight.window_bytes =
+		parse_size(state, "window (at least 1 MiB)", arg, 1, 1 << 20);
+}
+
+/* the flight recorder's options (record) */
+static bool parse_flight_arg(int key, char *arg, struct argp_state *state)
+{
+	struct mt_options *o = ((struct parse_ctx *)state->input)->o;
+
+	switch (key) {
+	case OPT_FLIGHT:
+		once(o->flight_on, "--flight");
+		o->flight_on = true;
+		parse_window(state, o, arg);
+		break;
+	case OPT_FLIGHT_DUMPS:
+		o->flight.max_dumps = (unsigned int)parse_ull(
+			state, "dump count (1-100000)", arg, 100000);
+		if (!o->flight.max_dumps)
+			bad(state, "dump count (1-100000)", arg);
+		break;
+	case OPT_FLIGHT_TOTAL:
+		o->flight.max_total =
+			parse_size(state, "size of the dumps (at least 1 MiB)",
+				   arg, 1, 1 << 20);
+		break;
+	case OPT_FLIGHT_AT_END:
+		o->flight_at_end = true;
+		break;
+	case OPT_FLIGHT_TOGETHER:
+		o->flight_together = true;
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
 /* the estimate mode's own options */
 static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
 {
@@ -842,7 +931,8 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 	struct mt_options *o = ((struct parse_ctx *)state->input)->o;
 	unsigned long long v;
 
-	if (parse_estimate_arg(key, arg, state))
+	if (parse_estimate_arg(key, arg, state) ||
+	    parse_flight_arg(key, arg, state))
 		return 0;
 	unhonoured(o, key);
 	switch (key) {
@@ -1272,9 +1362,21 @@ static int check_trace(const struct mt_options *o)
 		       "-o one file, not one per {pid} or {rank}");
 		return 2;
 	}
-	if ((o->alert_pct > 0 || o->device_mem) && !o->watch) {
+	if ((o->alert_pct > 0 || o->device_mem) && !o->watch && !o->flight_on) {
 		mt_err("--alert-pct and --device-mem "
-		       "go with --watch");
+		       "go with --watch or --flight");
+		return 2;
+	}
+	if (o->flight_on && !o->watch && !!o->alert_pct != !!o->device_mem) {
+		mt_err("--flight --alert-pct PCT dumps when a process's "
+		       "reserved memory crosses PCT %% of --device-mem: give "
+		       "both");
+		return 2;
+	}
+	if (!o->flight_on && (o->flight.max_dumps || o->flight.max_total ||
+			      o->flight_at_end || o->flight_together)) {
+		mt_err("--flight-dumps, --flight-total, --flight-at-end and "
+		       "--flight-together go with --flight");
 		return 2;
 	}
 	if ((o->npids > 0) + !!o->command + !!o->children_of + o->all != 1) {
@@ -1427,6 +1529,17 @@ int mt_parse_options(int argc, char **argv, const struct mt_cmd *cmds,
 		return 2;
 	if (o->dry_run && !o->has_device)
 		o->dryrun.dev = *mt_dryrun_preset(MT_DRYRUN_DEFAULT);
+	/* left on for days: stacks sampled by bytes, the totals exact */
+	if (o->flight_on && !o->sample_bytes)
+		o->sample_bytes = MT_FLIGHT_SAMPLE_DEFAULT;
+	if (o->flight_on) {
+		o->flight.dir = o->output;
+		o->flight.sample_bytes = o->sample_bytes;
+	}
+	if (o->flight_on && !o->flight.max_dumps)
+		o->flight.max_dumps = MT_FLIGHT_DUMPS_DEFAULT;
+	if (o->flight_on && !o->flight.max_total)
+		o->flight.max_total = MT_FLIGHT_TOTAL_DEFAULT;
 	if (o->dry_run && !o->dryrun.devices)
 		o->dryrun.devices = 1;
 	return check(o, *cmd);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include "analysis/filter.h"
 #include "dryrun/device.h"
+#include "record/flight.h"
 #include "estimate/estimate.h"
 #include "python/stack.h"
 #include "trace/trace.h"
@@ -70,7 +71,15 @@ struct mt_options {
 	bool dry_run; /* estimate --dry-run: run COMMAND on the stand-in */
 	bool has_device; /* --device given */
 	struct mt_dryrun_conf dryrun; /* devices 0: --devices not given */
+	bool flight_on; /* record --flight */
+	bool flight_at_end, flight_together;
+	struct mt_flight_conf flight; /* 0 caps: not given */
 };
+
+/* record --flight without --sample-bytes samples one in 512 KiB */
+#define MT_FLIGHT_SAMPLE_DEFAULT (512ULL << 10)
+#define MT_FLIGHT_DUMPS_DEFAULT 16
+#define MT_FLIGHT_TOTAL_DEFAULT (8ULL << 30)
 
 /* the option groups a mode takes, a bit each (their options: options.c) */
 enum {
@@ -85,6 +94,7 @@ enum {
 	MT_OPTS_SELECT = 1 << 8, /* -p, --phase NAME as filters of a record */
 	MT_OPTS_TOP = 1 << 9, /* top: --interval */
 	MT_OPTS_DRYRUN = 1 << 10, /* estimate --dry-run, --device, --devices */
+	MT_OPTS_FLIGHT = 1 << 11, /* record --flight and its caps */
 };
 
 /* one mode of the command line, as bpftool's { "prog", do_prog } */

@@ -298,14 +298,13 @@ int mt_target_resume(struct mt_target *t, bool *late)
 bool mt_target_poll_exit(struct mt_target *t)
 {
 	struct pollfd p = { .fd = t->pidfd, .events = POLLIN };
-	int status;
 
 	if (t->exited)
 		return true;
 	if (t->pidfd >= 0 && poll(&p, 1, 0) == 1) {
 		t->exited = true;
-		if (t->spawned)
-			waitpid(t->pid, &status, 0);
+		if (t->spawned && waitpid(t->pid, &t->status, 0) == t->pid)
+			t->has_status = true;
 	}
 	return t->exited;
 }

@@ -8,9 +8,11 @@
 #include <linux/types.h>
 #include "memtrace.h"
 #include "proc/maps.h"
+#include "proc/rank.h"
 
 struct mt_py;
 struct mt_modlog;
+struct mt_flight_proc;
 
 #define MT_MAX_FILES 32
 
@@ -30,6 +32,8 @@ struct mt_target {
 	struct mt_hold *hold; /* spawned: its stops at library loads */
 	bool told_late; /* the guard's continuing it was said */
 	bool exited;
+	bool has_status; /* spawned and reaped: status is waitpid's */
+	int status;
 	struct mt_maps maps; /* executable mappings, for callers */
 	struct mt_file_id files[MT_MAX_FILES]; /* libraries attached */
 	size_t nfiles;
@@ -39,6 +43,8 @@ struct mt_target {
 	int py_tries; /* looks for CPython so far */
 	struct mt_modlog *modlog; /* --module-log */
 	bool ranked; /* its rank was read (at its first event) */
+	struct mt_rank rank; /* as read then */
+	struct mt_flight_proc *flight; /* record --flight (trace/flight.c) */
 	struct mt_sink *sink; /* its own (-o FILE{rank}), or NULL */
 };
 

@@ -19,12 +19,19 @@ struct replay {
 	bool stopped; /* at --at, before the end */
 };
 
-static void print_meta(const struct replay *rp)
+/* a flight recorder's dump (record/flight.h): why, and what it holds */
+static bool dump_key(const char *key)
+{
+	return !strcmp(key, "dump") || !strcmp(key, "window");
+}
+
+static void print_meta(const struct replay *rp, bool dump)
 {
 	const char *key, *value;
 
 	for (size_t i = 0; mt_reader_meta(rp->it.rd, i, &key, &value); i++)
-		fprintf(rp->out, "# record %s: %s\n", key, value);
+		if (dump_key(key) == dump)
+			fprintf(rp->out, "# record %s: %s\n", key, value);
 }
 
 /* header lines read since the last look: the ranks for rank= */
@@ -83,6 +90,8 @@ static int replay(struct replay *rp)
 	}
 	if (mt_rec_iter_start(&rp->it, rp->ses->sites))
 		return 2;
+	/* first, before what the events print (an OOM's block) */
+	print_meta(rp, true);
 	/* a sampled record is read as one (analysis/sample.h) */
 	rp->ses->conf.sample_bytes = mt_reader_sample_bytes(rp->it.rd);
 	if (mt_filter_check_sampled(&c->out.ses.filter,
@@ -109,7 +118,7 @@ static int replay(struct replay *rp)
 	/* after the events: a process that came later has its lines mid-file */
 	if (c->script)
 		return 0;
-	print_meta(rp);
+	print_meta(rp, false);
 	if (c->at >= 0) {
 		fprintf(rp->out, "# at %.6f s into the record:\n", c->at);
 		mt_session_view_now(rp->ses);

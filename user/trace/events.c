@@ -12,6 +12,7 @@
 #include "event/kinds.h"
 #include "memtrace.skel.h"
 #include "trace/dryrun.h"
+#include "trace/flight.h"
 #include "trace/modlog.h"
 #include "proc/maps.h"
 #include "python/pyproc.h"
@@ -211,6 +212,8 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 	site = site_of(tr, k, t, &r, detail);
 	if (!mt_sink_event(k, ev, default0, &r, site))
 		return 0;
+	if (tr->flight_dir)
+		mt_tracer_flight_event(tr, t, ev, default0, &r, site);
 	if (site->phase && t && t->modlog) {
 		__u64 allocated, reserved;
 

@@ -16,6 +16,7 @@
 #include "memtrace.h" /* the types of its globals, before the skeleton */
 #include "memtrace.skel.h"
 #include "trace/dryrun.h"
+#include "trace/flight.h"
 #include "trace/modlog.h"
 #include "python/pyproc.h"
 #include "proc/rank.h"
@@ -134,6 +135,7 @@ void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_target *t)
 		r = (struct mt_rank){ .rank = -1,
 				      .local_rank = -1,
 				      .world_size = -1 };
+	t->rank = r;
 	/* a process without a rank has no file of its own under {rank} */
 	if (tr->per_proc && (r.known || strstr(tr->conf->output, "{pid}")))
 		open_proc_sink(tr, t, &r);
@@ -394,6 +396,9 @@ void mt_tracer_on_lib(void *ctx, const struct mt_target *t, const char *path,
 	struct mt_tracer *tr = ctx;
 
 	mt_sink_library(mt_tracer_sink(tr, t), t->pid, path, probes);
+	if (tr->flight_dir)
+		mt_tracer_flight_lib(tr, mt_tracer_find(tr, (__u32)t->pid),
+				     path, probes);
 	if (tr->dry)
 		mt_dryrun_on_lib(tr->dry, t, path);
 }

@@ -15,6 +15,7 @@
 #include "memtrace.skel.h"
 #include "export/metrics.h"
 #include "trace/dryrun.h"
+#include "trace/flight.h"
 #include "trace/modlog.h"
 #include "trace/preflight.h"
 #include "python/pyproc.h"
@@ -40,6 +41,13 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	exiting = 1;
+}
+
+/* record --flight: SIGUSR1 asks for a dump of every window */
+static void on_usr1(int sig)
+{
+	(void)sig;
+	mt_tracer_flight_ask();
 }
 
 __u64 mt_now_ns(void)
@@ -152,6 +160,7 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 			return 2;
 		}
 		report_lost(tr);
+		mt_tracer_flight_tick(tr, mt_now_ns());
 		if (tr->watch)
 			mt_watch_tick(tr->watch, mt_now_ns(),
 				      &tr->sink.ses->sum, tr->sink.ses->sites,
@@ -408,13 +417,19 @@ int mt_trace(const struct mt_trace_conf *c)
 	} else if (!tr.names || !tr.frames || !tr.nodes || open_watch(&tr)) {
 		mt_err("out of memory");
 		ret = 2;
-	} else if (open_metrics(&tr) || open_top(&tr)) {
+	} else if (open_metrics(&tr) || open_top(&tr) ||
+		   (c->flight && mt_tracer_flight_open(&tr))) {
 		ret = 2;
 	} else {
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
+		if (c->flight)
+			signal(SIGUSR1, on_usr1);
 		ret = run(&tr);
 	}
+	/* the windows' last dumps, while the processes' sessions are open */
+	if (mt_tracer_flight_close(&tr))
+		ret = 2;
 	/* the terminal back, and what top kept aside printed */
 	mt_topscreen_close(tr.top, &tr);
 	tr.top = NULL;
@@ -446,7 +461,7 @@ int mt_trace(const struct mt_trace_conf *c)
 	 * left its last frame instead
 	 */
 	if (mt_sink_close(&tr.sink,
-			  tr.ran && !c->top && dry != 2 &&
+			  tr.ran && !c->top && !c->flight && dry != 2 &&
 					  (!tr.per_proc || tr.sink.ses->seq) ?
 				  &tr.end :
 				  NULL))

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include "dryrun/device.h"
 #include "export/output.h"
+#include "record/flight.h"
 #include "python/stack.h"
 
 /* pids one -p may name */
@@ -43,6 +44,9 @@ struct mt_trace_conf {
 	struct mt_output_conf out; /* each sink's session and export */
 	/* estimate --dry-run: COMMAND runs on the stand-in; NULL: not */
 	const struct mt_dryrun_conf *dryrun;
+	/* record --flight: dumps into its folder; NULL: not */
+	const struct mt_flight_conf *flight;
+	bool flight_at_end, flight_together;
 };
 
 /* Trace as c asks. The exit status: 0, or 2 after a one-line error. */

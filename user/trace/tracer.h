@@ -42,6 +42,8 @@ struct mt_tracer {
 	struct mt_topscreen *top; /* memtrace-bpf top */
 	struct mt_metrics *metrics; /* --metrics-addr, --metrics-file */
 	struct mt_dryrun *dry; /* estimate --dry-run (trace/dryrun.h) */
+	struct mt_flight_dir *flight_dir; /* record --flight (trace/flight.h) */
+	__u64 flight_t0; /* ts of the first event a window took */
 	__u64 stacks_lost;
 	FILE *out;
 	__u64 lost_reported;

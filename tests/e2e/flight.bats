@@ -1,0 +1,188 @@
+#!/usr/bin/env bats
+# record --flight: the flight recorder. Real processes and allocators:
+# Debian's CUDA PyTorch on the CUDA stand-in with a small device (the
+# runtime is a stand-in, user/standin; the caching allocator and its OOM
+# path are PyTorch's), Debian 12's CPU PyTorch in a memory cgroup the
+# kernel's OOM killer acts in, and CPU jobs dumped on SIGUSR1.
+
+load helpers
+
+STANDIN=$ROOT/scripts/cuda-standin.sh
+
+setup_file() {
+	echo "# the CUDA runtime here is a stand-in (user/standin); the allocator is PyTorch's" >&3
+	need_roots cuda
+	"$STANDIN" --lib >/dev/null
+}
+
+teardown() {
+	root_unstage
+	[ -n "${MT_PID:-}" ] && kill "$MT_PID" 2>/dev/null || true
+	[ -n "${FL_PID:-}" ] && kill "$FL_PID" 2>/dev/null || true
+	[ -n "${CG:-}" ] && rmdir "$CG" 2>/dev/null || true
+}
+
+# the event lines of script -i FILE as "ts pid/tid event first-field size"
+lines_of() {
+	"$MT" script -i "$1" | awk '/^[^#\t]/ { print $4 + 0, $2, $5, $6, $7 }'
+}
+
+# the one dump in $DIR whose name ends in -TAG.mtb
+dump_of() {
+	local f
+	f=$(ls "$DIR"/flight-*-"$1".mtb)
+	[ "$(wc -l <<<"$f")" -eq 1 ]
+	echo "$f"
+}
+
+@test "flight: an OOM on the stand-in: the dump holds it and its line, what was alive long before, and the window's events as a full record has them" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	root_stage "$ROOT_CUDA" "$ROOT/tests/fixtures/cuda_model.py"
+	HELD=1 fixture_in_root fx "$STANDIN" --device-mem 256MiB -- /usr/bin/python3 \
+		"$STAGE/cuda_model.py" --steps 12 --oom
+	# the flight recorder and, beside it, a full record of the same run
+	"$MT" record --flight 1s -o "$DIR" -p "$fx_PID" \
+		>"$BATS_TEST_TMPDIR/flight.out" 2>"$BATS_TEST_TMPDIR/flight.err" &
+	FL_PID=$!
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 0 record -o "$BATS_TEST_TMPDIR/full.mtb" -p "$fx_PID"
+	wait_for "$BATS_TEST_TMPDIR/flight.err" '^# python pid=' 60
+	wait_for "$BATS_TEST_TMPDIR/trace.err" '^# python pid=' 60
+	release fx
+	wait_for "$BATS_TEST_TMPDIR/fx.out" '^weight head ' 120
+	touch "$BATS_TEST_TMPDIR/fx.hold"
+	finish
+	wait "$FL_PID"
+	FL_PID=
+	cat "$BATS_TEST_TMPDIR/flight.err"
+	read -r size line < <(sed -nE 's/^oom size=([0-9]+) line=([0-9]+)$/\1 \2/p' "$BATS_TEST_TMPDIR/fx.out")
+	dump=$(dump_of oom)
+	[[ $dump == */flight-*-[0-9][0-9][0-9][0-9]-pid$fx_PID-rank0-oom.mtb ]]
+	grep -q "^memtrace-bpf: flight: dumped $dump: out of memory in pid $fx_PID (rank 0)" "$BATS_TEST_TMPDIR/flight.err"
+	run "$MT" report -i "$dump"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# its reason and window first, then the OOM: the request, the line
+	[[ ${lines[0]} == "# record dump: out of memory in pid $fx_PID (rank 0) at "* ]]
+	[[ ${lines[1]} == "# record window: the last 1.000 s of events (--flight): "* ]]
+	grep -qE "^# OOM pid=$fx_PID .*: c10:oom size=$size " <<<"$output"
+	grep -A20 ": c10:oom size=$size " <<<"$output" | grep -q "cuda_model.py:$line)"
+	# the window's events are the full record's over the same span, one
+	# after another (each tracer stamps an event at its own probe: their
+	# times differ by microseconds)
+	read -r from to < <(sed -nE 's/.* events from ([0-9.]+) to ([0-9.]+) s .*/\1 \2/p' <<<"${lines[1]}")
+	lines_of "$dump" | awk -v f="$from" '$1 >= f { $1 = ""; print }' >"$BATS_TEST_TMPDIR/window"
+	lines_of "$BATS_TEST_TMPDIR/full.mtb" | awk -v f="$from" -v t="$to" '$1 >= f - 0.001 && $1 <= t + 0.001 { $1 = ""; print }' >"$BATS_TEST_TMPDIR/full"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/window")" -gt 100 ]
+	python3 -c 'import sys
+w, f = (open(p).read().splitlines() for p in sys.argv[1:])
+sys.exit(not any(f[i:i + len(w)] == w for i in range(len(f) - len(w) + 1)))' \
+		"$BATS_TEST_TMPDIR/window" "$BATS_TEST_TMPDIR/full"
+	# before the window only allocations still alive at its start: the
+	# weights among them, some with their stack
+	lines_of "$dump" | awk -v f="$from" '$1 < f' >"$BATS_TEST_TMPDIR/old"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/old")" -ge 10 ]
+	! grep -vE ' (c10:alloc|cudart:cudaMalloc|c10:cpu_alloc|cudart:cudaHostAlloc):' "$BATS_TEST_TMPDIR/old"
+	"$MT" script -i "$dump" | awk -v f="$from" '/^[^#\t]/ { old = $4 + 0 < f } old && /^\t.*cuda_model\.py:/' | grep -q .
+}
+
+@test "flight: a process the kernel's OOM killer takes: the dump says so" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	# a memory cgroup of 300 MiB, v1 or v2, whichever this host has
+	if [ -d /sys/fs/cgroup/memory ]; then
+		CG=/sys/fs/cgroup/memory/mt-e2e-flight-$$
+		mkdir "$CG"
+		echo 300M >"$CG/memory.limit_in_bytes"
+	else
+		CG=/sys/fs/cgroup/mt-e2e-flight-$$
+		mkdir "$CG"
+		echo 300M >"$CG/memory.max"
+	fi
+	cat >"$BATS_TEST_TMPDIR/hog.py" <<-'EOF'
+		import torch
+		keep = []
+		for i in range(400):
+		    keep.append(torch.ones(1 << 20))
+		print("survived", flush=True)
+	EOF
+	run "$MT" record --flight 10s -o "$DIR" -- sh -c \
+		"echo \$\$ >$CG/cgroup.procs && exec $TORCH_PY $BATS_TEST_TMPDIR/hog.py"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	! grep -q survived <<<"$output"
+	dump=$(dump_of oomkill)
+	run "$MT" report -i "$dump"
+	echo "$output"
+	[[ ${lines[0]} == "# record dump: pid "*" (rank 0) ended as the kernel's OOM killer acted in its cgroup ("*"oom_kill 0 -> 1), killed by SIGKILL" ]]
+	grep -qE '^Peak       cpu: [0-9.]+ MiB' <<<"$output"
+	grep -q 'hog.py:4)' <<<"$output"
+}
+
+@test "flight: SIGUSR1 dumps; the folder keeps --flight-dumps, the oldest removed and said" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	cat >"$BATS_TEST_TMPDIR/churn.py" <<-'EOF'
+		import time, torch
+		keep = torch.ones(1 << 20)
+		for i in range(80):
+		    x = torch.ones(1 << 16)
+		    time.sleep(0.05)
+	EOF
+	"$MT" record --flight 1s --flight-dumps 3 -o "$DIR" -- "$TORCH_PY" "$BATS_TEST_TMPDIR/churn.py" \
+		>"$BATS_TEST_TMPDIR/flight.out" 2>"$BATS_TEST_TMPDIR/flight.err" &
+	FL_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/flight.err" '^# python pid=' 60
+	sleep 1.5
+	for i in 1 2 3 4 5; do
+		kill -USR1 "$FL_PID"
+		sleep 0.3
+	done
+	wait "$FL_PID"
+	FL_PID=
+	cat "$BATS_TEST_TMPDIR/flight.err"
+	[ "$(grep -c '^memtrace-bpf: flight: dumped .*-asked\.mtb: asked for: SIGUSR1 to the tracer$' "$BATS_TEST_TMPDIR/flight.err")" -eq 5 ]
+	[ "$(grep -c '^memtrace-bpf: flight: removed .*, the oldest dump: 4 dumps and [0-9]* bytes are over --flight-dumps 3 ' "$BATS_TEST_TMPDIR/flight.err")" -eq 2 ]
+	[ "$(ls "$DIR" | wc -l)" -eq 3 ]
+	ls "$DIR" | grep -q -- '-0005-'
+	! ls "$DIR" | grep -q -- '-0001-'
+	# the tensor made before any window is in each
+	for f in "$DIR"/*.mtb; do
+		"$MT" script -i "$f" | grep -q 'size=4194304 '
+	done
+}
+
+@test "flight: bad input is one line and exit 2; a full disk stops dumping, never the command" {
+	run "$MT" record --flight 0 -o "$BATS_TEST_TMPDIR" -- /bin/true
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: invalid window (at least 1 s): '0' (see --help)" ]
+	run "$MT" record --flight 10m -o /nonexistent -- /bin/true
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: --flight: -o /nonexistent is no folder (No such file or directory)" ]
+	run "$MT" record --flight 10m -o /proc -- /bin/true
+	[ "$status" -eq 2 ]
+	[[ $output == "memtrace-bpf: --flight: cannot write in -o /proc: "* ]]
+	run "$MT" record --flight 10m --flight-dumps 0 -o "$BATS_TEST_TMPDIR" -- /bin/true
+	[ "$status" -eq 2 ]
+	run "$MT" record --flight 10m --flight-total 4K -o "$BATS_TEST_TMPDIR" -- /bin/true
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: invalid size of the dumps (at least 1 MiB): '4K' (see --help)" ]
+	run "$MT" record --flight-dumps 3 -o "$BATS_TEST_TMPDIR/x" -- /bin/true
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: --flight-dumps, --flight-total, --flight-at-end and --flight-together go with --flight" ]
+	# a disk of 16 KiB: the dump does not fit
+	mkdir "$BATS_TEST_TMPDIR/small"
+	mount -t tmpfs -o size=16k tmpfs "$BATS_TEST_TMPDIR/small"
+	cat >"$BATS_TEST_TMPDIR/many.py" <<-'EOF'
+		import torch
+		for i in range(3000):
+		    x = torch.ones(1 << 10)
+		print("done", flush=True)
+	EOF
+	run "$MT" record --flight 1h --flight-at-end -o "$BATS_TEST_TMPDIR/small" -- "$TORCH_PY" "$BATS_TEST_TMPDIR/many.py"
+	umount "$BATS_TEST_TMPDIR/small"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	grep -qx done <<<"$output"
+	grep -qE '^memtrace-bpf: flight: write .*/small/flight-.*-end\.mtb: No space left on device: the partial dump removed, no more dumps$' <<<"$output"
+}

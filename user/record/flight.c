@@ -1,0 +1,604 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The window is a ring of events. An allocation whose event leaves the
+ * ring while it is still alive is copied aside ("pinned"): it was alive
+ * when the window began, however old. A pinned allocation freed later
+ * stays until its free leaves the window too, so that a dump holds the
+ * allocation of every free it holds. A table of the live allocations, by
+ * address and memory space, says which are alive and where their event
+ * is.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "record/flight.h"
+#include "record/record.h"
+#include "lib/err.h"
+#include "lib/grow.h"
+#include "lib/hashing.h"
+#include "lib/hashtab.h"
+
+enum what { FL_OTHER, FL_ALLOC, FL_FREE };
+
+/* an event of the window */
+struct fl_ent {
+	struct mt_event ev;
+	const struct mt_site *site;
+	__u64 key; /* the allocation it makes or frees; 0: none */
+	__u32 victim; /* a free of a pinned allocation: its pin + 1 */
+	__u8 what;
+	bool default0;
+};
+
+/* an allocation older than the window, alive when it began */
+struct fl_pin {
+	struct mt_event ev;
+	const struct mt_site *site;
+	bool default0;
+	bool used;
+};
+
+/* a live allocation: where its event is */
+struct fl_live {
+	__u64 key; /* 0: an empty slot */
+	__u64 seq; /* its event's number */
+	__u32 pin; /* its pin + 1; 0: its event is in the ring */
+};
+
+struct fl_meta {
+	char *key, *value;
+};
+
+struct mt_flight {
+	struct mt_flight_dir *dir;
+	int pid;
+	struct fl_ent *ring;
+	size_t cap, max, head, n;
+	__u64 seq0; /* the number of ring[head]'s event */
+	struct fl_live *live;
+	size_t live_cap, live_n;
+	struct fl_pin *pins;
+	size_t pins_cap, npins;
+	__u32 *spare; /* pins free for reuse, + 1 */
+	size_t spare_cap, nspare;
+	struct fl_meta meta[MT_FLIGHT_MAX_META];
+	size_t nmeta;
+	__u64 cut; /* events the memory cap pushed out inside the window */
+	__u64 unpinned; /* old allocations not kept: past the pin cap */
+	bool no_memory; /* an event not kept for want of memory */
+};
+
+struct fl_dump {
+	char *path;
+	__u64 bytes;
+};
+
+struct mt_flight_dir {
+	const struct mt_flight_conf *c;
+	struct fl_dump *dumps; /* kept now, oldest first */
+	size_t n, cap;
+	__u64 total;
+	unsigned int written;
+	bool stopped; /* a write failed: no more dumps */
+};
+
+struct mt_flight_dir *mt_flight_dir_open(const struct mt_flight_conf *c,
+					 char *err, size_t errlen)
+{
+	struct mt_flight_dir *d;
+	char probe[4096];
+	struct stat st;
+	int fd;
+
+	if (stat(c->dir, &st) || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "--flight: -o %s is no folder (%s)",
+			 c->dir, errno ? strerror(errno) : "not a directory");
+		return NULL;
+	}
+	/* a file made and removed: root passes access(2) on /proc too */
+	if (snprintf(probe, sizeof(probe), "%s/.memtrace-flight-XXXXXX",
+		     c->dir) >= (int)sizeof(probe)) {
+		snprintf(err, errlen, "--flight: -o %s: name too long", c->dir);
+		return NULL;
+	}
+	fd = mkstemp(probe);
+	if (fd < 0) {
+		snprintf(err, errlen, "--flight: cannot write in -o %s: %s",
+			 c->dir, strerror(errno));
+		return NULL;
+	}
+	close(fd);
+	unlink(probe);
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	d->c = c;
+	return d;
+}
+
+unsigned int mt_flight_dir_dumps(const struct mt_flight_dir *d)
+{
+	return d->written;
+}
+
+bool mt_flight_dir_failed(const struct mt_flight_dir *d)
+{
+	return d->stopped;
+}
+
+void mt_flight_dir_close(struct mt_flight_dir *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n; i++)
+		free(d->dumps[i].path);
+	free(d->dumps);
+	free(d);
+}
+
+/* the oldest dumps go while the folder holds more than its caps allow */
+static void enforce_caps(struct mt_flight_dir *d)
+{
+	const struct mt_flight_conf *c = d->c;
+
+	while (d->n > 1 && (d->n > c->max_dumps || d->total > c->max_total)) {
+		struct fl_dump *o = &d->dumps[0];
+
+		if (unlink(o->path) && errno != ENOENT)
+			mt_err("flight: remove %s: %s", o->path,
+			       strerror(errno));
+		else
+			mt_err("flight: removed %s, the oldest dump: %zu "
+			       "dumps and %llu bytes are over --flight-dumps "
+			       "%u or --flight-total %llu",
+			       o->path, d->n, (unsigned long long)d->total,
+			       c->max_dumps, (unsigned long long)c->max_total);
+		d->total -= o->bytes;
+		free(o->path);
+		memmove(d->dumps, d->dumps + 1, --d->n * sizeof(*d->dumps));
+	}
+}
+
+static int dir_add(struct mt_flight_dir *d, const char *path, __u64 bytes)
+{
+	if (mt_grow((void **)&d->dumps, &d->cap, d->n + 1, sizeof(*d->dumps)))
+		return -ENOMEM;
+	d->dumps[d->n].path = strdup(path);
+	if (!d->dumps[d->n].path)
+		return -ENOMEM;
+	d->dumps[d->n++].bytes = bytes;
+	d->total += bytes;
+	d->written++;
+	enforce_caps(d);
+	return 0;
+}
+
+struct mt_flight *mt_flight_new(struct mt_flight_dir *d, int pid)
+{
+	struct mt_flight *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->dir = d;
+	f->pid = pid;
+	f->max = d->c->window_bytes / sizeof(struct fl_ent);
+	if (f->max < 1024)
+		f->max = 1024;
+	return f;
+}
+
+void mt_flight_free(struct mt_flight *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->nmeta; i++) {
+		free(f->meta[i].key);
+		free(f->meta[i].value);
+	}
+	free(f->ring);
+	free(f->live);
+	free(f->pins);
+	free(f->spare);
+	free(f);
+}
+
+void mt_flight_meta(struct mt_flight *f, const char *key, const char *value)
+{
+	char *k, *v;
+
+	if (f->nmeta == MT_FLIGHT_MAX_META)
+		return;
+	k = strdup(key);
+	v = strdup(value);
+	if (!k || !v) {
+		free(k);
+		free(v);
+		return;
+	}
+	f->meta[f->nmeta].key = k;
+	f->meta[f->nmeta].value = v;
+	f->nmeta++;
+}
+
+/* the live table, for lib/hashtab.h: tab is the slot array */
+static bool live_used(const void *tab, size_t i)
+{
+	return ((const struct fl_live *)tab)[i].key;
+}
+
+static bool live_match(const void *tab, size_t i, const void *key)
+{
+	return ((const struct fl_live *)tab)[i].key == *(const __u64 *)key;
+}
+
+static __u64 live_hash(const void *tab, size_t i)
+{
+	return mt_mix64(((const struct fl_live *)tab)[i].key);
+}
+
+static void live_move(void *tab, size_t to, size_t from)
+{
+	struct fl_live *s = tab;
+
+	s[to] = s[from];
+	s[from].key = 0;
+}
+
+/* the slot of key, or the empty one where it would go */
+static size_t live_slot(const struct mt_flight *f, __u64 key)
+{
+	return mt_probe(f->live, f->live_cap - 1, mt_mix64(key), live_used,
+			live_match, &key);
+}
+
+/* room for one more live allocation: at most half full. 0 or -ENOMEM */
+static int live_room(struct mt_flight *f)
+{
+	struct fl_live *old = f->live, *s;
+	size_t cap = f->live_cap ? f->live_cap * 2 : MT_HASH_MIN_CAP;
+
+	if (2 * (f->live_n + 1) <= f->live_cap)
+		return 0;
+	s = calloc(cap, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	f->live = s;
+	f->live_cap = cap;
+	for (size_t i = 0; old && i < cap / 2; i++)
+		if (old[i].key)
+			s[live_slot(f, old[i].key)] = old[i];
+	free(old);
+	return 0;
+}
+
+static void live_delete(struct mt_flight *f, size_t i)
+{
+	f->live[i].key = 0;
+	f->live_n--;
+	mt_backshift(f->live, f->live_cap - 1, i, live_used, live_hash,
+		     live_move);
+}
+
+static void unpin(struct mt_flight *f, __u32 pin)
+{
+	f->pins[pin - 1].used = false;
+	if (!mt_grow((void **)&f->spare, &f->spare_cap, f->nspare + 1,
+		     sizeof(*f->spare)))
+		f->spare[f->nspare++] = pin;
+}
+
+/* e's allocation outlives e's leaving the window: keep a copy. Its pin. */
+static __u32 pin(struct mt_flight *f, const struct fl_ent *e)
+{
+	__u32 p;
+
+	if (f->nspare) {
+		p = f->spare[--f->nspare];
+	} else {
+		if (f->npins == MT_FLIGHT_MAX_PINNED ||
+		    mt_grow((void **)&f->pins, &f->pins_cap, f->npins + 1,
+			    sizeof(*f->pins)))
+			return 0;
+		p = (__u32)++f->npins;
+	}
+	f->pins[p - 1] = (struct fl_pin){ e->ev, e->site, e->default0, true };
+	return p;
+}
+
+/* the oldest event leaves the window */
+static void evict(struct mt_flight *f)
+{
+	struct fl_ent *e = &f->ring[f->head];
+	size_t i;
+
+	if (e->what == FL_ALLOC && f->live_cap) {
+		i = live_slot(f, e->key);
+		if (i < f->live_cap && f->live[i].key == e->key &&
+		    f->live[i].seq == f->seq0 && !f->live[i].pin) {
+			f->live[i].pin = pin(f, e);
+			/* not kept: the dump will lack it; forget it */
+			if (!f->live[i].pin) {
+				f->unpinned++;
+				live_delete(f, i);
+			}
+		}
+	}
+	if (e->what == FL_FREE && e->victim)
+		unpin(f, e->victim);
+	f->head = (f->head + 1) % f->cap;
+	f->n--;
+	f->seq0++;
+}
+
+/* room for one more event in the ring, as a circle. 0 or -ENOMEM */
+static int ring_room(struct mt_flight *f)
+{
+	struct fl_ent *r;
+	size_t cap;
+
+	if (f->n < f->cap)
+		return 0;
+	cap = f->cap ? f->cap * 2 : 1024;
+	if (cap > f->max)
+		cap = f->max;
+	r = malloc(cap * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	/* unrolled: the oldest first */
+	for (size_t i = 0; i < f->n; i++)
+		r[i] = f->ring[(f->head + i) % f->cap];
+	free(f->ring);
+	f->ring = r;
+	f->cap = cap;
+	f->head = 0;
+	return 0;
+}
+
+/* an allocation's key: its address, with its memory space and device */
+static __u64 key_of(const struct mt_call *r)
+{
+	__u64 k = r->ptr ^ ((__u64)r->ki->space << 56) ^
+		  ((__u64)(r->dev_index + 1) << 48);
+
+	return k ? k : 1;
+}
+
+/* a new allocation at key (an old one there, never seen freed, goes) */
+static void note_alloc(struct mt_flight *f, __u64 key, __u64 seq)
+{
+	size_t i;
+
+	if (live_room(f)) {
+		f->no_memory = true;
+		return;
+	}
+	i = live_slot(f, key);
+	if (f->live[i].key == key && f->live[i].pin)
+		unpin(f, f->live[i].pin);
+	else if (f->live[i].key != key)
+		f->live_n++;
+	f->live[i] = (struct fl_live){ key, seq, 0 };
+}
+
+/* a free of key: the pin it ends, + 1 (0: none) */
+static __u32 note_free(struct mt_flight *f, __u64 key)
+{
+	__u32 pin;
+	size_t i;
+
+	if (!f->live_cap)
+		return 0;
+	i = live_slot(f, key);
+	if (i >= f->live_cap || f->live[i].key != key)
+		return 0;
+	pin = f->live[i].pin;
+	live_delete(f, i);
+	return pin;
+}
+
+void mt_flight_event(struct mt_flight *f, const struct mt_event *ev,
+		     bool default0, const struct mt_call *r,
+		     const struct mt_site *site)
+{
+	const struct mt_flight_conf *c = f->dir->c;
+	struct fl_ent *e;
+	__u64 seq;
+
+	/* out of the window by age; by the memory cap, counted */
+	while (f->n && c->window_ns &&
+	       f->ring[f->head].ev.ts + c->window_ns < ev->ts)
+		evict(f);
+	if (f->n == f->max) {
+		if (c->window_ns)
+			f->cut++;
+		evict(f);
+	}
+	if (ring_room(f)) {
+		f->no_memory = true;
+		return;
+	}
+	seq = f->seq0 + f->n;
+	e = &f->ring[(f->head + f->n) % f->cap];
+	*e = (struct fl_ent){ .ev = *ev, .site = site, .default0 = default0 };
+	if (r->has_ptr && !r->failed && r->role == MT_ROLE_ALLOC) {
+		e->what = FL_ALLOC;
+		e->key = key_of(r);
+		note_alloc(f, e->key, seq);
+	} else if (r->has_ptr && r->role == MT_ROLE_FREE) {
+		e->what = FL_FREE;
+		e->key = key_of(r);
+		e->victim = note_free(f, e->key);
+	}
+	f->n++;
+}
+
+size_t mt_flight_events(const struct mt_flight *f)
+{
+	return f->n;
+}
+
+size_t mt_flight_pinned(const struct mt_flight *f)
+{
+	return f->npins - f->nspare;
+}
+
+static int by_ts(const void *pa, const void *pb)
+{
+	const struct fl_pin *a = *(const struct fl_pin *const *)pa;
+	const struct fl_pin *b = *(const struct fl_pin *const *)pb;
+
+	return (a->ev.ts > b->ev.ts) - (a->ev.ts < b->ev.ts);
+}
+
+/*
+ * A new file's name in the folder: time, the dump's number in this run
+ * (names sort as the dumps came), pid, rank, tag. 0 or -errno.
+ */
+static int dump_path(const struct mt_flight *f, const char *tag,
+		     const struct mt_rank *rank, char *path, size_t len)
+{
+	time_t now = time(NULL);
+	char stamp[32];
+	struct tm tm;
+	struct stat st;
+
+	if (!gmtime_r(&now, &tm) ||
+	    !strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm))
+		return -EINVAL;
+	if (snprintf(path, len, "%s/flight-%s-%04u-pid%d-rank%d-%s.mtb",
+		     f->dir->c->dir, stamp, f->dir->written + 1, f->pid,
+		     rank && rank->known ? rank->rank : 0, tag) >= (int)len)
+		return -ENAMETOOLONG;
+	/* an earlier run's dump of the same second and number stays */
+	if (!lstat(path, &st) || errno != ENOENT)
+		return -EEXIST;
+	return 0;
+}
+
+/* the window, in words, for the dump's first lines */
+static void describe_window(const struct mt_flight *f, size_t pinned,
+			    __u64 first, __u64 last, char *buf, size_t len)
+{
+	const struct mt_flight_conf *c = f->dir->c;
+	int n;
+
+	if (c->window_ns)
+		n = snprintf(buf, len, "the last %.3f s of events (--flight)",
+			     (double)c->window_ns / 1e9);
+	else
+		n = snprintf(buf, len,
+			     "the last %llu bytes of events' memory (--flight)",
+			     (unsigned long long)c->window_bytes);
+	if (n < 0 || (size_t)n >= len)
+		return;
+	snprintf(buf + n, len - (size_t)n,
+		 ": %zu events from %llu.%06llu to %llu.%06llu s (as the "
+		 "event lines' times), and %zu allocations older than it "
+		 "still alive at its start%s%s",
+		 f->n, (unsigned long long)(first / 1000000000ULL),
+		 (unsigned long long)(first % 1000000000ULL / 1000),
+		 (unsigned long long)(last / 1000000000ULL),
+		 (unsigned long long)(last % 1000000000ULL / 1000), pinned,
+		 f->cut ? "; its memory cap cut it shorter (events pushed "
+			  "out before their time)" :
+			  "",
+		 f->unpinned || f->no_memory ?
+			 "; some allocations or events were not kept "
+			 "(memory): figures may be low" :
+			 "");
+}
+
+int mt_flight_dump(struct mt_flight *f, const char *tag, const char *why,
+		   const struct mt_rank *rank, __u64 lost)
+{
+	struct mt_flight_dir *d = f->dir;
+	const struct fl_pin **pins = NULL;
+	struct mt_recorder *w;
+	char path[4096], err[4352], window[512];
+	struct mt_rec_end end = { 0 };
+	__u64 first = 0, last = 0;
+	size_t np = 0;
+	struct stat st;
+	int ret, cret;
+
+	if (d->stopped)
+		return -EIO;
+	ret = dump_path(f, tag, rank, path, sizeof(path));
+	if (ret) {
+		mt_err("flight: no name for a dump in %s: %s", d->c->dir,
+		       strerror(-ret));
+		return ret;
+	}
+	if (f->npins && !(pins = malloc(f->npins * sizeof(*pins)))) {
+		mt_err("flight: dump %s: out of memory", path);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < f->npins; i++)
+		if (f->pins[i].used)
+			pins[np++] = &f->pins[i];
+	if (np)
+		qsort(pins, np, sizeof(*pins), by_ts);
+	if (f->n)
+		last = f->ring[(f->head + f->n - 1) % f->cap].ev.ts;
+	first = np ? pins[0]->ev.ts : f->n ? f->ring[f->head].ev.ts : 0;
+	describe_window(f, np, f->n ? f->ring[f->head].ev.ts : 0, last, window,
+			sizeof(window));
+	w = mt_recorder_open(path, err, sizeof(err));
+	if (!w) {
+		free(pins);
+		d->stopped = true;
+		mt_err("flight: %s: no more dumps", err);
+		return -EIO;
+	}
+	/* how every event is to be read: before the first */
+	if (d->c->sample_bytes) {
+		char v[32];
+
+		snprintf(v, sizeof(v), "%llu",
+			 (unsigned long long)d->c->sample_bytes);
+		ret = mt_recorder_meta(w, MT_REC_SAMPLE_KEY, v);
+	}
+	if (!ret)
+		ret = mt_recorder_meta(w, "dump", why);
+	if (!ret)
+		ret = mt_recorder_meta(w, "window", window);
+	for (size_t i = 0; !ret && i < f->nmeta; i++)
+		ret = mt_recorder_meta(w, f->meta[i].key, f->meta[i].value);
+	for (size_t i = 0; !ret && i < np; i++)
+		ret = mt_recorder_event(w, &pins[i]->ev, pins[i]->default0,
+					pins[i]->site);
+	for (size_t i = 0; !ret && i < f->n; i++) {
+		const struct fl_ent *e = &f->ring[(f->head + i) % f->cap];
+
+		ret = mt_recorder_event(w, &e->ev, e->default0, e->site);
+	}
+	free(pins);
+	end.seconds = last > first ? (double)(last - first) / 1e9 : 0;
+	end.lost = lost;
+	cret = mt_recorder_close(w, &end);
+	if (!ret)
+		ret = cret;
+	if (ret) {
+		/* a partial dump says nothing true: it goes */
+		unlink(path);
+		d->stopped = true;
+		mt_err("flight: write %s: %s: the partial dump removed, no "
+		       "more dumps",
+		       path, strerror(-ret));
+		return -EIO;
+	}
+	if (stat(path, &st))
+		st.st_size = 0;
+	mt_err("flight: dumped %s: %s", path, why);
+	if (dir_add(d, path, (__u64)st.st_size))
+		mt_err("flight: out of memory: %s is not counted in the caps",
+		       path);
+	return 0;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * record --flight: a flight recorder. Each traced process keeps, in
+ * bounded memory, the events of its last TIME (or the last SIZE of them)
+ * and every allocation older than that which was still alive when the
+ * window began, so that a dump is a whole picture: what was alive at its
+ * start and everything since. A dump is an ordinary record
+ * (docs/FORMAT.md) in the dump folder, named by time, pid, rank and
+ * reason; the folder keeps at most so many dumps and bytes, the oldest
+ * removed first.
+ */
+#ifndef __FLIGHT_H
+#define __FLIGHT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+#include "event/kinds.h"
+#include "analysis/sites.h"
+#include "proc/rank.h"
+
+struct mt_flight_conf {
+	__u64 window_ns; /* --flight TIME; 0 when the window is a size */
+	__u64 window_bytes; /* the window's memory: SIZE, or a cap for TIME */
+	const char *dir; /* -o DIR */
+	unsigned int max_dumps; /* --flight-dumps */
+	__u64 max_total; /* --flight-total: bytes of dumps kept */
+	__u64 sample_bytes; /* --sample-bytes of the trace; 0: none */
+};
+
+/* the window's memory when it is given as a time */
+#define MT_FLIGHT_MEM_DEFAULT (1ULL << 30)
+/* allocations older than the window kept, at most, a process */
+#define MT_FLIGHT_MAX_PINNED 4194304
+/* header lines a dump repeats, at most, a process */
+#define MT_FLIGHT_MAX_META 256
+
+struct mt_flight;
+struct mt_flight_dir;
+
+/*
+ * The dump folder: conf's, checked to be a folder this process can write
+ * to. NULL and err filled (one line) otherwise.
+ */
+struct mt_flight_dir *mt_flight_dir_open(const struct mt_flight_conf *c,
+					 char *err, size_t errlen);
+/* the dumps written, and whether dumping stopped (a write failed) */
+unsigned int mt_flight_dir_dumps(const struct mt_flight_dir *d);
+bool mt_flight_dir_failed(const struct mt_flight_dir *d);
+void mt_flight_dir_close(struct mt_flight_dir *d);
+
+/* One process's window. NULL: no memory. */
+struct mt_flight *mt_flight_new(struct mt_flight_dir *d, int pid);
+void mt_flight_free(struct mt_flight *f);
+
+/* a header line each of its dumps repeats (the tool, target, libraries) */
+void mt_flight_meta(struct mt_flight *f, const char *key, const char *value);
+
+/* an event the session counted, with its decoding (role, pointer) */
+void mt_flight_event(struct mt_flight *f, const struct mt_event *ev,
+		     bool default0, const struct mt_call *r,
+		     const struct mt_site *site);
+
+/*
+ * Write a dump of f now: tag names it in the file name (oom, signal,
+ * usage, asked, end), why says it in the dump's first lines; lost: the
+ * trace's events lost so far. The dump folder's caps hold after it, each
+ * removal said on stderr. Returns 0, or -errno after a line on stderr;
+ * after a failed write the folder takes no more dumps (-EIO).
+ */
+int mt_flight_dump(struct mt_flight *f, const char *tag, const char *why,
+		   const struct mt_rank *rank, __u64 lost);
+
+/* events in the window, and allocations older than it kept, now */
+size_t mt_flight_events(const struct mt_flight *f);
+size_t mt_flight_pinned(const struct mt_flight *f);
+
+#endif /* __FLIGHT_H */

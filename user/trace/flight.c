@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * When the flight recorder dumps. An OOM (a failed device allocation for
+ * want of memory, c10's report that the allocator gave up, a raised
+ * OutOfMemoryError) arms a dump a second later, so that the allocator's
+ * retry, its report and the exception are in it too; a process that
+ * exits in the meantime is dumped at once. A process that ends is dumped
+ * when the kernel's OOM killer took it (its cgroup's memory.events
+ * oom_kill rose) or, for the command we started, when a signal killed it.
+ * Each process has its own window and dumps; --flight-together dumps them
+ * all at any process's trigger.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include "event/cudaerr.h"
+#include "event/format.h"
+#include "lib/err.h"
+#include "lib/version.h"
+#include "proc/procinfo.h"
+#include "record/flight.h"
+#include "trace/flight.h"
+#include "trace/tracer.h"
+
+#define ARM_NS 1000000000ULL /* an OOM's dump waits for the rest of it */
+#define GONE_NS 1000000000ULL /* an exit's, for the events still coming */
+#define WHY_LEN 1024
+
+/* what a process's window knows beyond its events */
+struct mt_flight_proc {
+	struct mt_flight *f;
+	char cgroup[640]; /* its cgroup's oom_kill count; "" if none */
+	__u64 oom_kills; /* there, when it was first seen */
+	__u64 armed; /* when an armed dump is due; 0: none */
+	char why[WHY_LEN]; /* the armed dump's reason */
+	__u64 gone; /* when it was seen gone; 0: alive */
+	bool over; /* usage is over --alert-pct */
+	bool done; /* its end was handled */
+	bool py_noted, rank_noted; /* in its header */
+	bool end_dumped; /* its end made a dump */
+};
+
+static volatile sig_atomic_t asked;
+
+void mt_tracer_flight_ask(void)
+{
+	asked = 1;
+}
+
+int mt_tracer_flight_open(struct mt_tracer *tr)
+{
+	char err[512];
+
+	tr->flight_dir = mt_flight_dir_open(tr->conf->flight, err, sizeof(err));
+	if (!tr->flight_dir) {
+		mt_err("%s", err);
+		return 2;
+	}
+	return 0;
+}
+
+/* the oom_kill count of the memory.events at path; 0 if unreadable */
+static __u64 oom_kills(const char *path)
+{
+	unsigned long long n = 0;
+	char line[128];
+	FILE *f;
+
+	if (!path[0] || !(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "oom_kill %llu", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/*
+ * The file of pid's memory cgroup that counts its OOM kills, into buf:
+ * cgroup v1's memory.oom_control or v2's memory.events (both have an
+ * oom_kill line); "" when there is none
+ */
+static void cgroup_events(int pid, char *buf, size_t len)
+{
+	char path[64], line[512], v2[512] = "";
+	struct stat st;
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f) && !buf[0]) {
+		char *p = strchr(line, ':'), *q = p ? strchr(p + 1, ':') : NULL;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (!q)
+			continue;
+		*q++ = '\0';
+		if (!strcmp(p + 1, "memory"))
+			snprintf(buf, len,
+				 "/sys/fs/cgroup/memory%s/memory.oom_control",
+				 q);
+		else if (!strcmp(line, "0"))
+			snprintf(v2, sizeof(v2),
+				 "/sys/fs/cgroup%s/memory.events", q);
+	}
+	fclose(f);
+	if (!buf[0] && v2[0] && !stat(v2, &st))
+		snprintf(buf, len, "%s", v2);
+	if (buf[0] && stat(buf, &st))
+		buf[0] = '\0';
+}
+
+/* t's window, made at its first use with the header its dumps repeat */
+static struct mt_flight_proc *proc_of(struct mt_tracer *tr, struct mt_target *t)
+{
+	struct mt_flight_proc *p = t->flight;
+	char v[2304], cmdline[2048];
+
+	if (p || !tr->flight_dir)
+		return p;
+	p = calloc(1, sizeof(*p));
+	if (p)
+		p->f = mt_flight_new(tr->flight_dir, t->pid);
+	if (!p || !p->f) {
+		free(p);
+		return NULL;
+	}
+	t->flight = p;
+	cgroup_events(t->pid, p->cgroup, sizeof(p->cgroup));
+	p->oom_kills = oom_kills(p->cgroup);
+	mt_flight_meta(p->f, "tool", "memtrace-bpf " MT_VERSION);
+	mt_proc_cmdline(t->pid, cmdline, sizeof(cmdline));
+	snprintf(v, sizeof(v), "pid=%d comm=%s cmdline=%s", t->pid, t->comm,
+		 cmdline);
+	mt_flight_meta(p->f, "target", v);
+	return p;
+}
+
+void mt_tracer_flight_lib(struct mt_tracer *tr, struct mt_target *t,
+			  const char *path, int probes)
+{
+	struct mt_flight_proc *p = proc_of(tr, t);
+	char v[4200];
+
+	if (!p)
+		return;
+	snprintf(v, sizeof(v), "pid=%d path=%s probes=%d", t->pid, path,
+		 probes);
+	mt_flight_meta(p->f, "library", v);
+}
+
+/* the dump of t now, for why; the others too with --flight-together */
+static void dump(struct mt_tracer *tr, struct mt_target *t, const char *tag,
+		 const char *why)
+{
+	struct mt_flight_proc *p = t->flight;
+	char v[128];
+
+	if (!p)
+		return;
+	p->armed = 0;
+	/* known only once it ran a while */
+	if (t->py && !p->py_noted) {
+		snprintf(v, sizeof(v), "pid=%d version=3.%u", t->pid,
+			 t->pyconf.minor);
+		mt_flight_meta(p->f, "python", v);
+		p->py_noted = true;
+	}
+	if (t->rank.known && !p->rank_noted) {
+		snprintf(v, sizeof(v), MT_RANK_META, t->pid, t->rank.rank,
+			 t->rank.local_rank, t->rank.world_size);
+		mt_flight_meta(p->f, "rank", v);
+		p->rank_noted = true;
+	}
+	mt_flight_dump(p->f, tag, why, &t->rank, tr->lost_reported);
+}
+
+static void dump_all(struct mt_tracer *tr, struct mt_target *trigger,
+		     const char *tag, const char *why)
+{
+	char other[3 * WHY_LEN];
+
+	dump(tr, trigger, tag, why);
+	if (!tr->conf->flight_together)
+		return;
+	snprintf(other, sizeof(other), "pid %d's dump: %s", trigger->pid, why);
+	for (int i = 0; i < tr->ntargets; i++)
+		if (&tr->targets[i] != trigger && tr->targets[i].flight)
+			dump(tr, &tr->targets[i], tag, other);
+}
+
+/* an event that says the process ran out of memory: its words, or NULL */
+static bool is_oom(const struct mt_call *r, const struct mt_site *site)
+{
+	if (r->role == MT_ROLE_OOM)
+		return true;
+	if (r->ev->kind == MT_K_PY_RAISE)
+		return site && site->detail &&
+		       strstr(site->detail, "OutOfMemoryError");
+	return r->role == MT_ROLE_ALLOC && r->failed &&
+	       mt_cuda_err_is_oom(r->ki->errdomain, r->ret);
+}
+
+static void arm_oom(struct mt_tracer *tr, struct mt_target *t,
+		    struct mt_flight_proc *p, const struct mt_call *r,
+		    const struct mt_site *site)
+{
+	char size[32] = "", dev[16];
+
+	if (p->armed)
+		return;
+	if (r->size_state == MT_SIZE_KNOWN)
+		snprintf(size, sizeof(size), " size=%llu",
+			 (unsigned long long)r->size);
+	mt_format_dev(dev, sizeof(dev), r->dev_type, r->dev_index);
+	snprintf(p->why, sizeof(p->why),
+		 "out of memory in pid %d (rank %d) at %.3f s: %s%s dev=%s "
+		 "at %s",
+		 t->pid, t->rank.known ? t->rank.rank : 0,
+		 (double)(r->ev->ts - tr->flight_t0) / 1e9, r->event, size, dev,
+		 site && site->depth ? site->frames[0] :
+		 site && site->node  ? site->node :
+				       "(no stack)");
+	p->armed = mt_now_ns() + ARM_NS;
+}
+
+/* --alert-pct: a dump when the process's reserved memory crosses it */
+static void check_usage(struct mt_tracer *tr, struct mt_target *t,
+			struct mt_flight_proc *p)
+{
+	const struct mt_trace_conf *c = tr->conf;
+	__u64 allocated, reserved, line;
+	char why[WHY_LEN];
+
+	if (c->alert_pct <= 0 || !c->device_mem)
+		return;
+	mt_summary_totals(&mt_tracer_sink(tr, t)->ses->sum, (__u32)t->pid,
+			  &allocated, &reserved);
+	line = (__u64)((double)c->device_mem * c->alert_pct / 100.0);
+	/* a crossing each time it comes back from 5 points below */
+	if (p->over && (double)reserved < (double)c->device_mem *
+						  (c->alert_pct - 5.0) / 100.0)
+		p->over = false;
+	if (p->over || reserved < line)
+		return;
+	p->over = true;
+	snprintf(why, sizeof(why),
+		 "usage crossed --alert-pct %.1f%% in pid %d (rank %d): %llu "
+		 "bytes reserved of --device-mem %llu",
+		 c->alert_pct, t->pid, t->rank.known ? t->rank.rank : 0,
+		 (unsigned long long)reserved,
+		 (unsigned long long)c->device_mem);
+	dump_all(tr, t, "usage", why);
+}
+
+void mt_tracer_flight_event(struct mt_tracer *tr, struct mt_target *t,
+			    const struct mt_event *ev, bool default0,
+			    const struct mt_call *r, const struct mt_site *site)
+{
+	struct mt_flight_proc *p = t ? proc_of(tr, t) : NULL;
+
+	if (!p)
+		return;
+	if (!tr->flight_t0)
+		tr->flight_t0 = ev->ts;
+	mt_flight_event(p->f, ev, default0, r, site);
+	if (is_oom(r, site))
+		arm_oom(tr, t, p, r, site);
+	if (r->role == MT_ROLE_ALLOC || r->role == MT_ROLE_FREE)
+		check_usage(tr, t, p);
+}
+
+/* why t ended, if a dump should say so: tag and why filled */
+static bool death(const struct mt_target *t, const struct mt_flight_proc *p,
+		  const char **tag, char *why, size_t len)
+{
+	__u64 kills = oom_kills(p->cgroup);
+	int sig = t->has_status && WIFSIGNALED(t->status) ?
+			  WTERMSIG(t->status) :
+			  0;
+
+	if (kills > p->oom_kills) {
+		*tag = "oomkill";
+		snprintf(why, len,
+			 "pid %d (rank %d) ended as the kernel's OOM killer "
+			 "acted in its cgroup (%s: oom_kill %llu -> %llu)%s%s",
+			 t->pid, t->rank.known ? t->rank.rank : 0, p->cgroup,
+			 (unsigned long long)p->oom_kills,
+			 (unsigned long long)kills,
+			 sig ? ", killed by SIG" : "",
+			 sig ? sigabbrev_np(sig) : "");
+		return true;
+	}
+	if (sig) {
+		*tag = "signal";
+		snprintf(why, len, "pid %d (rank %d) was killed by SIG%s (%s)",
+			 t->pid, t->rank.known ? t->rank.rank : 0,
+			 sigabbrev_np(sig), strsignal(sig));
+		return true;
+	}
+	return false;
+}
+
+/* t is gone: its armed dump now, or one that says how it died */
+static void ended(struct mt_tracer *tr, struct mt_target *t)
+{
+	struct mt_flight_proc *p = t->flight;
+	char why[WHY_LEN], both[2 * WHY_LEN + 16];
+	const char *tag;
+
+	p->done = true;
+	if (death(t, p, &tag, why, sizeof(why))) {
+		snprintf(both, sizeof(both), "%s%s%s", why,
+			 p->armed ? "; before it, " : "",
+			 p->armed ? p->why : "");
+		dump_all(tr, t, tag, both);
+		p->end_dumped = true;
+	} else if (p->armed) {
+		dump_all(tr, t, "oom", p->why);
+		p->end_dumped = true;
+	}
+}
+
+void mt_tracer_flight_tick(struct mt_tracer *tr, __u64 now)
+{
+	if (!tr->flight_dir)
+		return;
+	for (int i = 0; i < tr->ntargets; i++) {
+		struct mt_target *t = &tr->targets[i];
+		struct mt_flight_proc *p = t->flight;
+
+		if (!p || p->done)
+			continue;
+		if (asked)
+			dump(tr, t, "asked",
+			     "asked for: SIGUSR1 to the tracer");
+		if (t->exited && !p->gone)
+			p->gone = now;
+		if (p->gone && now - p->gone >= GONE_NS)
+			ended(tr, t);
+		else if (p->armed && now >= p->armed)
+			dump_all(tr, t, "oom", p->why);
+	}
+	asked = 0;
+}
+
+int mt_tracer_flight_close(struct mt_tracer *tr)
+{
+	unsigned int n;
+	bool failed;
+
+	if (!tr->flight_dir)
+		return 0;
+	for (int i = 0; i < tr->ntargets; i++) {
+		struct mt_target *t = &tr->targets[i];
+		struct mt_flight_proc *p = t->flight;
+
+		if (!p)
+			continue;
+		if (!p->done && t->exited)
+			ended(tr, t);
+		if (p->armed)
+			dump(tr, t, "oom", p->why);
+		else if (tr->conf->flight_at_end && !p->end_dumped)
+			dump(tr, t, "end", "the trace ended (--flight-at-end)");
+		mt_flight_free(p->f);
+		free(p);
+		t->flight = NULL;
+	}
+	n = mt_flight_dir_dumps(tr->flight_dir);
+	failed = mt_flight_dir_failed(tr->flight_dir);
+	mt_err("flight: %u dump%s written in %s%s", n, n == 1 ? "" : "s",
+	       tr->conf->flight->dir, failed ? "; dumping failed (above)" : "");
+	mt_flight_dir_close(tr->flight_dir);
+	tr->flight_dir = NULL;
+	return failed ? 2 : 0;
+}
