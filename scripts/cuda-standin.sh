@@ -11,7 +11,8 @@
 # minutes; it needs root).
 #
 #   cuda-standin.sh [--devices N] [--device-mem SIZE] [--fail-above SIZE]
-#                   [--fail-after SIZE] [--bind DIR]... -- COMMAND [ARG...]
+#                   [--fail-after SIZE] [--bind DIR]... [--lib-last]
+#                   -- COMMAND [ARG...]
 #   cuda-standin.sh --root    print the root's directory
 #   cuda-standin.sh --lib     print the stand-ins' directory inside the root
 #
@@ -24,6 +25,10 @@
 # there (stage files under the root's tmp, "$(cuda-standin.sh --root)/tmp"),
 # except each DIR of --bind, which is the host's own DIR, at the same
 # path, for this command only (read and write: the command runs as root).
+# --lib-last puts the stand-ins after the caller's LD_LIBRARY_PATH, not
+# before it: they then stand for a GPU machine's installed CUDA, and a
+# command that brings its own CUDA libraries through LD_LIBRARY_PATH (as
+# memtrace-bpf estimate --dry-run does, from a --bind folder) loads those.
 # It runs as root, in a mount namespace of its own with /proc and a
 # private /dev/shm, and keeps the caller's environment and process id
 # (exec), so that `memtrace-bpf -- cuda-standin.sh -- python3 x.py` traces
@@ -51,6 +56,7 @@ size_ok() {
 
 env=()
 binds=()
+last=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--root | --lib) what=$1 ;;
@@ -71,6 +77,7 @@ while [ $# -gt 0 ]; do
 		binds+=("$(cd "$2" && pwd)")
 		shift
 		;;
+	--lib-last) last=1 ;;
 	--)
 		shift
 		break
@@ -106,12 +113,15 @@ if [ "${what:-}" = --lib ]; then
 fi
 [ $# -gt 0 ] || die "no command to run (-- COMMAND; --help)"
 
-# The stand-ins come before the root's own libraries; the knobs reach them
+# The stand-ins come before the root's own libraries (and before the
+# caller's LD_LIBRARY_PATH, unless --lib-last); the knobs reach them
 # through the environment, which the command's children inherit. The
 # --bind folders are given as one colon-separated word.
 IFS=:
 bound="${binds[*]}"
 unset IFS
+ldpath="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+[ -z "$last" ] || ldpath="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$lib"
 exec unshare --mount --propagation private -- /bin/sh -c '
 r=$1 bound=$2
 shift 2
@@ -122,4 +132,4 @@ for d in $bound; do
 done
 unset IFS
 exec chroot "$r" "$@"' sh "$root" "$bound" \
-	env LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "${env[@]}" "$@"
+	env LD_LIBRARY_PATH="$ldpath" "${env[@]}" "$@"

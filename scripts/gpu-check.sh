@@ -13,13 +13,27 @@
 # $PWD --bind OUTDIR -- python3" (see README). Nothing is installed: the checks are those of
 # tests/e2e/cuda.bats, from the same library (tests/e2e/cuda_checks.bash),
 # on the same model (tests/fixtures/cuda_model.py), so that what the CUDA
-# stand-in shows in `make test` is shown on the GPU too. A run takes
-# 2-3 minutes; each step waits at most 5 minutes.
+# stand-in shows in `make test` is shown on the GPU too. One check is the
+# GPU's own: `memtrace-bpf estimate --dry-run --device <this GPU's memory>`
+# of the same model (the binary's stand-in, loaded through
+# LD_LIBRARY_PATH ahead of the installed CUDA) against the model's
+# figures on the GPU. DRYRUN_PYTHON (default PYTHON) is the Python the
+# dry run runs; a PYTHON of scripts/cuda-standin.sh gets its --lib-last
+# there, so that the dry run's stand-in comes before the root's, and the
+# dry run's folder is made under OUTDIR (TMPDIR), which such a PYTHON
+# binds. A run takes 2-3 minutes; each step waits at most 5 minutes.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MT=${1:-$ROOT/.output/static/memtrace-bpf}
 OUTDIR=${2:-/tmp/mt-gpu-check}
 read -ra PY <<<"${PYTHON:-python3}"
+if [ -n "${DRYRUN_PYTHON:-}" ]; then
+	read -ra DRY_PY <<<"$DRYRUN_PYTHON"
+elif [[ ${PY[0]} == *cuda-standin.sh ]]; then
+	DRY_PY=("${PY[0]}" --lib-last "${PY[@]:1}")
+else
+	DRY_PY=("${PY[@]}")
+fi
 MODEL_PY=$ROOT/tests/fixtures/cuda_model.py
 # shellcheck source=../tests/e2e/cuda_checks.bash
 . "$ROOT/tests/e2e/cuda_checks.bash"
@@ -197,6 +211,49 @@ if scenario est record -- --steps 2; then
 		grep -q "^# estimate cuda:0 peak_allocated=$(ck_torch cuda:0 allocated_peak) peak_reserved=$(ck_torch cuda:0 reserved_peak) " "$OUTDIR/est.out"
 else
 	check "the record scenario ran" false
+fi
+
+echo "== estimate --dry-run against this GPU"
+# the same model untraced on the GPU, then under a dry run on a stand-in
+# of this GPU's memory: PyTorch's allocator decides both, so the peaks
+# differ only where the GPU's libraries ask other sizes than the
+# stand-in's (cuBLAS/cuBLASLt workspaces, cuDNN, kernels' choices) or the
+# device is not the stand-in's kind (a size takes an H100's compute
+# capability 9.0 and 132 multiprocessors)
+"${PY[@]}" -c 'import torch; p = torch.cuda.get_device_properties(0); print("gpu", p.name.replace(" ", "_"), "cc", f"{p.major}.{p.minor}", "sms", p.multi_processor_count, "total", p.total_memory)' >"$OUTDIR/dry-gpu.props" 2>&1
+cat "$OUTDIR/dry-gpu.props"
+total=$(awk '$1 == "gpu" { print $NF }' "$OUTDIR/dry-gpu.props")
+"${PY[@]}" "$MODEL_PY" --steps 3 >"$OUTDIR/dry-gpu.model" 2>"$OUTDIR/dry-gpu.model.err"
+gpu_rc=$?
+TMPDIR=$OUTDIR "$MT" estimate --dry-run --device "${total:-0}" -- "${DRY_PY[@]}" "$MODEL_PY" --steps 3 \
+	>"$OUTDIR/dry.out" 2>"$OUTDIR/dry.err"
+dry_rc=$?
+grep -E '^(memtrace-bpf estimate --dry-run: |# dryrun |memtrace-bpf: )' "$OUTDIR/dry.out" "$OUTDIR/dry.err" | cut -d: -f2-
+MODEL=$OUTDIR/dry-gpu.model
+g_a=$(ck_torch cuda:0 allocated_peak)
+g_r=$(ck_torch cuda:0 reserved_peak)
+dry=$(grep '^# dryrun pid=[0-9]* dev=cuda:0 ' "$OUTDIR/dry.out")
+d_a=$(ck_field "$dry" peak_allocated)
+d_r=$(ck_field "$dry" peak_reserved)
+MODEL=$OUTDIR/dry.out
+t_a=$(ck_torch cuda:0 allocated_peak)
+t_r=$(ck_torch cuda:0 reserved_peak)
+# pct A B: (A - B) / B in %
+pct() {
+	awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.2f %%", b ? (a - b) * 100 / b : 0 }'
+}
+if [ -z "$total" ] || [ "$gpu_rc" -ne 0 ] || [ -z "$g_a" ]; then
+	check "dry run: the model ran on the GPU (exit $gpu_rc; $OUTDIR/dry-gpu.model.err)" false
+elif [ "$dry_rc" -ne 0 ] || [ -z "$d_a" ]; then
+	check "dry run: memtrace-bpf estimate --dry-run --device $total ran (exit $dry_rc; $OUTDIR/dry.err)" false
+else
+	check "dry run: its peaks are PyTorch's own in the dry run ($d_a, $d_r)" \
+		test "$d_a $d_r" = "$t_a $t_r"
+	if [ "$d_a $d_r" = "$g_a $g_r" ]; then
+		check "dry run: its peaks are the GPU's max_memory_allocated/reserved ($g_a, $g_r)" true
+	else
+		check "dry run: its peaks are the GPU's max_memory_allocated/reserved: dry run $d_a, $d_r; GPU $g_a, $g_r; difference $(pct "$d_a" "$g_a") allocated, $(pct "$d_r" "$g_r") reserved" false
+	fi
 fi
 
 echo "== a CUDA graph capture"

@@ -118,3 +118,23 @@ dry_key() {
 	[ "$status" -eq 2 ]
 	grep -q "^memtrace-bpf: estimate --dry-run runs PyTorch's own allocator" <<<"$output"
 }
+
+@test "dry run: a command that chroots into a root binding the dry run's folder at its own path loads the stand-in there" {
+	# what scripts/gpu-check.sh does on the stand-in: the tool on the host,
+	# the command in the CUDA root (cuda-standin.sh --lib-last: the root's
+	# stand-ins after the dry run's folder), the folder under a bound TMPDIR
+	tmp=$(mktemp -d /tmp/memtrace-e2e-bind.XXXXXX)
+	cp "$ROOT/tests/fixtures/cuda_model.py" "$ROOT/tests/fixtures/mt_sync.py" "$tmp/"
+	TMPDIR=$tmp run "$ROOT/.output/static/memtrace-bpf" estimate --dry-run --device 24GiB -- \
+		"$ROOT/scripts/cuda-standin.sh" --lib-last --bind "$tmp" -- /usr/bin/python3 "$tmp/cuda_model.py" --steps 1
+	echo "$output"
+	left=$(find "$tmp" -name 'memtrace-dryrun.*')
+	rm -rf "$tmp"
+	[ "$status" -eq 0 ]
+	[ -z "$left" ]
+	grep -qE "^# attach pid=[0-9]+ lib=$ROOT_CUDA$tmp/memtrace-dryrun\.[A-Za-z0-9]+/libcudart\.so\.12 " <<<"$output"
+	read -r alloc res < <(sed -nE 's/^torch dev=cuda:0 .*allocated_peak=([0-9]+) reserved=[0-9]+ reserved_peak=([0-9]+) .*/\1 \2/p' <<<"$output")
+	[ "$(dry_key peak_allocated)" = "$alloc" ]
+	[ "$(dry_key peak_reserved)" = "$res" ]
+	grep -q ' device_mem=25769803776$' <<<"$output"
+}

@@ -88,6 +88,16 @@ static void test_prepare(void **state)
 	snprintf(path, sizeof(path), "%s/libcudart.so.12", l.dir);
 	assert_true(mt_dryrun_ours(&l, path));
 	assert_false(mt_dryrun_ours(&l, "/usr/lib/libcudart.so.12"));
+	/* the command chrooted into a root that binds the folder */
+	snprintf(path, sizeof(path), "/var/cache/root%s/libcudart.so.12",
+		 l.dir);
+	assert_true(mt_dryrun_ours(&l, path));
+	snprintf(path, sizeof(path), "%s/sub/libcudart.so.12", l.dir);
+	assert_false(mt_dryrun_ours(&l, path));
+	snprintf(path, sizeof(path), "%sx/libcudart.so.12", l.dir);
+	assert_false(mt_dryrun_ours(&l, path));
+	snprintf(path, sizeof(path), "%s/", l.dir);
+	assert_false(mt_dryrun_ours(&l, path));
 	env = getenv("LD_LIBRARY_PATH");
 	assert_int_equal(strncmp(env, l.dir, strlen(l.dir)), 0);
 	assert_string_equal(env + strlen(l.dir), ":/opt/x");

@@ -158,8 +158,14 @@ int mt_dryrun_prepare(const struct mt_dryrun_device *dev, unsigned int ndev,
 bool mt_dryrun_ours(const struct mt_dryrun_libs *l, const char *path)
 {
 	size_t n = strlen(l->dir);
+	const char *slash = strrchr(path, '/');
+	size_t head;
 
-	return n && !strncmp(path, l->dir, n) && path[n] == '/';
+	if (!n || !slash || !slash[1])
+		return false;
+	/* the folder is what comes before the file's name */
+	head = (size_t)(slash - path);
+	return head >= n && !strncmp(slash - n, l->dir, n);
 }
 
 void mt_dryrun_cleanup(struct mt_dryrun_libs *l)

@@ -26,7 +26,12 @@ struct mt_dryrun_libs {
 int mt_dryrun_prepare(const struct mt_dryrun_device *dev, unsigned int ndev,
 		      struct mt_dryrun_libs *l, char *err, size_t errlen);
 
-/* Whether path is one of the libraries in l's folder. */
+/*
+ * Whether path is one of the libraries in l's folder: the folder's path,
+ * or that path after another (the root of a command that chroots into a
+ * root where the folder is bound at its own path: the tracer names its
+ * files with that root in front), then '/' and the file's name.
+ */
 bool mt_dryrun_ours(const struct mt_dryrun_libs *l, const char *path);
 
 /* Remove the folder and its libraries (a process may still map them). */
