@@ -24,13 +24,26 @@
  * first whose memory event came; the others' events are left out.
  *
  * segments is the state at the end. The viewer replays the trace back from
- * it and needs every block inside a segment at every step, so a device
- * whose blocks all lay inside segments we saw gets those segments (blocks
- * tiled by "inactive" gaps); any other device, the CPU always, gets one
- * segment over every address its blocks ever used, and its segment events
- * are left out (the viewer would find them inconsistent). Blocks carry
- * 'frames' and the 1.13 'history', so that torch 1.13's _memory_viz, which
- * takes a bare list of segments, works on snapshot['segments']:
+ * it and needs every block inside a segment at every step, so a CUDA
+ * device whose blocks all lay inside segments we saw gets those segments
+ * (blocks tiled by "inactive" gaps); any other CUDA device gets one segment
+ * over every address its blocks ever used, and its segment events are
+ * left out (the viewer would find them inconsistent).
+ *
+ * The CPU has no segments: c10's CPU allocator takes each block from
+ * malloc and gives it back at its free, caching nothing, so what it holds
+ * is its blocks. Each CPU block is its own segment: a segment_alloc before
+ * its alloc, a segment_free after its free, a segment of its own at the
+ * end. (torch's _profile_to_snapshot() makes one segment from the lowest
+ * address to the highest, which spans the heap and the mmap area: 127.6
+ * TiB, nearly all "inactive", for a CPU training loop holding 40.9 MiB.)
+ * A CPU free of no known size (of a block allocated before the attach)
+ * and a block of 0 bytes are left out: no segment can hold them in the
+ * viewer.
+ *
+ * Blocks carry 'frames' and the 1.13 'history', so that torch 1.13's
+ * _memory_viz, which takes a bare list of segments, works on
+ * snapshot['segments']:
  *   stats(s['segments']), segments(s['segments'], format_flamegraph=...).
  *
  * Bounded memory: the last MV_MAX_RECS events are kept (a free is one, two
@@ -284,8 +297,12 @@ static void block_event(struct memviz *m, const struct mt_call *r,
 	}
 	if (!r->has_ptr || !r->ptr || r->failed)
 		return;
+	if (dev == MV_CPU && !(r->size_state == MT_SIZE_KNOWN && r->size))
+		return;
 	rec(m, r, site, r->role == MT_ROLE_ALLOC ? MV_ALLOC : MV_FREE, dev,
 	    r->ptr);
+	if (dev == MV_CPU)
+		return; /* its own segment: nothing to cover */
 	d = &m->dev[dev];
 	if (r->ptr < d->lo)
 		d->lo = r->ptr;
@@ -419,7 +436,8 @@ static void gather_block(const struct mt_live *e, void *ctx)
 	struct memviz *m = ctx;
 
 	if (e->pid != m->pid ||
-	    (e->space != MT_SP_C10 && e->space != MT_SP_CPU))
+	    (e->space != MT_SP_C10 && e->space != MT_SP_CPU) ||
+	    (e->space == MT_SP_CPU && !e->size))
 		return;
 	m->blocks[m->nblocks++] = (struct mv_block){
 		.addr = e->ptr,
@@ -461,7 +479,8 @@ static int gather_blocks(struct memviz *m, const struct mt_session *s)
 		    b->addr < m->blocks[n - 1].addr + m->blocks[n - 1].size)
 			continue;
 		m->blocks[n++] = *b;
-		if (!inside_seg(m, b->dev, b->addr, b->size))
+		if (b->dev != MV_CPU &&
+		    !inside_seg(m, b->dev, b->addr, b->size))
 			m->dev[b->dev].cover = true;
 	}
 	m->nblocks = n;
@@ -606,6 +625,17 @@ static void write_segments(struct mt_pickle *p, struct memviz *m, int dev,
 	first = *bi;
 	while (*bi < m->nblocks && m->blocks[*bi].dev == dev)
 		(*bi)++;
+	if (dev == MV_CPU) {
+		for (k = first; k < *bi; k++) {
+			const struct mv_block *b = &m->blocks[k];
+			struct mv_range g = { .addr = b->addr,
+					      .size = b->size,
+					      .site = b->site };
+
+			write_segment(p, m, list_index(m, dev), &g, b, 1);
+		}
+		return;
+	}
 	if (d->cover) {
 		struct mv_range g = { .addr = d->lo, .size = d->hi - d->lo };
 
@@ -663,9 +693,13 @@ static void write_trace(struct mt_pickle *p, struct memviz *m, int dev)
 		if (cover && e->action >= MV_SEG_ALLOC &&
 		    e->action <= MV_SEG_UNMAP)
 			continue;
+		if (dev == MV_CPU && e->action == MV_ALLOC)
+			write_entry(p, m, e, "segment_alloc");
 		write_entry(p, m, e, action_name[e->action]);
 		if (e->action == MV_FREE)
 			write_entry(p, m, e, "free_completed");
+		if (dev == MV_CPU && e->action == MV_FREE)
+			write_entry(p, m, e, "segment_free");
 	}
 	mt_pk_end(p);
 }
