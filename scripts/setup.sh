@@ -11,6 +11,7 @@ pkgs=(
 	cppcheck clang-format
 	python3 python3-torch libopenblas0-serial
 	util-linux procps binutils curl time gdb tmux
+	chromium python3-pil
 )
 
 if [ "$(id -u)" -ne 0 ]; then
