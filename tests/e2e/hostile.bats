@@ -8,6 +8,7 @@ teardown() {
 	[ -n "${MT_PID:-}" ] && kill -9 "$MT_PID" 2>/dev/null || true
 	[ -n "${CMD_PID:-}" ] && kill -9 "$CMD_PID" 2>/dev/null || true
 	[ -n "${SLOW_PID:-}" ] && kill "$SLOW_PID" 2>/dev/null || true
+	[ -n "${fx_PID:-}" ] && kill -9 "$fx_PID" 2>/dev/null || true
 }
 
 # state PID: the one-letter state of PID (R, S, T...), empty once it is gone
@@ -95,6 +96,87 @@ out.write("DONE\n")
 	[ "$MT_STATUS" -eq 0 ]
 	grep -qx "memtrace-bpf: pid [0-9]* (python3) waited 2.0 s at a library load: its guard let it go on before the tracer had attached the library (the tracer was stopped or too slow); calls made meanwhile were not traced" "$d/trace.err"
 	events cudart:cudaMalloc | grep -q " size=4242 "
+}
+
+# probed_bytes PID LIB: the bytes of the code of LIB (a file name) mapped
+# in PID that differ from the file's: a uprobe placed there is one (its
+# breakpoint), so 0 once every probe is gone
+probed_bytes() {
+	python3 - "$1" "$2" <<'PY'
+import sys
+pid, lib = sys.argv[1], sys.argv[2]
+n = 0
+with open("/proc/%s/mem" % pid, "rb", 0) as mem:
+    for line in open("/proc/%s/maps" % pid):
+        f = line.split()
+        if len(f) < 6 or "x" not in f[1] or not f[5].endswith("/" + lib):
+            continue
+        start, end = (int(x, 16) for x in f[0].split("-"))
+        mem.seek(start)
+        got = mem.read(end - start)
+        with open(f[5], "rb") as lf:
+            lf.seek(int(f[2], 16))
+            want = lf.read(end - start)
+        for i in range(0, min(len(got), len(want)), 4096):
+            g, w = got[i:i + 4096], want[i:i + 4096]
+            if g != w:
+                n += sum(a != b for a, b in zip(g, w))
+print(n)
+PY
+}
+
+# unprobed PID LIB: LIB in PID holds no probe, within a second
+unprobed() {
+	local i n
+	for ((i = 0; i < 20; i++)); do
+		n=$(probed_bytes "$1" "$2")
+		[ "$n" -eq 0 ] && return 0
+		sleep 0.05
+	done
+	echo "$2 in pid $1: $n bytes still probed" >&2
+	return 1
+}
+
+# c10_fixture: c10_report held before its first call (fixture fx), on a
+# copy of Debian's libc10 of its own: no tracer of another test (--all)
+# probes that file
+c10_fixture() {
+	mkdir -p "$BATS_TEST_TMPDIR/lib"
+	cp /usr/lib/x86_64-linux-gnu/libc10.so.1.13.0 "$BATS_TEST_TMPDIR/lib/libc10.so.1.13"
+	LD_LIBRARY_PATH=$BATS_TEST_TMPDIR/lib fixture fx "$FIX/c10_report"
+}
+
+@test "-p on an idle target piped into head: the tracer ends when head does, and its probes go" {
+	local d=$BATS_TEST_TMPDIR i t0 t1
+	c10_fixture
+	mkfifo "$d/pipe"
+	head -3 <"$d/pipe" >"$d/head.out" &
+	SLOW_PID=$!
+	"$MT" --keys -p "$fx_PID" >"$d/pipe" 2>"$d/trace.err" &
+	MT_PID=$!
+	# the header and the two attach lines: then the target makes no event
+	wait "$SLOW_PID"
+	SLOW_PID=
+	t0=$(date +%s%N)
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$MT_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	t1=$(date +%s%N)
+	MT_STATUS=0
+	wait "$MT_PID" || MT_STATUS=$?
+	MT_PID=
+	cat "$d/head.out" "$d/trace.err"
+	echo "the tracer ended $(((t1 - t0) / 1000000)) ms after head, status $MT_STATUS"
+	grep -q "^# attach pid=$fx_PID lib=$d/lib/libc10\.so\.1\.13 probes=" "$d/head.out"
+	# a pipeline's writer that lost its reader: SIGPIPE
+	[ "$MT_STATUS" -eq 141 ]
+	[ $(((t1 - t0) / 1000000)) -lt 2000 ]
+	unprobed "$fx_PID" libc10.so.1.13
+	# the target goes on as if never traced
+	release fx
+	wait "$fx_PID"
+	grep -q '^done rounds=1 ' "$d/fx.out"
 }
 
 # A directory like /tmp (sticky, writable by all) where another user,

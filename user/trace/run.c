@@ -4,6 +4,7 @@
  * targets attached, the ring buffer read until they exit or time is up.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -139,6 +140,24 @@ static void flush_sinks(struct mt_tracer *tr)
 			mt_sink_flush(tr->targets[i].sink);
 }
 
+/*
+ * The reader of our output closed its end (`| head`): a write would end us
+ * by SIGPIPE, as it should, but a target that makes no event makes no
+ * write, and its probes stayed in it until the next one. Asked of the
+ * descriptor: a pipe's writer sees POLLERR once no reader is left, a
+ * socket or terminal POLLHUP; a file never does. The end of the trace
+ * then writes, and meets the SIGPIPE. A record writes nothing to stdout:
+ * its reader is not ours to follow.
+ */
+static bool reader_gone(const struct mt_tracer *tr)
+{
+	struct pollfd p = { .fd = fileno(tr->out) };
+
+	if (tr->conf->record)
+		return false;
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
+}
+
 static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 {
 	__u64 start = mt_now_ns(), last_scan = start, last_all = start;
@@ -177,6 +196,8 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 		}
 		fflush(tr->out);
 		flush_sinks(tr);
+		if (reader_gone(tr))
+			break;
 		if (end && mt_now_ns() >= end)
 			break;
 		if (mt_tracer_all_exited(tr))
