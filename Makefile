@@ -243,12 +243,13 @@ demo: setup
 	./memtrace-bpf -- /usr/bin/python3 scripts/demo_train.py --steps 5
 
 bench: setup
-	$(MAKE) memtrace-bpf fixtures
+	$(MAKE) memtrace-bpf static fixtures
 	bench/run.sh
 	bench/multi.sh
 	bench/exports.sh
 	bench/estimate.sh
 	bench/estimate_cuda.sh
+	bench/dryrun.sh
 	bench/cost.sh
 	bench/cuda_cost.sh
 	bench/sample_error.sh

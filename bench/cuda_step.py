@@ -2,7 +2,7 @@
 """A small CUDA training step, timed in the process, for bench/cuda_cost.sh.
 
 Usage: cuda_step.py [--steps N] [--warmup W] [--blocks B] [--dim D]
-                    [--batch B] [--seq S] [--history]
+                    [--batch B] [--seq S] [--history] [--device cpu]
 
 Made for the CUDA stand-in (scripts/cuda-standin.sh): PyTorch's CUDA
 build with its caching allocator, on a runtime that runs no kernel, so a
@@ -27,6 +27,12 @@ stacks="python"), before the warm-up; history= is then the number of
 entries its trace gained over the timed steps (- without it). With MT_HOLD
 set it then waits for the file $MT_HOLD before exiting, so that a tracer
 can be stopped before the interpreter tears down.
+
+--device cpu runs the same model, optimizer and batches on the CPU (one
+intra-op thread, as on "cuda", the default), torch.cuda untouched, for
+bench/dryrun.sh to set a dry run's step against; the RESULT line is the
+same, with allocs=- frees=- (no caching allocator to count) and --history
+refused.
 """
 
 import argparse
@@ -88,13 +94,19 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=32)
     ap.add_argument("--history", action="store_true")
+    ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     a = ap.parse_args()
+    cuda = a.device == "cuda"
+    if a.history and not cuda:
+        sys.exit("cuda_step.py: --history records the CUDA allocator only")
 
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    if not torch.cuda.is_available():
+    if cuda and not torch.cuda.is_available():
         sys.exit("cuda_step.py: no CUDA device")
-    dev = torch.device("cuda", 0)
+    dev = torch.device("cuda", 0) if cuda else torch.device("cpu")
+    # a no-op on the CPU, whose kernels return when done
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     if a.history:
         torch.cuda.memory._record_memory_history(stacks="python")
     model = Net(a.dim, a.heads, a.blocks, 96, 40).to(dev)
@@ -113,23 +125,25 @@ def main():
 
     for i in range(a.warmup):
         step(i)
-    torch.cuda.synchronize()
+    sync()
 
     h0 = history_len() if a.history else None
-    s0 = torch.cuda.memory_stats(dev)
+    s0 = torch.cuda.memory_stats(dev) if cuda else None
     mt_sync.start()
     c0 = time.process_time()
     t0 = time.perf_counter()
     for i in range(a.steps):
         step(i)
-    torch.cuda.synchronize()
+    sync()
     t1 = time.perf_counter()
     c1 = time.process_time()
-    s1 = torch.cuda.memory_stats(dev)
     h1 = history_len() if a.history else None
-    allocs = (s1["allocation.all.allocated"] -
-              s0["allocation.all.allocated"])
-    frees = s1["allocation.all.freed"] - s0["allocation.all.freed"]
+    allocs = frees = "-"
+    if cuda:
+        s1 = torch.cuda.memory_stats(dev)
+        allocs = (s1["allocation.all.allocated"] -
+                  s0["allocation.all.allocated"])
+        frees = s1["allocation.all.freed"] - s0["allocation.all.freed"]
     mt_sync.emit(f"RESULT steps={a.steps} loop_s={t1 - t0:.4f} "
                  f"cpu_s={c1 - c0:.4f} "
                  f"ms_per_step={1e3 * (t1 - t0) / a.steps:.3f} "
