@@ -186,3 +186,48 @@ sys.exit(not any(f[i:i + len(w)] == w for i in range(len(f) - len(w) + 1)))' \
 	grep -qx done <<<"$output"
 	grep -qE '^memtrace-bpf: flight: write .*/small/flight-.*-end\.mtb: No space left on device: the partial dump removed, no more dumps$' <<<"$output"
 }
+
+# two gloo ranks launched as cuda.bats launches them (Debian's torchrun
+# cannot start): rank 1 runs out of memory, rank 0 does not
+@test "flight: --children: a window a rank; one rank's OOM dumps that rank only, named by its rank" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	root_stage "$ROOT_CUDA" "$ROOT/tests/fixtures/cuda_model.py"
+	dir=$ROOT_CUDA$STAGE
+	MT_GO=$STAGE/go MT_HOLD=$STAGE/hold USE_LIBUV=0 WORLD_SIZE=2 \
+		MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + RANDOM % 20000)) \
+		"$STANDIN" --devices 2 -- /bin/sh -c 'for r in 0 1; do
+			oom=; [ $r = 1 ] && oom=--oom
+			RANK=$r LOCAL_RANK=$r /usr/bin/python3 "$0/cuda_model.py" \
+				--rank --steps 2 $oom >"$0/rank$r.out" &
+		done; wait' "$STAGE" 2>"$BATS_TEST_TMPDIR/run.err" &
+	launcher=$!
+	wait_for "$dir/rank0.out" '^READY ' 120
+	wait_for "$dir/rank1.out" '^READY ' 120
+	"$MT" record --flight 30s -o "$DIR" --children "$launcher" \
+		>"$BATS_TEST_TMPDIR/flight.out" 2>"$BATS_TEST_TMPDIR/flight.err" &
+	FL_PID=$!
+	for ((i = 0; i < 1200; i++)); do
+		[ "$(grep -c '^# python pid=' "$BATS_TEST_TMPDIR/flight.err")" -ge 2 ] && break
+		sleep 0.1
+	done
+	touch "$dir/go"
+	wait_for "$dir/rank0.out" '^weight head ' 120
+	wait_for "$dir/rank1.out" '^weight head ' 120
+	touch "$dir/hold"
+	wait "$launcher"
+	wait "$FL_PID"
+	FL_PID=
+	cat "$BATS_TEST_TMPDIR/flight.err"
+	grep -q '^oom size=' "$dir/rank1.out"
+	[ "$(ls "$DIR" | wc -l)" -eq 1 ]
+	dump=$(dump_of oom)
+	[[ $dump == */flight-*-rank1-oom.mtb ]]
+	run "$MT" report --keys -i "$dump"
+	[[ ${lines[0]} == "# record dump: out of memory in pid "*" (rank 1) at "* ]]
+	grep -q '^# record rank: pid=[0-9]* rank=1 local_rank=1 world_size=2$' <<<"$output"
+	grep -q '^# oom failed_allocations=1 ' <<<"$output"
+	# its rank's device only
+	grep -q '^# device .* dev=cuda:1 source=c10 ' <<<"$output"
+	! grep -q '^# device .* dev=cuda:0 source=c10 ' <<<"$output"
+}
