@@ -231,3 +231,25 @@ sys.exit(not any(f[i:i + len(w)] == w for i in range(len(f) - len(w) + 1)))' \
 	grep -q '^# device .* dev=cuda:1 source=c10 ' <<<"$output"
 	! grep -q '^# device .* dev=cuda:0 source=c10 ' <<<"$output"
 }
+
+@test "flight: usage crossing --alert-pct of --device-mem dumps once a crossing" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	cat >"$BATS_TEST_TMPDIR/grow.py" <<-'EOF'
+		import time, torch
+		for rnd in range(2):
+		    keep = [torch.ones(1 << 20) for _ in range(12)]  # 48 MiB
+		    time.sleep(0.2)
+		    del keep
+		    time.sleep(0.2)
+	EOF
+	run "$MT" record --flight 10s --alert-pct 50 --device-mem 64MiB -o "$DIR" -- \
+		"$TORCH_PY" "$BATS_TEST_TMPDIR/grow.py"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# two rounds up past 32 MiB and back: two crossings
+	[ "$(grep -c '^memtrace-bpf: flight: dumped .*-usage\.mtb: usage crossed --alert-pct 50\.0% in pid [0-9]* (rank 0): [0-9]* bytes reserved of --device-mem 67108864$' <<<"$output")" -eq 2 ]
+	run "$MT" record --flight 10s --alert-pct 50 -o "$DIR" -- /bin/true
+	[ "$status" -eq 2 ]
+	[[ $output == "memtrace-bpf: --flight --alert-pct PCT dumps when a process's reserved memory crosses PCT % of --device-mem: give both" ]]
+}
