@@ -208,3 +208,26 @@ model() {
 		! grep -q "^# device .* dev=cuda:$((1 - r)) source=c10 " "$log"
 	done
 }
+
+@test "cuda: an attach to a job already holding device memory says what the allocator held before it, apart from the peak" {
+	root_stage "$ROOT_CUDA" "$ROOT/tests/fixtures/mt_sync.py"
+	cat >"$ROOT_CUDA$STAGE/late.py" <<-'EOF'
+		import torch, mt_sync
+		early = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+		mt_sync.start()
+		late = torch.empty(8 << 20, dtype=torch.uint8, device="cuda")
+		print(f"torch allocated={torch.cuda.memory_allocated()}", flush=True)
+		mt_sync.finish()
+	EOF
+	HELD=1 fixture_in_root fx "$STANDIN" -- /usr/bin/python3 "$STAGE/late.py"
+	trace 0 -q -p "$fx_PID"
+	wait_for "$BATS_TEST_TMPDIR/trace.err" '^# python pid=' 60
+	release fx
+	settle fx '^torch allocated=' stop
+	cat "$BATS_TEST_TMPDIR/trace.err" >&2
+	cat "$TRACE"
+	grep -qE '^           cuda:0 c10: 8\.00 MiB at ' "$TRACE" || grep -qE '^Peak       cuda:0 c10: 8\.00 MiB at ' "$TRACE"
+	# PyTorch's 64 MiB block in a 64 MiB segment, before; the late 8 MiB
+	# block's new 20 MiB segment is the trace's
+	grep -q '^             before the attach: 64.0 MiB allocated, 64.0 MiB reserved$' "$TRACE"
+}

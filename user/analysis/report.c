@@ -418,6 +418,39 @@ static size_t room(const struct report *rp, size_t used)
 		       MT_TABLE_MIN_ELIDED;
 }
 
+/*
+ * What an account held before the trace began (an attach with -p): the
+ * caching allocator's own totals at the first event say it for a CUDA
+ * device; for the CPU, only the frees of that memory are seen. Its owner
+ * is unknown and its bytes are not in the peak, which is since then.
+ */
+static void headline_before(const struct report *rp, const struct account *a)
+{
+	const struct mt_summary *sum = &rp->s->sum;
+	char text[400], b1[32], b2[32];
+
+	for (size_t i = 0; i < sum->ndevs; i++) {
+		const struct mt_dev_stat *d = &sum->devs[i];
+
+		if (d->pid != a->pid || d->type != a->dev_type ||
+		    d->index != a->dev || d->space != a->space ||
+		    !d->before_allocated)
+			continue;
+		snprintf(text, sizeof(text),
+			 "  before the attach: %s allocated, %s reserved",
+			 mt_format_bytes(b1, sizeof(b1), d->before_allocated),
+			 mt_format_bytes(b2, sizeof(b2), d->before_reserved));
+		headline(rp, NULL, MT_TONE_YELLOW, text);
+		return;
+	}
+	if (a->space != MT_SP_CPU || !sum->early_frees)
+		return;
+	snprintf(text, sizeof(text),
+		 "  before the attach: %" PRIu64 " frees of its memory seen",
+		 (uint64_t)sum->early_frees);
+	headline(rp, NULL, MT_TONE_YELLOW, text);
+}
+
 static void headline_peaks(const struct report *rp)
 {
 	bool any = false;
@@ -442,6 +475,7 @@ static void headline_peaks(const struct report *rp)
 				 or_dash(a->peak_phase));
 		headline(rp, any ? NULL : "Peak", MT_TONE_BOLD, text);
 		any = true;
+		headline_before(rp, a);
 		if (!top)
 			continue;
 		snprintf(text, sizeof(text), "  most held%s%s: %s%s, %s",

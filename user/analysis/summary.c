@@ -75,6 +75,36 @@ static bool unpaired(const struct mt_summary *s, const struct mt_call *r)
 	       r->has_ptr && r->size_state != MT_SIZE_KNOWN;
 }
 
+/*
+ * The first running totals of an account: what was held before this
+ * event, less (or plus) the event's own bytes, and less the segments the
+ * runtime was seen to hand out for it. Zero for a process traced from its
+ * start; an attach with -p finds the allocator's memory there.
+ */
+static void note_before(struct mt_summary *s, struct mt_dev_stat *d,
+			const struct mt_call *r)
+{
+	__u64 own = r->size_state == MT_SIZE_KNOWN && !r->failed ? r->size : 0;
+
+	d->totals_seen = true;
+	d->before_allocated = r->allocated;
+	if (r->role == MT_ROLE_ALLOC && d->before_allocated >= own)
+		d->before_allocated -= own;
+	else if (r->role == MT_ROLE_FREE)
+		d->before_allocated += own;
+	d->before_reserved = r->reserved;
+	for (size_t i = 0; i < s->ndevs; i++) {
+		const struct mt_dev_stat *rt = &s->devs[i];
+
+		/* a thread that set no device since the attach: -1 */
+		if (rt->pid == d->pid && rt->type == d->type &&
+		    (rt->index == d->index || rt->index < 0) &&
+		    (rt->space == MT_SP_CUDART || rt->space == MT_SP_VAMAP) &&
+		    d->before_reserved >= rt->cur)
+			d->before_reserved -= rt->cur;
+	}
+}
+
 void mt_summary_event(struct mt_summary *s, const struct mt_call *r)
 {
 	struct mt_kind_stat *k = kind_stat(s, r->event);
@@ -108,6 +138,8 @@ void mt_summary_event(struct mt_summary *s, const struct mt_call *r)
 			s->untracked++;
 			return;
 		}
+		if (!d->totals_seen)
+			note_before(s, d, r);
 		d->allocated = r->allocated;
 		d->reserved = r->reserved;
 		d->allocated_peak = max_u64(d->allocated_peak, r->allocated);
@@ -577,15 +609,24 @@ void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
 		const struct mt_dev_stat *d = &s->devs[i];
 
 		mt_format_dev(dev, sizeof(dev), d->type, d->index);
-		if (d->space == MT_SP_C10 && d->type == MT_DT_CUDA)
+		if (d->space == MT_SP_C10 && d->type == MT_DT_CUDA) {
 			fprintf(out,
 				"# device pid=%u dev=%s source=c10 allocated=%" PRIu64
 				" allocated_peak=%" PRIu64 " reserved=%" PRIu64
-				" reserved_peak=%" PRIu64 "\n",
+				" reserved_peak=%" PRIu64,
 				d->pid, dev, (uint64_t)d->allocated,
 				(uint64_t)d->allocated_peak,
 				(uint64_t)d->reserved,
 				(uint64_t)d->reserved_peak);
+			/* only an attach to a process holding memory has them */
+			if (d->before_allocated)
+				fprintf(out,
+					" before_allocated=%" PRIu64
+					" before_reserved=%" PRIu64,
+					(uint64_t)d->before_allocated,
+					(uint64_t)d->before_reserved);
+			fputc('\n', out);
+		}
 		if (d->space != MT_SP_C10 && d->space != MT_SP_VAMAP) {
 			fprintf(out,
 				"# device pid=%u dev=%s source=%s current=%" PRIu64

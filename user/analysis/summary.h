@@ -38,6 +38,12 @@ struct mt_dev_stat {
 	__u64 cur, peak; /* live bytes we saw allocated */
 	__u64 allocated, allocated_peak; /* c10's own running totals */
 	__u64 reserved, reserved_peak;
+	/*
+	 * c10's: what the allocator held before the first event seen, whose
+	 * owner no trace that began later can know; totals_seen: it came
+	 */
+	bool totals_seen;
+	__u64 before_allocated, before_reserved;
 	/* allocations the live table had no room for: not in cur or peak */
 	__u64 untracked, untracked_bytes;
 };

@@ -133,19 +133,41 @@ void mt_top_event(void *ctx, const struct mt_session *s,
 	note_step(t, s, pid, step);
 }
 
-/* bytes per step over the marks held; false: fewer than two steps */
+static int by_value(const void *pa, const void *pb)
+{
+	double a = *(const double *)pa, b = *(const double *)pb;
+
+	return (a > b) - (a < b);
+}
+
+/*
+ * Bytes per step over the marks held: the median of each step's growth,
+ * so that a one-time warm-up (an optimizer making its state at its first
+ * step, a cache filling) is no growth, while memory that grows every step
+ * is. False: fewer than two steps.
+ */
 static bool growth(const struct account *a, double *per_step)
 {
-	const struct mark *last, *first;
+	double g[TOP_STEPS];
+	size_t n = 0;
 
 	if (!a || a->n < 2)
 		return false;
-	last = &a->ring[(a->head - 1 + TOP_STEPS) % TOP_STEPS];
-	first = &a->ring[(a->head - a->n + TOP_STEPS) % TOP_STEPS];
-	if (last->step <= first->step)
+	for (int i = 1; i < a->n; i++) {
+		const struct mark *p =
+			&a->ring[(a->head - a->n + i - 1 + TOP_STEPS) %
+				 TOP_STEPS];
+		const struct mark *q =
+			&a->ring[(a->head - a->n + i + TOP_STEPS) % TOP_STEPS];
+
+		if (q->step > p->step)
+			g[n++] = ((double)q->bytes - (double)p->bytes) /
+				 (double)(q->step - p->step);
+	}
+	if (!n)
 		return false;
-	*per_step = ((double)last->bytes - (double)first->bytes) /
-		    (double)(last->step - first->step);
+	qsort(g, n, sizeof(g[0]), by_value);
+	*per_step = n % 2 ? g[n / 2] : (g[n / 2 - 1] + g[n / 2]) / 2;
 	return true;
 }
 
