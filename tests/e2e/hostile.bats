@@ -125,6 +125,17 @@ print(n)
 PY
 }
 
+# probed PID LIB: LIB in PID holds a probe, within 20 s
+probed() {
+	local i
+	for ((i = 0; i < 400; i++)); do
+		[ "$(probed_bytes "$1" "$2")" -gt 0 ] && return 0
+		sleep 0.05
+	done
+	echo "$2 in pid $1: never probed" >&2
+	return 1
+}
+
 # unprobed PID LIB: LIB in PID holds no probe, within a second
 unprobed() {
 	local i n
@@ -177,6 +188,236 @@ c10_fixture() {
 	release fx
 	wait "$fx_PID"
 	grep -q '^done rounds=1 ' "$d/fx.out"
+}
+
+# private_cudart: a copy of the stand-in libcudart of this test's own in
+# $BATS_TEST_TMPDIR/lib, whose code no tracer of another test (--all)
+# probes
+private_cudart() {
+	mkdir -p "$BATS_TEST_TMPDIR/lib"
+	cp "$FIX/fake/libcudart.so.13" "$BATS_TEST_TMPDIR/lib/"
+}
+
+# count_lines FILE PATTERN N [SECS]: until N lines of FILE match PATTERN
+count_lines() {
+	local i
+	for ((i = 0; i < ${4:-10} * 20; i++)); do
+		[ "$(grep -cE -- "$2" "$1")" -ge "$3" ] && return 0
+		sleep 0.05
+	done
+	echo "fewer than $3 lines /$2/ in $1:" >&2
+	cat "$1" >&2
+	return 1
+}
+
+# A target of two tracers: Python reporting made-up CUDA blocks to libc10's
+# profiler hook, as the caching allocator does (the library only reads
+# them), through argv[1] (a copy of libc10). READY; at the file "go" in
+# argv[2], blocks of 1001 and 1002 bytes; at "more", one of 1003 and the
+# three freed, then DONE; it exits at "end". Its lines go to argv[2]/py.out.
+TWO_TRACERS='
+import ctypes, os, sys, time
+lib, d = ctypes.CDLL(sys.argv[1]), sys.argv[2]
+out = open(os.path.join(d, "py.out"), "w", buffering=1)
+report = lib._ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE
+# c10::Device {int8 type, int8 index} by value: one register; cuda:0
+report.argtypes = [ctypes.c_void_p, ctypes.c_long, ctypes.c_long,
+                   ctypes.c_long, ctypes.c_uint16]
+def wait(name):
+    end = time.monotonic() + 60
+    while not os.path.exists(os.path.join(d, name)):
+        if time.monotonic() > end:
+            sys.exit(3)
+        time.sleep(0.02)
+out.write("READY %d\n" % os.getpid())
+wait("go")
+total = 0
+def block(ptr, size):
+    global total
+    total += size
+    report(ptr, size, total, 1 << 21, 1)
+block(0x10000, 1001)
+block(0x20000, 1002)
+wait("more")
+block(0x30000, 1003)
+for ptr, size in (0x10000, 1001), (0x20000, 1002), (0x30000, 1003):
+    block(ptr, -size)
+out.write("DONE\n")
+wait("end")
+'
+
+@test "two tracers on one target: both see every event, and either can die" {
+	local d=$BATS_TEST_TMPDIR dead live i size
+	mkdir -p "$d/lib"
+	cp /usr/lib/x86_64-linux-gnu/libc10.so.1.13.0 "$d/lib/libc10.so.1.13"
+	for dead in first second; do
+		live=first
+		[ "$dead" = first ] && live=second
+		rm -f "$d/go" "$d/more" "$d/end" "$d/py.out"
+		"$TORCH_PY" -c "$TWO_TRACERS" "$d/lib/libc10.so.1.13" "$d" &
+		fx_PID=$!
+		wait_for "$d/py.out" '^READY ' 30
+		"$MT" --keys -p "$fx_PID" >"$d/first.out" 2>"$d/first.err" &
+		MT_PID=$!
+		wait_for "$d/first.out" '^# attach .*/libc10\.so\.1\.13 ' 20
+		"$MT" --keys -p "$fx_PID" >"$d/second.out" 2>"$d/second.err" &
+		CMD_PID=$!
+		wait_for "$d/second.out" '^# attach .*/libc10\.so\.1\.13 ' 20
+		[ "$(probed_bytes "$fx_PID" libc10.so.1.13)" -gt 0 ]
+		touch "$d/go"
+		wait_for "$d/first.out" ': c10:alloc: .* size=1002 ' 10
+		wait_for "$d/second.out" ': c10:alloc: .* size=1002 ' 10
+		# the one that dies, as hard as it can; MT_PID the other
+		if [ "$dead" = first ]; then
+			i=$MT_PID
+			MT_PID=$CMD_PID
+			CMD_PID=$i
+		fi
+		kill -9 "$CMD_PID"
+		wait "$CMD_PID" 2>/dev/null || true
+		CMD_PID=
+		touch "$d/more"
+		wait_for "$d/py.out" '^DONE$' 10
+		count_lines "$d/$live.out" ': c10:free: ' 3
+		kill -INT "$MT_PID"
+		finish
+		echo "$dead died, $live: status $MT_STATUS"
+		cat "$d/$live.err"
+		[ "$MT_STATUS" -eq 0 ]
+		[ ! -s "$d/$live.err" ]
+		for size in 1001 1002 1003; do
+			[ "$(grep -c ": c10:alloc: .* size=$size " "$d/$live.out")" -eq 1 ]
+			[ "$(grep -c ": c10:free: .* size=$size " "$d/$live.out")" -eq 1 ]
+		done
+		grep -q ': c10:alloc: .* size=1001 ' "$d/$dead.out"
+		unprobed "$fx_PID" libc10.so.1.13
+		touch "$d/end"
+		wait "$fx_PID"
+		fx_PID=
+	done
+}
+
+# The command of the dlopen cycles: five times, dlopen the library
+# argv[1], cudaMalloc 3000+i bytes, say where cudaMalloc was, dlclose it
+# and take the address range it had, so that the next dlopen maps it
+# elsewhere. Its lines go to argv[2].
+CYCLES='
+import ctypes, sys
+lib_path, out = sys.argv[1], open(sys.argv[2], "w", buffering=1)
+libc = ctypes.CDLL(None, use_errno=True)
+libc.dlclose.argtypes = [ctypes.c_void_p]
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_int, ctypes.c_long]
+MAP_PRIVATE, MAP_ANONYMOUS, MAP_FIXED_NOREPLACE = 0x02, 0x20, 0x100000
+def ranges():
+    with open("/proc/self/maps") as maps:
+        return [[int(x, 16) for x in l.split()[0].split("-")]
+                for l in maps if l.rstrip().endswith("/libcudart.so.13")]
+for i in range(5):
+    lib = ctypes.CDLL(lib_path)
+    p = ctypes.c_void_p()
+    ret = lib.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(3000 + i))
+    out.write("cycle %d cudaMalloc=0x%x ret=%d\n"
+              % (i, ctypes.cast(lib.cudaMalloc, ctypes.c_void_p).value, ret))
+    held, handle = ranges(), lib._handle
+    del lib
+    if libc.dlclose(handle) or ranges():
+        sys.exit("the library stayed mapped")
+    for start, end in held:
+        if libc.mmap(start, end - start, 0, MAP_PRIVATE | MAP_ANONYMOUS |
+                     MAP_FIXED_NOREPLACE, -1, 0) != start:
+            sys.exit("mmap: errno %d" % ctypes.get_errno())
+out.write("DONE\n")
+'
+
+@test "-- COMMAND: a library dlopen()ed and dlclose()d five times, at a new address each time: every call seen" {
+	local d=$BATS_TEST_TMPDIR
+	private_cudart
+	run "$MT" --keys -- "$TORCH_PY" -c "$CYCLES" "$d/lib/libcudart.so.13" "$d/cycles.out"
+	echo "status $status"
+	cat "$d/cycles.out"
+	[ "$status" -eq 0 ]
+	grep -qx DONE "$d/cycles.out"
+	[ "$(grep -c ' ret=0$' "$d/cycles.out")" -eq 5 ]
+	[ "$(sed -n 's/.* cudaMalloc=\(0x[0-9a-f]*\) .*/\1/p' "$d/cycles.out" | sort -u | wc -l)" -eq 5 ]
+	[ "$(grep -c ': cudart:cudaMalloc: ' <<<"$output")" -eq 5 ]
+	for i in 0 1 2 3 4; do
+		grep -q ": cudart:cudaMalloc: .* size=300$i .* ret=0 " <<<"$output"
+	done
+	grep -q '^# summary .* lost=0$' <<<"$output"
+}
+
+# The command of the threads test: 64 threads released together, each
+# making cudaMalloc and cudaFree through argv[1] every 10 ms for 2 s, then
+# "TID N" a thread, N its pairs of calls, into argv[2].
+THREADS='
+import ctypes, sys, threading, time
+lib, counts = ctypes.CDLL(sys.argv[1]), {}
+go = threading.Barrier(64)
+def work():
+    p, n = ctypes.c_void_p(), 0
+    go.wait()
+    end = time.monotonic() + 2
+    while time.monotonic() < end:
+        if lib.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(4096)) or lib.cudaFree(p):
+            sys.exit("a call failed")
+        n += 1
+        time.sleep(0.01)
+    counts[threading.get_native_id()] = n
+threads = [threading.Thread(target=work) for _ in range(64)]
+for t in threads: t.start()
+for t in threads: t.join()
+with open(sys.argv[2], "w") as out:
+    for tid in sorted(counts): out.write("%d %d\n" % (tid, counts[tid]))
+'
+
+@test "-- COMMAND: 64 threads for 2 s: each thread's events are its own calls, none lost" {
+	local d=$BATS_TEST_TMPDIR
+	private_cudart
+	"$MT" --keys --no-stack -- "$TORCH_PY" -c "$THREADS" "$d/lib/libcudart.so.13" "$d/counts" \
+		>"$d/trace.out" 2>"$d/trace.err"
+	cat "$d/trace.err"
+	[ "$(wc -l <"$d/counts")" -eq 64 ]
+	# per thread: "TID MALLOCS FREES" from the trace, "TID N N" from the script
+	awk '$5 == "cudart:cudaMalloc:" || $5 == "cudart:cudaFree:" {
+		split($2, id, "/"); n[id[2], $5]++; tids[id[2]] = 1 }
+		END { for (t in tids) print t, n[t, "cudart:cudaMalloc:"] + 0, n[t, "cudart:cudaFree:"] + 0 }' \
+		"$d/trace.out" | sort >"$d/seen"
+	awk '{ print $1, $2, $2 }' "$d/counts" | sort >"$d/made"
+	echo "pairs of calls: $(awk '{ s += $2 } END { print s }' "$d/counts")"
+	diff "$d/made" "$d/seen"
+	grep -q '^# summary .* lost=0$' "$d/trace.out"
+}
+
+@test "-p on a busy target piped into head: SIGPIPE ends the tracer, its probes go, the target goes on" {
+	local d=$BATS_TEST_TMPDIR i ops=()
+	private_cudart
+	for i in $(seq 1 40); do
+		ops+=(malloc $((5000 + i)) sleep 50)
+	done
+	HELD=1 LD_LIBRARY_PATH=$d/lib fixture fx "$FIX/cudart_calls" "${ops[@]}"
+	mkfifo "$d/pipe"
+	head -4 <"$d/pipe" >"$d/head.out" &
+	SLOW_PID=$!
+	"$MT" --keys -p "$fx_PID" >"$d/pipe" 2>"$d/trace.err" &
+	MT_PID=$!
+	# head writes its file at its exit: the probes tell of the attach
+	probed "$fx_PID" libcudart.so.13
+	release fx
+	wait "$SLOW_PID"
+	SLOW_PID=
+	finish
+	cat "$d/head.out" "$d/trace.err"
+	[ "$MT_STATUS" -eq 141 ]
+	grep -q ': cudart:cudaMalloc: .* size=5001 .* ret=0 ' "$d/head.out"
+	unprobed "$fx_PID" libcudart.so.13
+	# every call made and answered, and the target exits as it would
+	count_lines "$d/fx.out" '^op=sleep ' 40 20
+	[ "$(grep -c '^op=malloc .* ret=0$' "$d/fx.out")" -eq 40 ]
+	touch "$d/fx.hold"
+	wait "$fx_PID"
+	fx_PID=
 }
 
 # A directory like /tmp (sticky, writable by all) where another user,
