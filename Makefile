@@ -254,6 +254,8 @@ bench: setup
 	bench/cuda_cost.sh
 	bench/sample_error.sh
 	bench/floor.sh
+	bench/flight.sh
+	bench/flight_rss.sh
 
 -include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)
 
