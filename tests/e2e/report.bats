@@ -230,3 +230,19 @@ PY
 	! grep -q '^memtrace-bpf report: ' "$OUT"
 	! grep -q 'time=0.000000s' "$OUT"
 }
+
+@test "a live run whose event lines pass a screen says that -q prints the report alone; -q and a short run do not" {
+	run "$MT" -- "$TORCH_PY" -c 'import torch
+for i in range(30): torch.ones(1 << 12)'
+	[ "$status" -eq 0 ]
+	n=$(grep -cE '^[^#	].*: c10:cpu_(alloc|free): ' <<<"$output")
+	[ "$n" -gt 50 ]
+	grep -qE "^# memtrace-bpf printed [0-9]+ events above; -q prints the report below alone\$" <<<"$output"
+	# the line comes right before the report
+	grep -A1 'events above; -q' <<<"$output" | grep -q '^memtrace-bpf report: '
+	run "$MT" -q -- "$TORCH_PY" -c 'import torch
+for i in range(30): torch.ones(1 << 12)'
+	! grep -q 'events above' <<<"$output"
+	run "$MT" -- "$TORCH_PY" -c 'pass'
+	! grep -q 'events above' <<<"$output"
+}

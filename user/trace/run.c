@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
 #include <bpf/libbpf.h>
 #include "python/autograd.h"
 #include "memtrace.h" /* the types of its globals, before the skeleton */
@@ -401,6 +403,27 @@ static int open_top(struct mt_tracer *tr)
 }
 
 /* processes --children or --all could not follow: said, not lost */
+/*
+ * Event lines that ran past a screen: the report after them is what
+ * most people want, and -q prints it alone
+ */
+static void hint_quiet(const struct mt_tracer *tr)
+{
+	struct winsize ws;
+	__u64 rows = 50;
+
+	if (tr->conf->quiet || tr->conf->record || !tr->sink.ses)
+		return;
+	if (isatty(fileno(tr->out)) &&
+	    !ioctl(fileno(tr->out), TIOCGWINSZ, &ws) && ws.ws_row)
+		rows = ws.ws_row;
+	if (tr->sink.ses->seq > rows)
+		fprintf(tr->out,
+			"# memtrace-bpf printed %llu events above; -q prints "
+			"the report below alone\n",
+			(unsigned long long)tr->sink.ses->seq);
+}
+
 static void report_lost_procs(const struct mt_tracer *tr)
 {
 	__u64 forks = tr->skel ? tr->skel->bss->lost_forks : 0;
@@ -475,6 +498,8 @@ int mt_trace(const struct mt_trace_conf *c)
 		mt_target_close(&tr.targets[i]);
 	}
 	report_lost_procs(&tr);
+	if (tr.ran)
+		hint_quiet(&tr);
 	if (tr.dry)
 		dry = mt_dryrun_end(&tr, tr.dry, tr.ran ? tr.out : NULL);
 	/*
