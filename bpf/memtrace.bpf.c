@@ -205,11 +205,24 @@ __u64 lost_inflight = 0;
 __u64 lost_forks = 0; /* children not followed: the traced map was full */
 /* -- mode: the command's stops at library loads (memtrace.h) */
 struct mt_hold hold = {};
+/*
+ * Set by user space when the trace stops (-d, Ctrl-C, the targets gone):
+ * from then on no program writes an event, so that the drain that follows
+ * finds every event of the trace and none made after it.
+ */
+__u32 stopped = 0;
+
+static __always_inline bool is_stopped(void)
+{
+	return *(volatile __u32 *)&stopped;
+}
 
 static __always_inline bool wanted(void)
 {
 	__u32 tgid;
 
+	if (is_stopped())
+		return false;
 	if (!filter_pids)
 		return true;
 	tgid = bpf_get_current_pid_tgid() >> 32;
@@ -675,6 +688,13 @@ static __always_inline struct mt_event *slot_begin(struct slot *s)
 	 * is 1: a program that preempts it reads 2 or more until it is done.
 	 */
 	__sync_fetch_and_add(&s->st->busy, 1);
+	/*
+	 * Read after busy is counted: a program that got past wanted() as
+	 * the trace stopped either shows busy to the drain, which waits for
+	 * it, or sees stopped here and writes nothing (not a loss).
+	 */
+	if (is_stopped())
+		return NULL;
 	if (*(volatile __u32 *)&s->st->busy == 1 && s->st->n < MT_BATCH) {
 		s->e = &s->b->ev[s->st->n & (MT_BATCH - 1)];
 		return s->e;

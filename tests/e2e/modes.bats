@@ -4,6 +4,13 @@
 
 load helpers
 
+# a fixture a failed test left running (the busy one runs for hours)
+teardown() {
+	if [ -n "${fx_PID:-}" ]; then
+		kill "$fx_PID" 2>/dev/null || true
+	fi
+}
+
 @test "-- COMMAND: traced from its first call, device 0 by default" {
 	run env LD_LIBRARY_PATH="$FIX/fake" "$MT" --keys -- "$FIX/cudart_calls" malloc 4096 free 0
 	[ "$status" -eq 0 ]
@@ -111,4 +118,36 @@ load helpers
 	[ "$MT_STATUS" -eq 0 ]
 	grep -q '^# event cudart:cudaMalloc count=1 bytes=10$' "$TRACE"
 	kill "$fx_PID"
+}
+
+# stop_busy_trace I ARGS...: a trace of the busy fixture fx, stopped by -d
+# (odd I: 17 to 262 ms) or Ctrl-C (even I: 5 to 95 ms after the attach)
+stop_busy_trace() {
+	local i=$1
+	shift
+	if ((i % 2)); then
+		trace 0 -q -p "$fx_PID" -d "$((10 + i * 7))ms" "$@"
+	else
+		MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 -q -p "$fx_PID" "$@"
+		sleep "0.0$((i % 10))5"
+		kill -INT "$MT_PID"
+	fi
+	finish
+}
+
+@test "a trace stopped at any moment of a busy target loses nothing" {
+	# c10 calls as fast as the fixture can make them, ~1 M events/s, in a
+	# ring buffer that holds a second of them: any loss is a false one
+	fixture fx "$FIX/c10_report" --loop 2000000000 --quiet
+	release fx
+	for i in $(seq 1 36); do
+		stop_busy_trace "$i" --ringbuf-mb 256
+		[ "$MT_STATUS" -eq 0 ]
+		grep -qE '^memtrace-bpf report: [0-9.]+ s traced, [0-9]+ events, 0 lost$' "$TRACE"
+		if grep -E '^# LOST |[0-9]+ events lost|of the events lost' \
+			"$TRACE" "$BATS_TEST_TMPDIR/trace.err"; then
+			echo "trace $i lost events" >&2
+			return 1
+		fi
+	done
 }

@@ -226,13 +226,22 @@ int mt_order_drain(struct mt_tracer *tr, struct ring_buffer *rb)
 	bool all = false;
 	int ret = 0;
 
+	/*
+	 * No program writes an event from here on (the BPF side reads it
+	 * after counting itself busy), so a CPU found idle or flushed below
+	 * holds nothing more: without it, an event the targets made between
+	 * the last round and the count below stayed in its batch and was
+	 * counted lost. Sequentially consistent: the store is seen before
+	 * the busy counts are read.
+	 */
+	__atomic_store_n(&tr->skel->bss->stopped, 1, __ATOMIC_SEQ_CST);
 	for (int i = 0; i < DRAIN_TRIES && !all && ret >= 0; i++) {
 		ret = flush_round(tr, rb, &all);
 		if (!all)
 			nanosleep(&ms, NULL);
 	}
 	release(tr, UINT64_MAX);
-	/* events a CPU still holds are lost: say so */
+	/* a CPU busy through every round kept its events: lost, said apart */
 	if (!read_states(tr))
 		for (int c = 0; c < tr->ncpus; c++)
 			tr->unflushed += tr->batch_st[c].n;

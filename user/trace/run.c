@@ -113,6 +113,26 @@ static void report_lost(struct mt_tracer *tr)
 	tr->lost_reported = lost;
 }
 
+/*
+ * The '# LOST' lines count every event not recorded; most are the ring
+ * buffer's. The other causes are rare, and each is said apart here.
+ */
+static void report_lost_causes(const struct mt_tracer *tr)
+{
+	__u64 inflight = tr->skel->bss->lost_inflight;
+
+	if (inflight)
+		mt_err("%llu of the events lost were calls whose entry could "
+		       "not be kept for their return: the table of calls in "
+		       "flight was full",
+		       (unsigned long long)inflight);
+	if (tr->unflushed)
+		mt_err("%llu of the events lost were left in a CPU's batch at "
+		       "the stop: a program there was amid an event through "
+		       "every flush of the drain",
+		       (unsigned long long)tr->unflushed);
+}
+
 static void print_header(struct mt_tracer *tr)
 {
 	fprintf(tr->out, "# memtrace-bpf %s:", MT_VERSION);
@@ -225,6 +245,7 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 		       "may show as unpaired",
 		       (unsigned long long)tr->late_events);
 	report_lost(tr);
+	report_lost_causes(tr);
 	return 0;
 }
 
