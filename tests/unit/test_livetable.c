@@ -448,6 +448,64 @@ static void test_random_against_reference(void **state)
 	mt_live_free(t);
 }
 
+static void count_removed(const struct mt_live *e, void *ctx)
+{
+	struct sum *s = ctx;
+
+	/* handed over once out of the table, as the session's forget wants */
+	assert_int_equal(e->pid, 2);
+	s->n++;
+	s->size += e->size;
+	s->ptr_xor ^= e->ptr;
+}
+
+/*
+ * Every entry of one process removed at once (its exec), from a crowded
+ * table whose clusters wrap around its end: the others all stay findable.
+ */
+static void test_remove_pid(void **state)
+{
+	const size_t n = 1500;
+	struct mt_livetable *t = mt_live_new(n);
+	struct sum s = { 0 }, want = { 0 };
+	struct mt_live e, out;
+
+	assert_non_null(t);
+	for (size_t i = 0; i < n; i++) {
+		e = entry(1 + (__u32)(i % 3), MT_SP_CUDART + (__u16)(i % 2),
+			  0x7f0000000000ULL + (__u64)i * 4096, i + 1);
+		assert_int_equal(mt_live_insert(t, &e), 0);
+		if (e.pid == 2) {
+			want.n++;
+			want.size += e.size;
+			want.ptr_xor ^= e.ptr;
+		}
+	}
+	assert_int_equal(mt_live_remove_pid(t, 2, count_removed, &s), want.n);
+	assert_int_equal(s.n, want.n);
+	assert_int_equal(s.size, want.size);
+	assert_int_equal(s.ptr_xor, want.ptr_xor);
+	assert_int_equal(mt_live_count(t), n - want.n);
+	for (size_t i = 0; i < n; i++) {
+		__u32 pid = 1 + (__u32)(i % 3);
+		__u64 ptr = 0x7f0000000000ULL + (__u64)i * 4096;
+		bool hit = mt_live_remove(t, pid, MT_SP_CUDART + (__u16)(i % 2),
+					  ptr, &out);
+
+		if (hit != (pid != 2))
+			fail_msg("entry %zu of pid %u: %s", i, pid,
+				 hit ? "still there" : "lost");
+		if (hit)
+			assert_int_equal(out.size, i + 1);
+	}
+	assert_int_equal(mt_live_count(t), 0);
+	/* none left: nothing handed over */
+	s = (struct sum){ 0 };
+	assert_int_equal(mt_live_remove_pid(t, 2, count_removed, &s), 0);
+	assert_int_equal(s.n, 0);
+	mt_live_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -461,6 +519,7 @@ int main(void)
 		cmocka_unit_test(test_stats),
 		cmocka_unit_test(test_growth),
 		cmocka_unit_test(test_random_against_reference),
+		cmocka_unit_test(test_remove_pid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -138,23 +138,13 @@ static void note_series(struct frag_dev *d, __u64 ts, __u64 waste)
 	d->filled = b;
 }
 
-void mt_frag_event(struct mt_frag *f, const struct mt_call *r,
-		   const char *phase)
+/* the allocator of d holds allocated and reserved from ts on */
+static void frag_point(struct frag_dev *d, __u64 ts, __u64 allocated,
+		       __u64 reserved, const char *phase)
 {
-	__u64 ts = r->ev->ts, waste;
-	struct frag_dev *d;
-	double ratio;
+	__u64 waste = reserved > allocated ? reserved - allocated : 0;
+	double ratio = reserved ? (double)waste / (double)reserved : 0.0;
 
-	/* CPU reports (MapAllocator) carry no totals worth the name */
-	if (!r->has_totals || r->dev_type != MT_DT_CUDA)
-		return;
-	d = frag_dev(f, r->ev->pid, r->dev_index);
-	if (!d) {
-		f->untracked++;
-		return;
-	}
-	waste = r->reserved > r->allocated ? r->reserved - r->allocated : 0;
-	ratio = r->reserved ? (double)waste / (double)r->reserved : 0.0;
 	if (!d->events) {
 		d->first_ts = ts;
 		d->width = FRAG_W0;
@@ -179,20 +169,43 @@ void mt_frag_event(struct mt_frag *f, const struct mt_call *r,
 	if (waste > d->max_waste || !d->events) {
 		d->max_waste = waste;
 		d->max_waste_ts = ts;
-		d->max_waste_reserved = r->reserved;
+		d->max_waste_reserved = reserved;
 	}
 	if (ratio > d->max_ratio || !d->events) {
 		d->max_ratio = ratio;
 		d->max_ratio_ts = ts;
-		d->max_ratio_reserved = r->reserved;
+		d->max_ratio_reserved = reserved;
 	}
-	d->events++;
 	d->last_ts = ts;
 	d->waste = waste;
 	d->ratio = ratio;
-	d->allocated = r->allocated;
-	d->reserved = r->reserved;
+	d->allocated = allocated;
+	d->reserved = reserved;
 	d->phase = phase;
+}
+
+void mt_frag_event(struct mt_frag *f, const struct mt_call *r,
+		   const char *phase)
+{
+	struct frag_dev *d;
+
+	/* CPU reports (MapAllocator) carry no totals worth the name */
+	if (!r->has_totals || r->dev_type != MT_DT_CUDA)
+		return;
+	d = frag_dev(f, r->ev->pid, r->dev_index);
+	if (!d) {
+		f->untracked++;
+		return;
+	}
+	frag_point(d, r->ev->ts, r->allocated, r->reserved, phase);
+	d->events++;
+}
+
+void mt_frag_exec(struct mt_frag *f, __u32 pid, __u64 ts)
+{
+	for (int i = 0; i < f->ndevs; i++)
+		if (f->devs[i].pid == pid && f->devs[i].events)
+			frag_point(&f->devs[i], ts, 0, 0, f->devs[i].phase);
 }
 
 static double since(__u64 ts, __u64 t0)

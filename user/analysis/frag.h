@@ -20,6 +20,12 @@ void mt_frag_free(struct mt_frag *f);
 void mt_frag_event(struct mt_frag *f, const struct mt_call *r,
 		   const char *phase);
 
+/*
+ * Process pid ran execve at ts: its allocators are gone, and from then on
+ * hold nothing (no event: the counts stay those of c10's reports)
+ */
+void mt_frag_exec(struct mt_frag *f, __u32 pid, __u64 ts);
+
 /* per device, then the emptiest segments of the live table now */
 void mt_frag_print(const struct mt_frag *f, const struct mt_livetable *live,
 		   __u64 t0, FILE *out);

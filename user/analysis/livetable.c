@@ -169,6 +169,34 @@ bool mt_live_remove(struct mt_livetable *t, __u32 pid, __u16 space, __u64 ptr,
 	return true;
 }
 
+size_t mt_live_remove_pid(struct mt_livetable *t, __u32 pid,
+			  void (*fn)(const struct mt_live *e, void *ctx),
+			  void *ctx)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->cap;) {
+		struct mt_live e = t->slots[i];
+
+		if (e.pid != pid) {
+			i++;
+			continue;
+		}
+		t->slots[i].pid = 0;
+		mt_backshift(t->slots, t->cap - 1, i, slot_used, slot_hash,
+			     slot_move);
+		t->count--;
+		n++;
+		fn(&e, ctx);
+		/*
+		 * i again: the shift may have moved a later entry here. What
+		 * it moves into slots already passed (a cluster that wraps
+		 * around) comes from slots passed too: none is pid's.
+		 */
+	}
+	return n;
+}
+
 size_t mt_live_count(const struct mt_livetable *t)
 {
 	return t->count;

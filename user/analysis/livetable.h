@@ -55,6 +55,14 @@ int mt_live_insert(struct mt_livetable *t, const struct mt_live *e);
 bool mt_live_remove(struct mt_livetable *t, __u32 pid, __u16 space, __u64 ptr,
 		    struct mt_live *out);
 
+/*
+ * Remove every entry of pid (a process whose memory went at once: its
+ * exec), handing each to fn once it left the table. Returns how many.
+ */
+size_t mt_live_remove_pid(struct mt_livetable *t, __u32 pid,
+			  void (*fn)(const struct mt_live *e, void *ctx),
+			  void *ctx);
+
 size_t mt_live_count(const struct mt_livetable *t);
 
 /*

@@ -162,6 +162,43 @@ static void forget(struct mt_session *s, const struct mt_live *old)
 				old->space, -(__s64)old->size);
 }
 
+struct exec_drop {
+	struct mt_session *s;
+	struct mt_exec_freed *freed;
+};
+
+static void exec_drop(const struct mt_live *e, void *ctx)
+{
+	struct exec_drop *x = ctx;
+
+	forget(x->s, e);
+	x->freed->allocs++;
+	x->freed->bytes += e->size;
+}
+
+void mt_session_exec(struct mt_session *s, __u32 pid, __u64 ts,
+		     struct mt_exec_freed *freed)
+{
+	struct exec_drop x = { .s = s, .freed = freed };
+
+	*freed = (struct mt_exec_freed){ 0 };
+	mt_live_remove_pid(s->live, pid, exec_drop, &x);
+	mt_summary_exec(&s->sum, pid);
+	mt_frag_exec(s->frag, pid, ts);
+	if (ts > s->last_ts)
+		s->last_ts = ts;
+}
+
+void mt_session_print_exec(FILE *out, __u32 pid, const char *comm,
+			   const char *exe, const struct mt_exec_freed *freed)
+{
+	fprintf(out,
+		"# exec pid=%u: now %.*s (%s): what it held before is freed: "
+		"allocs=%" PRIu64 " bytes=%" PRIu64 "\n",
+		pid, MT_COMM_LEN - 1, comm, exe, (uint64_t)freed->allocs,
+		(uint64_t)freed->bytes);
+}
+
 /* e had no room in the live table: each figure it is missing from says so */
 static void untracked(struct mt_session *s, const struct mt_live *e)
 {

@@ -99,6 +99,28 @@ void mt_session_free(struct mt_session *s);
 bool mt_session_event(struct mt_session *s, struct mt_call *r,
 		      struct mt_site *site);
 
+/* what an exec freed: the live allocations of the image it ended */
+struct mt_exec_freed {
+	__u64 allocs, bytes;
+};
+
+/*
+ * Process pid ran execve at ts (MT_K_EXEC): everything its old image held
+ * is gone. Its live allocations go as if each were freed then, so that
+ * every figure follows (current bytes, its modules' own, the live list,
+ * leaks, fragmentation; peaks stay); c10's totals of its old allocator go
+ * to 0. No event is counted. *freed says what went.
+ */
+void mt_session_exec(struct mt_session *s, __u32 pid, __u64 ts,
+		     struct mt_exec_freed *freed);
+
+/*
+ * The line that tells it, live and in a record read back: pid runs comm
+ * (the program exe) now, and what it held is freed
+ */
+void mt_session_print_exec(FILE *out, __u32 pid, const char *comm,
+			   const char *exe, const struct mt_exec_freed *freed);
+
 /* the steps process pid finished so far */
 __u32 mt_session_step(const struct mt_session *s, __u32 pid);
 

@@ -163,6 +163,16 @@ void mt_summary_live(struct mt_summary *s, __u32 pid, enum mt_dev_type type,
 	d->peak = max_u64(d->peak, d->cur);
 }
 
+void mt_summary_exec(struct mt_summary *s, __u32 pid)
+{
+	for (size_t i = 0; i < s->ndevs; i++) {
+		struct mt_dev_stat *d = &s->devs[i];
+
+		if (d->pid == pid && d->space == MT_SP_C10)
+			d->allocated = d->reserved = 0;
+	}
+}
+
 void mt_summary_untracked(struct mt_summary *s, __u32 pid,
 			  enum mt_dev_type type, int index, enum mt_space space,
 			  __u64 size)

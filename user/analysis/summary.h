@@ -149,6 +149,13 @@ void mt_summary_attrib(struct mt_summary *s, const struct mt_call *r,
  */
 void mt_summary_own(struct mt_summary *s, const struct mt_live *e, __s64 delta);
 
+/*
+ * Process pid ran execve: the caching allocator of its old image is gone,
+ * and with it what c10 said it held (allocated, reserved: 0; the peaks
+ * stay). The bytes of its other accounts go with their live allocations.
+ */
+void mt_summary_exec(struct mt_summary *s, __u32 pid);
+
 /* a free that matched no live allocation (after mt_summary_event saw it) */
 void mt_summary_unmatched_free(struct mt_summary *s, const struct mt_call *r);
 
