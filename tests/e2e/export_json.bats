@@ -251,7 +251,7 @@ EOF
 	[ "$(wc -l <<<"$w")" -eq 1 ]
 	bytes=$(sed -nE 's/^# event c10:cpu_alloc count=[0-9]+ bytes=([0-9]+)$/\1/p' "$BATS_FILE_TMPDIR/report.out")
 	[ "$(cut -f2 <<<"$w")" -eq "$bytes" ]
-	[[ "$w" == "pid "*" cpu cpu: bytes allocated	"* ]]
+	[[ "$w" == "pid "*" cpu: bytes allocated	"* ]]
 	# frames by name, file and line, outermost first
 	"$TORCH_PY" - "$BATS_TEST_TMPDIR/ss.json" "$MODEL_PY" <<'EOF'
 import json, sys
@@ -278,7 +278,7 @@ EOF
 	peak=$(sed -nE 's/^# device pid=[0-9]+ dev=cpu source=cpu current=[0-9]+ peak=([0-9]+)$/\1/p' "$BATS_FILE_TMPDIR/report.out")
 	[ "$(cut -f2 <<<"$w")" -eq "$peak" ]
 	# the peak view of the report: the same bytes
-	grep -qE "^# peak pid=[0-9]+ cpu cpu allocated: .* bytes=$peak " "$BATS_FILE_TMPDIR/report.out"
+	grep -qE "^# peak pid=[0-9]+ cpu allocated: .* bytes=$peak " "$BATS_FILE_TMPDIR/report.out"
 	"$TORCH_PY" - "$BATS_TEST_TMPDIR/ss.json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -240,7 +240,7 @@ PY
 		-o "$WWW/ss.json" >/dev/null
 	bytes=$(sed -nE 's/^# event c10:cpu_alloc count=[0-9]+ bytes=([0-9]+)$/\1/p' "$BATS_FILE_TMPDIR/report.out")
 	name=$("$TORCH_PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["profiles"][0]["name"])' "$WWW/ss.json")
-	[[ "$name" == "pid "*" cpu cpu: bytes allocated" ]]
+	[[ "$name" == "pid "*" cpu: bytes allocated" ]]
 
 	# the time-ordered flame chart: the file's name in the title, the
 	# profile's above the chart, which WebGL draws in colour

@@ -126,7 +126,7 @@ EOF
 @test "--at is what was alive then, in report, speedscope and folded alike" {
 	local d=$BATS_TEST_TMPDIR
 	"$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --keys --at 1.5 >"$d/r.out"
-	bytes=$(sed -nE 's/^# at pid=[0-9]+ cpu cpu allocated: .* bytes=([0-9]+) .*/\1/p' "$d/r.out")
+	bytes=$(sed -nE 's/^# at pid=[0-9]+ cpu allocated: .* bytes=([0-9]+) .*/\1/p' "$d/r.out")
 	[ "$bytes" -gt 0 ]
 	"$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --at 1.5 --export folded \
 		-o "$d/f.txt" >/dev/null
@@ -147,7 +147,7 @@ assert d["profiles"][0]["name"].endswith("live at 1.500 s"), d["profiles"][0]["n
 	[ "$(awk '{ s += $NF } END { print s }' "$d/p.txt")" -eq "$peak" ]
 	run "$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --keys --at peak
 	[ "$status" -eq 0 ]
-	grep -qE "^# peak pid=[0-9]+ cpu cpu allocated: .* bytes=$peak " <<<"$output"
+	grep -qE "^# peak pid=[0-9]+ cpu allocated: .* bytes=$peak " <<<"$output"
 }
 
 @test "--at past the end of the trace is an error naming its length" {

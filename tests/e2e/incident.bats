@@ -48,7 +48,7 @@ section() {
 @test "the peak view sums to the peak and names its largest allocation's owner" {
 	trace_model --steps 3
 	read -r _ line bytes < <(grep '^spike ' "$MODEL")
-	peak=$(section "$TRACE" "^# peak pid=$fx_PID cpu cpu allocated: ")
+	peak=$(section "$TRACE" "^# peak pid=$fx_PID cpu allocated: ")
 	echo "$peak"
 	title=$(head -1 <<<"$peak")
 	total=$(sed -nE 's/.* at [0-9.]+ s \(event [0-9]+\) bytes=([0-9]+) .*/\1/p' <<<"$title")
@@ -169,7 +169,7 @@ section() {
 
 # the peak title of process $fx_PID's CPU account in $TRACE
 peak_title() {
-	grep "^# peak pid=$fx_PID cpu cpu allocated: " "$TRACE"
+	grep "^# peak pid=$fx_PID cpu allocated: " "$TRACE"
 }
 
 @test "--max-live overflow marks the peak incomplete and advises a size that holds it" {

@@ -78,7 +78,7 @@ PY
 	cat "$OUT"
 	# from the keys: the (module, first frame outside torch) holding most
 	want=$(awk '
-		/^# peak pid=.* cpu cpu / { on = 1; next }
+		/^# peak pid=.* cpu allocated: / { on = 1; next }
 		on && /^#   [0-9]/ { for (i = 2; i <= NF; i++) { split($i, kv, "=")
 				if (kv[1] == "bytes") b = kv[2]; if (kv[1] == "module") m = kv[2] }
 			g = 1; next }

@@ -393,7 +393,7 @@ static void test_accounts(void **state)
 		"# peak pid=1 host pinned page-locked: 4.00 KiB at 0.004 s "
 		"(event 4) bytes=4096 groups=1 sum=4096\n"
 		"#   ... 1 more group: 4.00 KiB bytes=4096 count=1\n"
-		"# peak pid=1 cpu cpu allocated: 1.50 KiB at 0.005 s "
+		"# peak pid=1 cpu allocated: 1.50 KiB at 0.005 s "
 		"(event 5) bytes=1536 groups=1 sum=1536\n"
 		"#   ... 1 more group: 1.50 KiB bytes=1536 count=1\n"
 		"# peak pid=2 cuda:0 c10 allocated: 10 B at 0.001 s "

@@ -52,10 +52,11 @@ static void print_state(const struct mt_call *r, struct mt_summary *sum,
 		if (s->pid != r->ev->pid || s->type != r->dev_type ||
 		    (r->dev_index >= 0 && s->index != r->dev_index))
 			continue;
-		mt_format_dev(dev, sizeof(dev), s->type, s->index);
+		mt_format_account(dev, sizeof(dev), s->type, s->index,
+				  s->space);
 		if (s->space == MT_SP_C10)
 			fprintf(out,
-				"#   state %s c10: allocated=%s reserved=%s "
+				"#   state %s: allocated=%s reserved=%s "
 				"peak allocated=%s peak reserved=%s\n",
 				dev,
 				mt_format_bytes(a, sizeof(a), s->allocated),
@@ -65,8 +66,7 @@ static void print_state(const struct mt_call *r, struct mt_summary *sum,
 				mt_format_bytes(d, sizeof(d),
 						s->reserved_peak));
 		else if (s->space != MT_SP_VAMAP)
-			fprintf(out, "#   state %s %s: live=%s peak=%s\n", dev,
-				mt_space_name(s->space),
+			fprintf(out, "#   state %s: live=%s peak=%s\n", dev,
 				mt_format_bytes(a, sizeof(a), s->cur),
 				mt_format_bytes(b, sizeof(b), s->peak));
 	}

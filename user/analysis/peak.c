@@ -495,14 +495,15 @@ static void print_account(const struct view *v, const struct account *a,
 	__u64 sum = v->unfit_bytes[idx], rest = 0, rest_count = 0;
 	double at = a->peak_ts > c->t0 ? (double)(a->peak_ts - c->t0) / 1e9 : 0;
 	FILE *out = c->out;
-	char dev[32], b[32];
+	char acct[64], b[32];
 
 	for (i = 0; i < n; i++)
 		sum += g[i].bytes;
-	fprintf(out, "# %s pid=%u %s %s %s: %s at %.3f s", c->tag, a->pid,
-		mt_format_dev(dev, sizeof(dev), a->dev_type, a->dev),
-		mt_space_name(a->space), space_role(a->space),
-		mt_format_bytes(b, sizeof(b), a->peak), at);
+	fprintf(out, "# %s pid=%u %s %s: %s at %.3f s", c->tag, a->pid,
+		mt_format_account(acct, sizeof(acct), a->dev_type, a->dev,
+				  a->space),
+		space_role(a->space), mt_format_bytes(b, sizeof(b), a->peak),
+		at);
 	if (!v->own)
 		fprintf(out, " (event %" PRIu64 ")", (uint64_t)a->peak_seq);
 	/* a reader checks the lines below against bytes= */

@@ -313,16 +313,14 @@ static void hide_segments(struct report *rp)
 static const char *account_name(char *buf, size_t len, const struct report *rp,
 				const struct account *a)
 {
-	char dev[32], pid[32] = "";
+	char acct[64], pid[32] = "";
 
-	mt_format_dev(dev, sizeof(dev), a->dev_type, a->dev);
 	if (rp->many_pids)
 		snprintf(pid, sizeof(pid), " pid %u", a->pid);
-	if (a->space == MT_SP_CPU)
-		snprintf(buf, len, "%s%s", dev, pid);
-	else
-		snprintf(buf, len, "%s %s%s", dev, mt_space_name(a->space),
-			 pid);
+	snprintf(buf, len, "%s%s",
+		 mt_format_account(acct, sizeof(acct), a->dev_type, a->dev,
+				   a->space),
+		 pid);
 	return buf;
 }
 

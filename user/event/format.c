@@ -51,6 +51,19 @@ const char *mt_format_dev(char *buf, size_t len, enum mt_dev_type type,
 	return buf;
 }
 
+const char *mt_format_account(char *buf, size_t len, enum mt_dev_type type,
+			      int index, enum mt_space space)
+{
+	char dev[32];
+
+	mt_format_dev(dev, sizeof(dev), type, index);
+	if (space == MT_SP_CPU)
+		snprintf(buf, len, "%s", dev);
+	else
+		snprintf(buf, len, "%s %s", dev, mt_space_name(space));
+	return buf;
+}
+
 const char *mt_byte_unit(double *v)
 {
 	static const char *const units[] = { "B",   "KiB", "MiB",

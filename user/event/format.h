@@ -32,6 +32,14 @@ const char *mt_format_dev(char *buf, size_t len, enum mt_dev_type type,
 			  int index);
 
 /*
+ * A memory account, its device then its layer: "cuda:0 c10", "host
+ * pinned"; CPU tensor memory is "cpu" alone, the device and the layer
+ * having one name.
+ */
+const char *mt_format_account(char *buf, size_t len, enum mt_dev_type type,
+			      int index, enum mt_space space);
+
+/*
  * bytes for people, three significant digits at most above 1023 bytes:
  * "512 B", "1.99 MiB", "16.6 GiB", "977 KiB". Writes at most len bytes
  * into buf (truncated if short; 32 always fits) and returns buf.

@@ -393,22 +393,20 @@ static int by_account_then_weight(const void *pa, const void *pb)
 static void profile_name(const struct speedscope *x, const struct account *a,
 			 __u64 t0, char *buf, size_t len)
 {
-	char dev[32], b[32];
+	char acct[64], b[32];
 
-	mt_format_dev(dev, sizeof(dev), (enum mt_dev_type)a->dev_type, a->dev);
+	mt_format_account(acct, sizeof(acct), (enum mt_dev_type)a->dev_type,
+			  a->dev, (enum mt_space)a->space);
 	if (x->at_peak)
-		snprintf(buf, len,
-			 "pid %u %s %s: live at the peak, %s at %.3f s", a->pid,
-			 dev, mt_space_name((enum mt_space)a->space),
-			 mt_format_bytes(b, sizeof(b), a->peak),
+		snprintf(buf, len, "pid %u %s: live at the peak, %s at %.3f s",
+			 a->pid, acct, mt_format_bytes(b, sizeof(b), a->peak),
 			 a->peak_ts > t0 ? (double)(a->peak_ts - t0) / 1e9 :
 					   0.0);
 	else if (x->at_time)
-		snprintf(buf, len, "pid %u %s %s: live at %.3f s", a->pid, dev,
-			 mt_space_name((enum mt_space)a->space), x->at);
+		snprintf(buf, len, "pid %u %s: live at %.3f s", a->pid, acct,
+			 x->at);
 	else
-		snprintf(buf, len, "pid %u %s %s: bytes allocated", a->pid, dev,
-			 mt_space_name((enum mt_space)a->space));
+		snprintf(buf, len, "pid %u %s: bytes allocated", a->pid, acct);
 }
 
 /* one profile: v[0..n) are the weighed groups of account a */
