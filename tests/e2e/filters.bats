@@ -111,6 +111,25 @@ EOF
 	done
 }
 
+@test "--size MIN,MAX keeps both bounds, 0 like any other size" {
+	# exactly one size: the first allocation's, and 0 (c10's CPU allocator
+	# is asked for empty tensors: ptr=0x0 size=0), as script shows them
+	first=$(sed -nE 's/.*: c10:cpu_alloc: .* size=([0-9]+) .*/\1/p' \
+		"$BATS_FILE_TMPDIR/all.script" | head -1)
+	for size in "$first" 0; do
+		n=$(grep -cE ": c10:cpu_alloc: .* size=$size " "$BATS_FILE_TMPDIR/all.script")
+		[ "$n" -gt 0 ]
+		run "$MT" script -i "$BATS_FILE_TMPDIR/t.mtb" --no-stack --size "$size,$size"
+		echo "--size $size,$size: $status, ${#lines[@]} lines, $n wanted"
+		[ "$status" -eq 0 ]
+		[ "$(grep -c ': c10:cpu_alloc: ' <<<"$output")" -eq "$n" ]
+		! grep ': c10:cpu_alloc: ' <<<"$output" | grep -v " size=$size "
+	done
+	run "$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --keys --size 0,0
+	[ "$status" -eq 0 ]
+	grep -qE '^# filter size=0,0 passed=[1-9]' <<<"$output"
+}
+
 @test "a window counts what was made before it and freed inside it, by name" {
 	run "$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --keys --time 1,2
 	[ "$status" -eq 0 ]

@@ -261,6 +261,41 @@ static void test_check_event(void **state)
 	assert_non_null(strstr(err, "no such event kind"));
 }
 
+/* --size MIN,MAX: both bounds kept, 0 among them (--size 0,0) */
+static void test_size_bounds(void **state)
+{
+	struct mt_filter_conf c = { .has_size = true, .has_size_max = true };
+	struct mt_filter *f = mt_filter_new(&c, 8);
+	char buf[256] = { 0 };
+	FILE *out = fmemopen(buf, sizeof(buf) - 1, "w");
+	struct ev e;
+
+	assert_non_null(f);
+	assert_non_null(out);
+	assert_true(pass(f, alloc_ev(&e, 1, 1, 0x10, 0, "m", "forward"), 0, 0));
+	assert_false(
+		pass(f, alloc_ev(&e, 1, 1, 0x20, 1, "m", "forward"), 0, 0));
+	mt_filter_print_settings(f, out);
+	assert_int_equal(fclose(out), 0);
+	assert_string_equal(buf, " size=0,0");
+	mt_filter_free(f);
+
+	c = (struct mt_filter_conf){ .has_size = true,
+				     .has_size_max = true,
+				     .size_min = 8,
+				     .size_max = 16 };
+	f = mt_filter_new(&c, 8);
+	assert_non_null(f);
+	assert_false(
+		pass(f, alloc_ev(&e, 1, 1, 0x10, 7, "m", "forward"), 0, 0));
+	assert_true(pass(f, alloc_ev(&e, 1, 1, 0x20, 8, "m", "forward"), 0, 0));
+	assert_true(
+		pass(f, alloc_ev(&e, 1, 1, 0x30, 16, "m", "forward"), 0, 0));
+	assert_false(
+		pass(f, alloc_ev(&e, 1, 1, 0x40, 17, "m", "forward"), 0, 0));
+	mt_filter_free(f);
+}
+
 static void test_print(void **state)
 {
 	struct mt_filter_conf c = {
@@ -295,6 +330,7 @@ int main(void)
 		cmocka_unit_test(test_unseen_free),
 		cmocka_unit_test(test_untracked),
 		cmocka_unit_test(test_check_event),
+		cmocka_unit_test(test_size_bounds),
 		cmocka_unit_test(test_print),
 	};
 

@@ -152,7 +152,7 @@ static bool attributes(const struct mt_filter_conf *c, const struct mt_call *r,
 		return false;
 	if (c->has_size &&
 	    (r->size_state != MT_SIZE_KNOWN || r->size < c->size_min ||
-	     (c->size_max && r->size > c->size_max)))
+	     (c->has_size_max && r->size > c->size_max)))
 		return false;
 	return true;
 }
@@ -271,7 +271,7 @@ void mt_filter_print_settings(const struct mt_filter *f, FILE *out)
 	print_list_str(out, "event", c->events, c->nevents);
 	if (c->has_size) {
 		fprintf(out, " size=%" PRIu64 ",", (uint64_t)c->size_min);
-		if (c->size_max)
+		if (c->has_size_max)
 			fprintf(out, "%" PRIu64, (uint64_t)c->size_max);
 	}
 }

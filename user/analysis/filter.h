@@ -44,8 +44,8 @@ struct mt_filter_conf {
 	const char *phase;
 	const char *events[MT_FILTER_MAX_VALUES]; /* allocating kinds */
 	size_t nevents;
-	/* --size MIN[,MAX]: bytes, max 0: none */
-	bool has_size;
+	/* --size MIN[,MAX]: bytes, both included; MAX only with has_size_max */
+	bool has_size, has_size_max;
 	__u64 size_min, size_max;
 };
 

@@ -615,9 +615,11 @@ static void parse_size_range(struct argp_state *state, struct mt_options *o,
 	if (hi && (!*hi || strchr(hi, ',')))
 		bad(state, "size range (MIN[,MAX])", copy);
 	f->has_size = true;
+	f->has_size_max = hi != NULL;
+	/* 0 is a size like any other: --size 0,0 keeps empty allocations */
 	f->size_min = *lo ? parse_size(state, "size", lo, 1, 0) : 0;
-	f->size_max = hi ? parse_size(state, "size", hi, 1, 1) : 0;
-	if (f->size_max && f->size_max < f->size_min) {
+	f->size_max = hi ? parse_size(state, "size", hi, 1, 0) : 0;
+	if (f->has_size_max && f->size_max < f->size_min) {
 		mt_err("--size %s: MIN is above MAX", copy);
 		exit(2);
 	}
