@@ -273,6 +273,23 @@ refused() {
 	[ "$output" = "memtrace-bpf: give one of -p PID, --children PID, --all or -- COMMAND (see --help)" ]
 }
 
+@test "a record named without -i: the error says how to read it" {
+	cd "$BATS_TEST_TMPDIR"
+	: >r.mtb
+	for mode in report script estimate; do
+		run "$MT" "$mode" r.mtb
+		[ "$status" -eq 2 ]
+		[ "$output" = "memtrace-bpf: 'r.mtb' is not a command; to read it: memtrace-bpf $mode -i r.mtb" ]
+	done
+	run "$MT" r.mtb
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: 'r.mtb' is not a command; to read a record: memtrace-bpf report -i r.mtb (a program to trace goes after --)" ]
+	# no such file: a mistyped mode, as before
+	run "$MT" report s.mtb
+	[ "$status" -eq 2 ]
+	[[ "$output" == "memtrace-bpf: 's.mtb' is not a command (trace, "* ]]
+}
+
 @test "--export twice is refused with both named" {
 	run "$MT" -p 99999999 --export json --export perfetto -o x
 	[ "$status" -eq 2 ]

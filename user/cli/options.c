@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <linux/types.h>
 #include "analysis/sample.h"
 #include "export/export.h"
@@ -1204,8 +1205,25 @@ static error_t parse_foreign(int key, char *arg, struct argp_state *state)
 static void not_a_command(const struct parse_ctx *x, const char *word)
 {
 	char modes[128];
+	struct stat st;
 	size_t n = 0;
 
+	/* a record named as perf report takes one, without -i */
+	if (!x->o->input && !stat(word, &st) && S_ISREG(st.st_mode)) {
+		if (x->cmd->opts & MT_OPTS_INPUT) {
+			mt_err("'%s' is not a command; to read it: "
+			       "memtrace-bpf %s -i %s",
+			       word, mode_name(x->cmd), word);
+			exit(2);
+		}
+		if (!x->cmd->name) {
+			mt_err("'%s' is not a command; to read a record: "
+			       "memtrace-bpf report -i %s (a program to "
+			       "trace goes after --)",
+			       word, word);
+			exit(2);
+		}
+	}
 	modes[0] = '\0';
 	for (size_t i = 0; i < x->ncmds && n < sizeof(modes); i++) {
 		int w = snprintf(modes + n, sizeof(modes) - n, "%s%s",
