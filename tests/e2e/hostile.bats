@@ -9,6 +9,7 @@ teardown() {
 	[ -n "${CMD_PID:-}" ] && kill -9 "$CMD_PID" 2>/dev/null || true
 	[ -n "${SLOW_PID:-}" ] && kill "$SLOW_PID" 2>/dev/null || true
 	[ -n "${fx_PID:-}" ] && kill -9 "$fx_PID" 2>/dev/null || true
+	[ -n "${SUDO_DIR:-}" ] && rm -rf "$SUDO_DIR" || true
 }
 
 # state PID: the one-letter state of PID (R, S, T...), empty once it is gone
@@ -515,6 +516,42 @@ refused() {
 		[ "$(stat -c %a "$d/$f")" = 600 ]
 	done
 	[ "$(stat -c %a "$d/m.prom")" = 644 ]
+}
+
+@test "under sudo, records and outputs are the user's who ran it: report reads them without root" {
+	# the bats run's folders are root's alone: a sticky one nobody reaches
+	SUDO_DIR=$(mktemp -d /tmp/memtrace-sudo.XXXXXX)
+	chmod 1777 "$SUDO_DIR"
+	local d=$SUDO_DIR
+	local -a sudo_env=(env SUDO_USER=nobody SUDO_UID=65534 SUDO_GID=65534)
+	"${sudo_env[@]}" "$MT" record -q -d 2 -o "$d/t.mtb" -- sleep 0.2
+	"${sudo_env[@]}" "$MT" --keys -q -d 2 -o "$d/out.txt" -- sleep 0.2
+	"${sudo_env[@]}" "$MT" --keys -q -d 2 --export json -o "$d/t.json" -- sleep 0.2
+	"${sudo_env[@]}" "$MT" report --keys -i "$d/t.mtb" -o "$d/report.txt"
+	"${sudo_env[@]}" "$MT" --keys -q -d 2 --metrics-file "$d/m.prom" -- sleep 0.2
+	for f in t.mtb out.txt t.json report.txt; do
+		echo "$f: $(stat -c %u:%g:%a "$d/$f")"
+		[ "$(stat -c %u:%g:%a "$d/$f")" = 65534:65534:600 ]
+	done
+	[ "$(stat -c %u:%g:%a "$d/m.prom")" = 65534:65534:644 ]
+	# as the user, with no capability: the README's "no root needed"
+	run setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+		"$MT" report -i "$d/t.mtb"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q '^memtrace-bpf report: 0.[0-9]* s traced, ' <<<"$output"
+	# their file, made for them before, is written over under sudo again
+	"${sudo_env[@]}" "$MT" --keys -q -d 2 -o "$d/out.txt" -- sleep 0.2
+	grep -q '^# summary ' "$d/out.txt"
+	# and a link they plant is still refused
+	ln -s /etc/shadow "$d/planted.mtb"
+	chown -h nobody "$d/planted.mtb"
+	run "${sudo_env[@]}" "$MT" record -q -d 2 -o "$d/planted.mtb" -- sleep 0.2
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"planted.mtb: is a symbolic link; refusing to follow it"* ]]
+	# without sudo's variables, root's as before
+	"$MT" record -q -d 2 -o "$d/root.mtb" -- sleep 0.2
+	[ "$(stat -c %u "$d/root.mtb")" = 0 ]
 }
 
 # a TCP port free on loopback now

@@ -623,8 +623,8 @@ static void remove_stale(const char *tmp)
 {
 	struct stat st;
 
-	if (!lstat(tmp, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-	    st.st_nlink == 1)
+	if (!lstat(tmp, &st) && S_ISREG(st.st_mode) &&
+	    mt_output_ours(st.st_uid) && st.st_nlink == 1)
 		(void)unlink(tmp); /* if it fails, the create says why */
 }
 

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "lib/err.h"
 #include "lib/outfile.h"
 
 #define REFUSE_HINT "(remove it or choose another path)"
@@ -43,10 +46,54 @@ static int open_dir(const char *path, const char **base)
 	return open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
+/* an id sudo put in the environment: a plain decimal number, or false */
+static bool env_id(const char *name, unsigned int *id)
+{
+	const char *s = getenv(name);
+	unsigned long v;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v >= UINT_MAX)
+		return false;
+	*id = (unsigned int)v;
+	return true;
+}
+
+/*
+ * Run as root by sudo: the user who ran it (SUDO_UID, SUDO_GID), to whom
+ * the files we make go, so that they read a record without root. False
+ * when not root or not under sudo.
+ */
+static bool sudo_user(uid_t *uid, gid_t *gid)
+{
+	unsigned int u, g;
+
+	if (geteuid() != 0 || !env_id("SUDO_UID", &u) ||
+	    !env_id("SUDO_GID", &g))
+		return false;
+	*uid = (uid_t)u;
+	*gid = (gid_t)g;
+	return true;
+}
+
+bool mt_output_ours(uid_t uid)
+{
+	uid_t sudo_uid;
+	gid_t sudo_gid;
+
+	return uid == geteuid() ||
+	       (sudo_user(&sudo_uid, &sudo_gid) && uid == sudo_uid);
+}
+
 /*
  * The kernel's protected_regular and protected_fifos, for root as well: in
  * a directory where anyone may create a file but only its owner remove
- * it, a file someone else made there is not ours to empty.
+ * it, a file someone else made there is not ours to empty. Under sudo the
+ * user who ran it is us: their file may be one we made for them before.
  */
 static const char *refusal(const struct stat *dir, const struct stat *st)
 {
@@ -54,13 +101,28 @@ static const char *refusal(const struct stat *dir, const struct stat *st)
 
 	if (!sticky)
 		return NULL;
-	if (st->st_uid != geteuid() && st->st_uid != dir->st_uid)
+	if (!mt_output_ours(st->st_uid) && st->st_uid != dir->st_uid)
 		return "belongs to another user in a world-writable sticky "
 		       "directory; refusing to overwrite it " REFUSE_HINT;
 	if (S_ISREG(st->st_mode) && st->st_nlink > 1)
 		return "has other hard links in a world-writable sticky "
 		       "directory; refusing to overwrite it " REFUSE_HINT;
 	return NULL;
+}
+
+/*
+ * A file we just made, under sudo: the user's who ran it, as one their
+ * shell's redirection would have made. A file system that refuses (vfat,
+ * NFS squashing root) leaves it root's: said, not fatal.
+ */
+static void give_to_sudo_user(int fd, const char *path)
+{
+	uid_t uid;
+	gid_t gid;
+
+	if (sudo_user(&uid, &gid) && fchown(fd, uid, gid))
+		mt_err("%s: left to root, not given to uid %u who ran sudo: %s",
+		       path, (unsigned int)uid, strerror(errno));
 }
 
 /* an existing file at base, opened without emptying it; -errno on failure */
@@ -120,9 +182,12 @@ int mt_create_output(const char *path, mode_t mode, char *err, size_t errlen)
 			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 				    O_NOCTTY | O_CLOEXEC,
 			    mode);
-		if (fd >= 0 || errno != EEXIST) {
-			if (fd < 0)
-				fd = -errno;
+		if (fd >= 0) {
+			give_to_sudo_user(fd, path);
+			break;
+		}
+		if (errno != EEXIST) {
+			fd = -errno;
 			break;
 		}
 		fd = open_existing(dfd, base, &dir, &why);

@@ -10,7 +10,10 @@
  *   protected_regular rule, whatever the sysctl says: an existing file is
  *   truncated only if it belongs to us or to the directory's owner, and has
  *   no other hard link (a link to /etc/shadow is owned by root too);
- * - it checks the file it opened (fstat), and truncates only after that.
+ * - it checks the file it opened (fstat), and truncates only after that;
+ * - under sudo, a file it creates belongs to the user who ran sudo
+ *   (SUDO_UID, SUDO_GID), so that they read it without root; in a sticky
+ *   directory their file counts as ours.
  *
  * Only the last component is checked: the directories on the way are the
  * user's choice, as they are for the kernel's own protections.
@@ -18,6 +21,7 @@
 #ifndef __OUTFILE_H
 #define __OUTFILE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -33,6 +37,12 @@ int mt_create_output(const char *path, mode_t mode, char *err, size_t errlen);
 /* the same as a stdio stream; NULL with errno and err set on failure */
 FILE *mt_create_output_file(const char *path, mode_t mode, char *err,
 			    size_t errlen);
+
+/*
+ * Whether a file of uid is ours: our own, or under sudo the user's who ran
+ * it (whose our new files are).
+ */
+bool mt_output_ours(uid_t uid);
 
 /*
  * Records, logs and exports hold the target's command line, module and
