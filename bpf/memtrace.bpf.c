@@ -187,6 +187,18 @@ struct {
 } traced SEC(".maps");
 
 /*
+ * Every process traced, in every mode (user space adds each, and
+ * mt_fork the children of --children): an execve of one is followed
+ * (mt_exec). Unlike `traced`, it says nothing of forks.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} exec_watch SEC(".maps");
+
+/*
  * --sample-bytes: the mean number of bytes between allocations whose stack
  * is walked; 0: every event's is. The intervals are drawn from sample_gaps.
  */
@@ -1013,6 +1025,11 @@ int BPF_PROG(mt_fork, struct task_struct *parent, struct task_struct *child)
 		__sync_fetch_and_add(&lost_forks, 1);
 		return 0;
 	}
+	/*
+	 * Here, before the child can exec; user space adds it again as it
+	 * sets it up, and says so if the map is full
+	 */
+	bpf_map_update_elem(&exec_watch, &ctgid, &one, BPF_ANY);
 	e = slot_begin(&s);
 	if (e)
 		*e = (struct mt_event){ .ts = bpf_ktime_get_ns(),
@@ -1022,6 +1039,39 @@ int BPF_PROG(mt_fork, struct task_struct *parent, struct task_struct *child)
 					.kind = MT_K_FORK,
 					.args = { ptgid } };
 	/* user space sets the child up before it gets far */
+	slot_end(&s, true, true);
+	return 0;
+}
+
+/*
+ * A process in exec_watch ran execve: its new image is another program,
+ * maybe another CPython. What BPF kept for the old image goes at once: the
+ * walker's layout, with which a walk of the new image reads garbage, and
+ * the thread's vars (a device the old image set). Sent at once: user space
+ * finds what the new image runs and frees what the old one held.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(mt_exec, struct task_struct *p, pid_t old_pid,
+	     struct linux_binprm *bprm)
+{
+	__u32 tgid = p->tgid;
+	struct mt_event *e;
+	struct slot s;
+
+	if (!bpf_map_lookup_elem(&exec_watch, &tgid))
+		return 0;
+	bpf_map_delete_elem(&pyconf, &tgid);
+	bpf_task_storage_delete(&thread_vars, p);
+	e = slot_begin(&s);
+	if (e) {
+		*e = (struct mt_event){ .ts = bpf_ktime_get_ns(),
+					.pid = tgid,
+					.tid = p->pid,
+					.cpu = bpf_get_smp_processor_id(),
+					.kind = MT_K_EXEC,
+					.args = { (__u32)old_pid } };
+		__builtin_memcpy(e->comm, p->comm, sizeof(e->comm));
+	}
 	slot_end(&s, true, true);
 	return 0;
 }

@@ -135,6 +135,12 @@ struct mt_hold {
 
 /* mt_event.kind of what no probe reports: a traced process forked */
 #define MT_K_FORK 0x8000 /* pid: the child, args[0]: its parent */
+/*
+ * a traced process ran execve: pid, tid and comm are the new image's,
+ * args[0] the thread id that called it (a thread other than the leader
+ * takes the leader's id)
+ */
+#define MT_K_EXEC 0x8001
 
 /* mt_event.flags */
 #define MT_EV_RET (1u << 0) /* ret is valid */

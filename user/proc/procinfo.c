@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "proc/maps.h"
 #include "proc/procinfo.h"
 
@@ -28,6 +30,21 @@ void mt_proc_cmdline(int pid, char *buf, size_t len)
 		return;
 	mt_cmdline_parse(f, buf, len);
 	fclose(f);
+}
+
+int mt_proc_exe(int pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	if (len < 2)
+		return -ENAMETOOLONG;
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
 }
 
 void mt_join_args(char **argv, char *buf, size_t len)

@@ -19,6 +19,13 @@ void mt_proc_cmdline(int pid, char *buf, size_t len);
  */
 void mt_cmdline_parse(FILE *f, char *buf, size_t len);
 
+/*
+ * The program pid runs now into buf: /proc/PID/exe's target, as the
+ * kernel names it (a file deleted since ends in " (deleted)"). 0, or
+ * -errno (a readlink cut at len - 1 bytes is not told).
+ */
+int mt_proc_exe(int pid, char *buf, size_t len);
+
 /* argv (NULL-terminated) joined by spaces: a command not yet exec'd */
 void mt_join_args(char **argv, char *buf, size_t len);
 

@@ -41,6 +41,10 @@ struct mt_target {
 	struct mt_py *py; /* its CPython, once found */
 	struct mt_pyconf pyconf; /* as given to the BPF walker */
 	int py_tries; /* looks for CPython so far */
+	bool exec_watched; /* in the BPF map of processes whose exec is followed */
+	/* execs in the ring buffer not yet handled in time order */
+	unsigned int exec_pending;
+	bool py_soon; /* it exec'd: its CPython is looked for at each turn */
 	struct mt_modlog *modlog; /* --module-log */
 	bool ranked; /* its rank was read (at its first event) */
 	struct mt_rank rank; /* as read then */

@@ -116,6 +116,44 @@ static void clear(struct mt_pystacks *ps)
 	ps->count = 0;
 }
 
+void mt_pystacks_forget(struct mt_pystacks *ps, __u32 pid)
+{
+	struct entry *slots = calloc(ps->cap, sizeof(*slots));
+	size_t n = 0;
+
+	for (int i = 0; i < MT_MAX_ROOTS; i++)
+		if (ps->roots[i].pid == pid) {
+			ps->roots[i].module = 0;
+			ps->roots[i].name = NULL;
+		}
+	for (size_t i = 0; i < ps->nknown; i++)
+		if (ps->known_modcode[i] >> 48 != (__u16)pid)
+			ps->known_modcode[n++] = ps->known_modcode[i];
+	ps->nknown = n;
+	/* no memory for the others' entries: the cache starts over */
+	if (!slots) {
+		clear(ps);
+		return;
+	}
+	n = 0;
+	for (size_t i = 0; i < ps->cap; i++) {
+		const struct entry *e = &ps->slots[i];
+
+		if (!e->res)
+			continue;
+		if (e->pid == pid) {
+			free(e->res);
+			continue;
+		}
+		slots[mt_probe(slots, ps->cap - 1, hash_of(e->pid, e->id),
+			       slot_used, NULL, NULL)] = *e;
+		n++;
+	}
+	free(ps->slots);
+	ps->slots = slots;
+	ps->count = n;
+}
+
 void mt_pystacks_free(struct mt_pystacks *ps)
 {
 	if (!ps)

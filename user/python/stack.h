@@ -59,6 +59,12 @@ const struct mt_pyresolved *mt_pystacks_get(struct mt_pystacks *ps,
 					    struct mt_py *py, __u32 pid,
 					    __u64 stack_id, bool truncated);
 
+/*
+ * Process pid ran execve: the stacks resolved for it, the code objects
+ * found to call modules and its root module belonged to its old image.
+ */
+void mt_pystacks_forget(struct mt_pystacks *ps, __u32 pid);
+
 /* the name given to process pid's root module (NULL: none seen yet) */
 const char *mt_pystacks_root(struct mt_pystacks *ps, __u32 pid);
 

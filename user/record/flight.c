@@ -403,13 +403,12 @@ static __u32 note_free(struct mt_flight *f, __u64 key)
 	return pin;
 }
 
-void mt_flight_event(struct mt_flight *f, const struct mt_event *ev,
-		     bool default0, const struct mt_call *r,
-		     const struct mt_site *site)
+/* ev into the ring, the oldest leaving it as they must; NULL: no memory */
+static struct fl_ent *push(struct mt_flight *f, const struct mt_event *ev,
+			   bool default0, const struct mt_site *site)
 {
 	const struct mt_flight_conf *c = f->dir->c;
 	struct fl_ent *e;
-	__u64 seq;
 
 	/* out of the window by age; by the memory cap, counted */
 	while (f->n && c->window_ns &&
@@ -422,11 +421,22 @@ void mt_flight_event(struct mt_flight *f, const struct mt_event *ev,
 	}
 	if (ring_room(f)) {
 		f->no_memory = true;
-		return;
+		return NULL;
 	}
-	seq = f->seq0 + f->n;
 	e = &f->ring[(f->head + f->n) % f->cap];
 	*e = (struct fl_ent){ .ev = *ev, .site = site, .default0 = default0 };
+	return e;
+}
+
+void mt_flight_event(struct mt_flight *f, const struct mt_event *ev,
+		     bool default0, const struct mt_call *r,
+		     const struct mt_site *site)
+{
+	struct fl_ent *e = push(f, ev, default0, site);
+	__u64 seq = f->seq0 + f->n;
+
+	if (!e)
+		return;
 	if (r->has_ptr && !r->failed && r->role == MT_ROLE_ALLOC) {
 		e->what = FL_ALLOC;
 		e->key = key_of(r);
@@ -437,6 +447,25 @@ void mt_flight_event(struct mt_flight *f, const struct mt_event *ev,
 		e->victim = note_free(f, e->key);
 	}
 	f->n++;
+}
+
+void mt_flight_exec(struct mt_flight *f, const struct mt_event *ev,
+		    const struct mt_site *site)
+{
+	/*
+	 * Every allocation of the old image is freed: those whose event is
+	 * in the window by the exec, which a dump replays after them; those
+	 * kept from before the window go now, so that no dump shows them
+	 * alive (nor, while the exec is in the window, alive at its start)
+	 */
+	for (size_t i = 0; i < f->live_cap; i++)
+		if (f->live[i].key && f->live[i].pin)
+			unpin(f, f->live[i].pin);
+	if (f->live_cap)
+		memset(f->live, 0, f->live_cap * sizeof(*f->live));
+	f->live_n = 0;
+	if (push(f, ev, false, site))
+		f->n++;
 }
 
 size_t mt_flight_events(const struct mt_flight *f)

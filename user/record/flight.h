@@ -62,6 +62,13 @@ void mt_flight_event(struct mt_flight *f, const struct mt_event *ev,
 		     const struct mt_site *site);
 
 /*
+ * The process ran execve (ev, MT_K_EXEC; site names its new program):
+ * what its old image held is freed. The event joins the window.
+ */
+void mt_flight_exec(struct mt_flight *f, const struct mt_event *ev,
+		    const struct mt_site *site);
+
+/*
  * Write a dump of f now: tag names it in the file name (oom, signal,
  * usage, asked, end), why says it in the dump's first lines; lost: the
  * trace's events lost so far. The dump folder's caps hold after it, each

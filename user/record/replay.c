@@ -52,6 +52,17 @@ static void apply_meta(struct replay *rp)
 	}
 }
 
+/* a process ran execve: what it held goes, as in the live trace */
+static void replay_exec(struct replay *rp, const struct mt_rec_item *it)
+{
+	/* the site names the program it runs now (trace/procs.c) */
+	const char *exe = it->site && it->site->detail ? it->site->detail : "?";
+	struct mt_exec_freed freed;
+
+	mt_session_exec(rp->ses, it->ev.pid, it->ev.ts, &freed);
+	mt_session_print_exec(rp->out, it->ev.pid, it->ev.comm, exe, &freed);
+}
+
 /* every event up to the end, or up to --at */
 static int on_event(void *ctx, const struct mt_rec_item *it, struct mt_call *r)
 {
@@ -69,6 +80,8 @@ static int on_event(void *ctx, const struct mt_rec_item *it, struct mt_call *r)
 		rp->last = it->ev.ts;
 	if (r)
 		mt_session_event(rp->ses, r, it->site);
+	else if (it->ev.kind == MT_K_EXEC)
+		replay_exec(rp, it);
 	return 0;
 }
 

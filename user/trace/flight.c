@@ -277,6 +277,18 @@ void mt_tracer_flight_event(struct mt_tracer *tr, struct mt_target *t,
 		check_usage(tr, t, p);
 }
 
+void mt_tracer_flight_exec(struct mt_tracer *tr, struct mt_target *t,
+			   const struct mt_event *ev,
+			   const struct mt_site *site)
+{
+	struct mt_flight_proc *p = proc_of(tr, t);
+
+	if (!p)
+		return;
+	mt_flight_exec(p->f, ev, site);
+	p->py_noted = false;
+}
+
 /* why t ended, if a dump should say so: tag and why filled */
 static bool death(const struct mt_target *t, const struct mt_flight_proc *p,
 		  const char **tag, char *why, size_t len)

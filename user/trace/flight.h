@@ -28,6 +28,14 @@ void mt_tracer_flight_event(struct mt_tracer *tr, struct mt_target *t,
 			    const struct mt_call *r,
 			    const struct mt_site *site);
 
+/*
+ * t ran execve (ev; site names its new program): its window frees what
+ * the old image held, and its dumps name the new image's CPython too
+ */
+void mt_tracer_flight_exec(struct mt_tracer *tr, struct mt_target *t,
+			   const struct mt_event *ev,
+			   const struct mt_site *site);
+
 /* SIGUSR1 came: every process's window is dumped at the next tick */
 void mt_tracer_flight_ask(void);
 

@@ -117,6 +117,13 @@ int mt_order_on_record(void *ctx, void *data, size_t len)
 			mt_tracer_on_event(tr, (void *)ev, sizeof(*ev));
 			continue;
 		}
+		/*
+		 * An exec: what the tracer keeps of the old image stays until
+		 * its events are handled, but is no longer put back into BPF;
+		 * the exec itself is handled in time order, after them
+		 */
+		if (ev->kind == MT_K_EXEC)
+			mt_tracer_exec_seen(tr, ev);
 		/* none held comes before it, and none can come: no copy */
 		if (ev->ts < low &&
 		    (!mt_reorder_first(tr->order, &first) || ev->ts < first)) {

@@ -13,12 +13,14 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "proc/follow.h"
+#include "proc/procinfo.h"
 #include "memtrace.h" /* the types of its globals, before the skeleton */
 #include "memtrace.skel.h"
 #include "trace/dryrun.h"
 #include "trace/flight.h"
 #include "trace/modlog.h"
 #include "python/pyproc.h"
+#include "python/stack.h"
 #include "proc/rank.h"
 #include "trace/tracer.h"
 #include "lib/err.h"
@@ -57,7 +59,9 @@ void mt_tracer_on_modcode(void *ctx, __u32 pid, __u64 code)
 	struct mt_tracer *tr = ctx;
 	struct mt_target *t = mt_tracer_find(tr, pid);
 
-	if (!t || !t->py || t->pyconf.nmodcode == MT_MAX_MODCODE)
+	/* an exec pending: the walker's layout in BPF is gone with its image */
+	if (!t || !t->py || t->exec_pending ||
+	    t->pyconf.nmodcode == MT_MAX_MODCODE)
 		return;
 	t->pyconf.modcode[t->pyconf.nmodcode++] = code;
 	if (put_pyconf(tr, t))
@@ -70,12 +74,24 @@ static void find_python(struct mt_tracer *tr, struct mt_target *t)
 	char err[512];
 	int ret;
 
-	if (t->py || t->py_tries >= PY_TRIES || tr->conf->no_python)
+	/*
+	 * An exec pending: the events before it are the old image's, and
+	 * the new image's CPython is looked for once they are handled
+	 */
+	if (t->py || t->exec_pending || t->py_tries >= PY_TRIES ||
+	    tr->conf->no_python)
 		return;
 	t->py_tries++;
 	ret = mt_py_open(t->pid, &t->py, err, sizeof(err));
 	if (ret == -ENOENT || ret == -EAGAIN)
 		return; /* no CPython (yet) */
+	/*
+	 * A program that just started (exec'd) may be caught amid its
+	 * initialisation, its state half written: tried again at the next
+	 * turn, and said only when the tries run out
+	 */
+	if (ret == -EPROTO && t->py_soon && t->py_tries < PY_TRIES)
+		return;
 	if (ret) {
 		t->py_tries = PY_TRIES;
 		/* gone meanwhile: its exit is told where it is noticed */
@@ -95,6 +111,117 @@ static void find_python(struct mt_tracer *tr, struct mt_target *t)
 			t->pyconf.minor);
 	mt_sink_meta(mt_tracer_sink(tr, t), "python", "pid=%d version=3.%u",
 		     t->pid, t->pyconf.minor);
+}
+
+/* t's execs are followed from now on: BPF tells each (mt_exec) */
+static void watch_exec(struct mt_tracer *tr, struct mt_target *t)
+{
+	const __u8 one = 1;
+	int pid = t->pid, ret;
+
+	t->exec_watched = true;
+	ret = bpf_map__update_elem(tr->skel->maps.exec_watch, &pid, sizeof(pid),
+				   &one, sizeof(one), BPF_ANY);
+	if (ret)
+		mt_err("pid %d: its execs will not be followed: %s", pid,
+		       strerror(-ret));
+}
+
+/* t is gone: a process that takes its pid later is none of ours */
+static void unwatch_exec(struct mt_tracer *tr, struct mt_target *t)
+{
+	int pid = t->pid, ret;
+
+	if (!t->exec_watched)
+		return;
+	t->exec_watched = false;
+	ret = bpf_map__delete_elem(tr->skel->maps.exec_watch, &pid, sizeof(pid),
+				   0);
+	if (ret && ret != -ENOENT)
+		mt_err("pid %d: stop following its execs: %s", pid,
+		       strerror(-ret));
+}
+
+void mt_tracer_exec_seen(struct mt_tracer *tr, const struct mt_event *ev)
+{
+	struct mt_target *t = mt_tracer_find(tr, ev->pid);
+
+	if (t)
+		t->exec_pending++;
+}
+
+/* what was known of t's CPython belonged to the image an exec ended */
+static void forget_python(struct mt_tracer *tr, struct mt_target *t)
+{
+	__u32 pid = (__u32)t->pid;
+	int ret;
+
+	mt_py_close(t->py);
+	t->py = NULL;
+	t->py_tries = 0;
+	t->pyconf = (struct mt_pyconf){ 0 };
+	mt_pystacks_forget(tr->stacks, pid);
+	/*
+	 * BPF dropped the old layout at the exec, but a code object found
+	 * to call a module before the exec came to us may have put it back
+	 */
+	ret = bpf_map__delete_elem(tr->skel->maps.pyconf, &pid, sizeof(pid), 0);
+	if (ret && ret != -ENOENT)
+		mt_err("pid %d: stop the walker: %s", t->pid, strerror(-ret));
+}
+
+void mt_tracer_on_exec(struct mt_tracer *tr, const struct mt_event *ev)
+{
+	struct mt_target *t = mt_tracer_find(tr, ev->pid);
+	struct mt_exec_freed freed;
+	struct mt_site key, *site;
+	struct mt_sink *k;
+	char exe[4096];
+	bool is_new;
+
+	if (!t)
+		return;
+	if (t->exec_pending)
+		t->exec_pending--;
+	snprintf(t->comm, sizeof(t->comm), "%.*s", MT_COMM_LEN - 1, ev->comm);
+	/*
+	 * Read now: a process that exec'd again since names its latest
+	 * program, one gone since none
+	 */
+	if (mt_proc_exe(t->pid, exe, sizeof(exe)))
+		snprintf(exe, sizeof(exe), "?");
+	k = mt_tracer_sink(tr, t);
+	key = (struct mt_site){ .pid = ev->pid,
+				.event = mt_intern(tr->frames, "process:exec"),
+				.detail = mt_intern(tr->frames, exe) };
+	site = mt_sites_get(k->ses->sites, &key, &is_new);
+	mt_sink_exec(k, ev, site, &freed);
+	if (tr->flight_dir)
+		mt_tracer_flight_exec(tr, t, ev, site);
+	if (tr->att.log)
+		mt_session_print_exec(tr->att.log, ev->pid, ev->comm, exe,
+				      &freed);
+	forget_python(tr, t);
+	/* the old image's mappings: the callers of the new one are not there */
+	mt_maps_free(&t->maps);
+	if (tr->conf->no_python)
+		return;
+	/* its first calls come soon after it starts: looked for at each turn */
+	t->py_soon = true;
+	find_python(tr, t);
+	t->py_soon = !t->py && t->py_tries < PY_TRIES;
+}
+
+void mt_tracer_exec_tick(struct mt_tracer *tr)
+{
+	for (int i = 0; i < tr->ntargets; i++) {
+		struct mt_target *t = &tr->targets[i];
+
+		if (!t->py_soon)
+			continue;
+		find_python(tr, t);
+		t->py_soon = !t->py && t->py_tries < PY_TRIES;
+	}
 }
 
 /* -o FILE{rank}: the process's own sink, named once its rank is known */
@@ -178,6 +305,7 @@ struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how)
 	if (mt_target_open(t, pid, err, sizeof(err)))
 		return NULL;
 	tr->ntargets++;
+	watch_exec(tr, t);
 	if (tr->conf->children_of &&
 	    bpf_map__update_elem(tr->skel->maps.traced, &pid, sizeof(pid), &one,
 				 sizeof(one), BPF_ANY))
@@ -198,6 +326,12 @@ void mt_tracer_on_loader(struct mt_tracer *tr, const struct mt_event *ev)
 
 	if (!t)
 		return;
+	/*
+	 * A command we started runs its own image by its first load: its
+	 * execs are followed from there (the one that started it is not)
+	 */
+	if (!t->exec_watched)
+		watch_exec(tr, t);
 	mt_tracer_rescan(tr, t);
 	if (!t->spawned)
 		return;
@@ -218,9 +352,12 @@ bool mt_tracer_all_exited(struct mt_tracer *tr)
 {
 	bool all = !tr->conf->all; /* --all waits for new ones */
 
-	for (int i = 0; i < tr->ntargets; i++)
+	for (int i = 0; i < tr->ntargets; i++) {
 		if (!mt_target_poll_exit(&tr->targets[i]))
 			all = false;
+		else
+			unwatch_exec(tr, &tr->targets[i]);
+	}
 	return all;
 }
 
@@ -308,6 +445,16 @@ int mt_tracer_spawn(struct mt_tracer *tr, int gate[2])
 	return 0;
 }
 
+int mt_tracer_follow_execs(struct mt_tracer *tr)
+{
+	tr->exec_link = bpf_program__attach(tr->skel->progs.mt_exec);
+	if (!tr->exec_link) {
+		mt_err("follow execs: %s", strerror(errno));
+		return 2;
+	}
+	return 0;
+}
+
 /* --children: the launcher, what it started so far, and what it starts */
 static int follow_children(struct mt_tracer *tr)
 {
@@ -360,6 +507,7 @@ int mt_tracer_open(struct mt_tracer *tr)
 			return 2;
 		}
 		tr->ntargets++;
+		watch_exec(tr, &tr->targets[i]);
 	}
 	return 0;
 }

@@ -224,6 +224,7 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 			break;
 		if (mt_tracer_all_exited(tr))
 			break;
+		mt_tracer_exec_tick(tr);
 		if (mt_now_ns() - last_scan >= RESCAN_NS) {
 			for (int i = 0; i < tr->ntargets; i++)
 				mt_tracer_rescan(tr, &tr->targets[i]);
@@ -308,6 +309,9 @@ static int run(struct mt_tracer *tr)
 	tr->att.ctx = tr;
 
 	if (o->dryrun && mt_dryrun_begin(tr, &tr->dry))
+		return 2;
+	/* before the targets: each is followed from when it is found */
+	if (mt_tracer_follow_execs(tr))
 		return 2;
 	ret = o->command ? mt_tracer_spawn(tr, gate) : mt_tracer_open(tr);
 	if (!ret && o->module_log)
@@ -502,6 +506,7 @@ int mt_trace(const struct mt_trace_conf *c)
 		ret = 2;
 
 	bpf_link__destroy(tr.fork_link);
+	bpf_link__destroy(tr.exec_link);
 	mt_attach_destroy(&tr.att);
 	for (int i = 0; i < tr.ntargets; i++) {
 		/* never leave a held command stopped behind us */

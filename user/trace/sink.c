@@ -119,6 +119,19 @@ bool mt_sink_event(struct mt_sink *k, const struct mt_event *ev, bool default0,
 	return true;
 }
 
+void mt_sink_exec(struct mt_sink *k, const struct mt_event *ev,
+		  const struct mt_site *site, struct mt_exec_freed *freed)
+{
+	int ret;
+
+	mt_session_exec(k->ses, ev->pid, ev->ts, freed);
+	if (k->rec && !k->failed) {
+		ret = mt_recorder_event(k->rec, ev, false, site);
+		if (ret)
+			write_failed(k, -ret);
+	}
+}
+
 void mt_sink_flush(struct mt_sink *k)
 {
 	int ret;

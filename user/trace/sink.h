@@ -51,6 +51,14 @@ void mt_sink_library(struct mt_sink *k, int pid, const char *path, int probes);
 bool mt_sink_event(struct mt_sink *k, const struct mt_event *ev, bool default0,
 		   struct mt_call *r, struct mt_site *site);
 
+/*
+ * The process of ev (MT_K_EXEC) ran execve: the session frees what it held
+ * (mt_session_exec, *freed filled) and the record keeps the event, with
+ * site naming the program it runs now.
+ */
+void mt_sink_exec(struct mt_sink *k, const struct mt_event *ev,
+		  const struct mt_site *site, struct mt_exec_freed *freed);
+
 /* whole record blocks out (every poll) */
 void mt_sink_flush(struct mt_sink *k);
 

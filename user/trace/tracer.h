@@ -30,6 +30,7 @@ struct mt_tracer {
 	int ntargets;
 	__u64 targets_dropped; /* processes past MT_MAX_TARGETS, not traced */
 	struct bpf_link *fork_link; /* --children */
+	struct bpf_link *exec_link; /* every mode: mt_exec */
 	struct mt_sink sink; /* every process's, or those without their own */
 	bool per_proc; /* -o names {pid} or {rank}: a sink per process */
 	bool ran; /* the trace ran: end holds its figures */
@@ -68,7 +69,18 @@ void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_target *t);
 /* attach to the libraries t mapped since, find its CPython */
 void mt_tracer_rescan(struct mt_tracer *tr, struct mt_target *t);
 void mt_tracer_on_loader(struct mt_tracer *tr, const struct mt_event *ev);
+/*
+ * An exec (MT_K_EXEC): seen, as it comes from the ring buffer; then, in
+ * time order, after the old image's events, followed: the line that says
+ * so, what the old image held freed, its CPython looked for anew
+ */
+void mt_tracer_exec_seen(struct mt_tracer *tr, const struct mt_event *ev);
+void mt_tracer_on_exec(struct mt_tracer *tr, const struct mt_event *ev);
+/* at each turn of the loop: the CPython of a process that just exec'd */
+void mt_tracer_exec_tick(struct mt_tracer *tr);
 bool mt_tracer_all_exited(struct mt_tracer *tr);
+/* the BPF side tells each exec of a target: 0, or 2 on an error said */
+int mt_tracer_follow_execs(struct mt_tracer *tr);
 /* the targets of -p, --children or --all; 2 on an error said */
 int mt_tracer_open(struct mt_tracer *tr);
 /* -- COMMAND: started held, the loader probed; 2 on an error said */
