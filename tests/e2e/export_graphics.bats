@@ -115,6 +115,36 @@ print(*struct.unpack(">II", d[16:24]))' "$1"
 	grep -q '>seconds since the first event</text>' "$S"
 }
 
+@test "svg: a phase's band ends at its last event, not across a sleep to the next step" {
+	"$MT" record -q -o "$BATS_TEST_TMPDIR/t.mtb" -- "$TORCH_PY" "$MODEL_PY" \
+		--steps 3 --sleep 1 >/dev/null
+	S=$BATS_TEST_TMPDIR/x.svg
+	run "$MT" report --keys -i "$BATS_TEST_TMPDIR/t.mtb" --export svg -o "$S"
+	[ "$status" -eq 0 ]
+	python3 - "$S" <<'PY'
+import re, sys
+svg = open(sys.argv[1]).read()
+# the plot's forward markers (the legend's is shorter) and phase bands
+fwd = sorted(float(x) for x, y1, y2 in re.findall(
+    r'<line x1="([0-9.]+)" y1="([0-9.]+)" x2="[0-9.]+" y2="([0-9.]+)" '
+    r'class="fwd"/>', svg) if float(y2) - float(y1) > 100)
+bands = [(float(x), float(x) + float(w), c) for x, w, c in re.findall(
+    r'<rect x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)" height="220" '
+    r'fill="(#[0-9a-f]+)"/>', svg) if c != "#fff"]
+print("forward markers", fwd)
+print("bands", bands)
+assert len(fwd) == 3, fwd
+# each step's forward band begins at its marker
+for f in fwd:
+    assert any(c == "#dbeafe" and abs(x0 - f) <= 1 for x0, x1, c in bands), f
+# between two steps, a second of sleep: bands cover under half of it
+for a, b in zip(fwd, fwd[1:]):
+    covered = sum(max(0, min(x1, b) - max(x0, a)) for x0, x1, c in bands)
+    print("between %.1f and %.1f: %.1f px of bands" % (a, b, covered))
+    assert covered < (b - a) / 2, (a, b, covered)
+PY
+}
+
 @test "svg live: the plot's peak is the summary's, and it renders at its size" {
 	S=$BATS_TEST_TMPDIR/x.svg
 	run_model -q --export svg -o "$S"

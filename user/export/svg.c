@@ -13,11 +13,13 @@
  *              by a stream), so it is drawn as allocated, and the legend
  *              says so
  *
- * behind them the process's phases as bands, a line where each step's
- * forward starts and where its backward starts (an eval loop, forward
- * without backward, gets one forward marker), and the allocated peak
- * with the module, phase and innermost frame of the allocation that
- * reached it. Seconds since the first event, bytes in KiB, MiB or GiB.
+ * behind them the process's phases as bands, each from a phase's first event
+ * to its last (the time between two phases, and a tenth of a second or more
+ * without an event, such as a sleep between steps, is no phase's), a line
+ * where each step's forward starts and where its backward starts (an eval
+ * loop, forward without backward, gets one forward marker), and the
+ * allocated peak with the module, phase and innermost frame of the
+ * allocation that reached it. Seconds since the first event, bytes in KiB, MiB or GiB.
  *
  * Bounded memory: each plot keeps NBUCKETS time buckets with the min,
  * max and last value in each; when the trace outgrows them, neighbours
@@ -36,6 +38,12 @@
 #define MAX_PLOTS 4
 #define NPHASES 8 /* phases told apart per process; more get no band */
 #define START_WIDTH 100000ULL /* ns per bucket: 51 ms before merging */
+/*
+ * Between two events of one phase, the phase went on if the gap is shorter
+ * than this: longer than an operator runs without allocating, as short as
+ * a sleep or a wait for data between steps.
+ */
+#define PHASE_GAP_NS (100 * 1000000ULL)
 
 /* layout, in pixels */
 #define W 1000
@@ -84,7 +92,9 @@ struct proc {
 	int cur; /* index of the phase now; -1: none yet, or past NPHASES */
 	__u64 since; /* accounted to cur up to here */
 	bool in_fwd; /* a forward started and no backward yet */
+	/* per bucket and phase: the time in it, its first and last event + 1 */
 	__u64 ns[NBUCKETS][NPHASES];
+	__u64 lo[NBUCKETS][NPHASES], hi[NBUCKETS][NPHASES];
 	struct mark fwd[NBUCKETS], bwd[NBUCKETS];
 };
 
@@ -152,8 +162,13 @@ static void halve_series(struct series *sr)
 static void halve_proc(struct proc *p)
 {
 	for (size_t i = 0; i < NBUCKETS / 2; i++) {
-		for (int k = 0; k < NPHASES; k++)
-			p->ns[i][k] = p->ns[2 * i][k] + p->ns[2 * i + 1][k];
+		for (int k = 0; k < NPHASES; k++) {
+			const size_t l = 2 * i, r = 2 * i + 1;
+
+			p->lo[i][k] = p->lo[l][k] ? p->lo[l][k] : p->lo[r][k];
+			p->hi[i][k] = p->hi[r][k] ? p->hi[r][k] : p->hi[l][k];
+			p->ns[i][k] = p->ns[l][k] + p->ns[r][k];
+		}
 		/* the earlier marker of the two */
 		p->fwd[i] =
 			p->fwd[2 * i].t1 ? p->fwd[2 * i] : p->fwd[2 * i + 1];
@@ -161,6 +176,8 @@ static void halve_proc(struct proc *p)
 			p->bwd[2 * i].t1 ? p->bwd[2 * i] : p->bwd[2 * i + 1];
 	}
 	memset(&p->ns[NBUCKETS / 2], 0, sizeof(p->ns) / 2);
+	memset(&p->lo[NBUCKETS / 2], 0, sizeof(p->lo) / 2);
+	memset(&p->hi[NBUCKETS / 2], 0, sizeof(p->hi) / 2);
 	memset(&p->fwd[NBUCKETS / 2], 0, sizeof(p->fwd) / 2);
 	memset(&p->bwd[NBUCKETS / 2], 0, sizeof(p->bwd) / 2);
 }
@@ -197,13 +214,11 @@ static struct proc *proc_of(struct svgx *x, __u32 pid)
 	return p;
 }
 
-/* the time since p->since belongs to the phase it was in */
+/* the time from p->since to t belongs to the phase it was in */
 static void account(struct svgx *x, struct proc *p, __u64 t)
 {
 	__u64 a = p->since;
 
-	if (t <= a)
-		return;
 	while (p->cur >= 0 && a < t) {
 		__u64 i = a / x->width;
 		__u64 end = min_u64((i + 1) * x->width, t);
@@ -211,7 +226,6 @@ static void account(struct svgx *x, struct proc *p, __u64 t)
 		p->ns[i][p->cur] += end - a;
 		a = end;
 	}
-	p->since = t;
 }
 
 static int phase_index(struct proc *p, const char *phase)
@@ -236,11 +250,27 @@ static void phase_event(struct svgx *x, const struct mt_session *s, __u32 pid,
 {
 	struct proc *p = proc_of(x, pid);
 	__u64 i = t / x->width;
+	int k;
 
 	if (!p)
 		return;
-	account(x, p, t);
-	p->cur = phase_index(p, phase);
+	/*
+	 * From an event to the next of the same phase the phase went on,
+	 * unless nothing happened for PHASE_GAP_NS: optimizer.step() before
+	 * a sleep and zero_grad() after it are both the optimizer's, and
+	 * the sleep is not. Between two phases, somewhere in the gap, one
+	 * ended and the other began: the gap is neither's.
+	 */
+	k = phase_index(p, phase);
+	if (k == p->cur && t - p->since < PHASE_GAP_NS)
+		account(x, p, t);
+	p->cur = k;
+	p->since = t;
+	if (k >= 0) {
+		if (!p->lo[i][k])
+			p->lo[i][k] = t + 1;
+		p->hi[i][k] = t + 1;
+	}
 	if (!strcmp(phase, "forward") && !p->in_fwd) {
 		p->in_fwd = true;
 		set_mark(&p->fwd[i], t, mt_session_step(s, pid));
@@ -481,18 +511,23 @@ static void draw_bands(FILE *f, const struct svgx *x, const struct axes *ax,
 	while (i <= last) {
 		int k = dominant(p, i);
 		const char *color = k >= 0 ? phase_color(p->names[k], k) : NULL;
+		double x0, x1;
 
 		/* one band for the buckets that follow in the same phase */
 		for (j = i + 1; j <= last && dominant(p, j) == k; j++)
 			;
-		if (color)
+		if (color) {
+			/* from its first event there to its last */
+			x0 = px(ax, p->lo[i][k] ? (double)(p->lo[i][k] - 1) :
+						  (double)i * x->width);
+			x1 = px(ax, p->hi[j - 1][k] ?
+					    (double)(p->hi[j - 1][k] - 1) :
+					    (double)j * x->width);
 			fprintf(f,
 				"<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
 				"height=\"%d\" fill=\"%s\"/>\n",
-				px(ax, (double)i * x->width), ax->y0,
-				px(ax, (double)j * x->width) -
-					px(ax, (double)i * x->width),
-				PH, color);
+				x0, ax->y0, x1 - x0, PH, color);
+		}
 		i = j;
 	}
 }
@@ -873,14 +908,10 @@ static int close_svg(void *p, const struct mt_session *s, char *err,
 	struct svgx *x = p;
 	int ret = x->err;
 
-	if (ret) {
+	if (ret)
 		snprintf(err, errlen, "export svg: %s", strerror(-ret));
-	} else {
-		/* each process's last phase lasts to the end */
-		for (size_t i = 0; i < x->nprocs; i++)
-			account(x, x->procs[i], x->end);
+	else
 		draw(x);
-	}
 	for (size_t i = 0; i < x->nser; i++)
 		free(x->ser[i]);
 	for (size_t i = 0; i < x->nprocs; i++)
