@@ -206,11 +206,83 @@ static void test_caps(void **state)
 	assert_non_null(strstr(err, "is no folder"));
 }
 
+/*
+ * the window's memory: its events now, however many it held, and 3
+ * blocks at most beside them (the oldest's and the newest's, partly
+ * used, and the one kept for reuse)
+ */
+static bool mem_fits(const struct world *w)
+{
+	return mt_flight_mem(w->f) <=
+	       (mt_flight_events(w->f) + 3 * MT_FLIGHT_BLOCK) *
+		       mt_flight_event_bytes();
+}
+
+static void test_memory(void **state)
+{
+	const size_t n = 10 * MT_FLIGHT_BLOCK + 123;
+	struct world w = { 0 };
+	__u64 *p = malloc((n + 16) * sizeof(*p));
+	double secs;
+	bool meta;
+
+	(void)state;
+	assert_non_null(p);
+	world_open(&w, 10);
+	/* a time window of 1 s under the default 1 GiB cap */
+	mt_flight_free(w.f);
+	w.c.window_bytes = MT_FLIGHT_MEM_DEFAULT;
+	w.f = mt_flight_new(w.d, 7);
+	assert_non_null(w.f);
+	call(&w, 0.0, true, 0xa000); /* alive throughout */
+	/* n - 1 events in 0.5 s: allocations, each freed at once */
+	for (size_t i = 1; i < n; i++)
+		call(&w, 0.1 + (double)i * 0.4 / (double)n, i % 2,
+		     0x100000 + (i + 1) / 2 * 0x1000);
+	assert_int_equal(mt_flight_events(w.f), n);
+	assert_true(mem_fits(&w)); /* a ring that doubles holds 16 blocks */
+	/* a window across blocks dumps whole and in order */
+	assert_int_equal(mt_flight_dump(w.f, "blocks", "asked", NULL, 0), 0);
+	assert_int_equal(read_dump(&w, "blocks", p, n + 16, &secs, &meta), n);
+	assert_int_equal(p[0], 0xa000);
+	for (size_t i = 1; i < n; i++)
+		assert_int_equal(p[i],
+				 (0x100000 + (i + 1) / 2 * 0x1000) | !(i % 2));
+	/* 10 s later, a few events: the rest left, and their memory too */
+	for (size_t i = 0; i < 100; i++)
+		call(&w, 10.0 + (double)i * 1e-4, true, 0x900000 + i * 0x1000);
+	assert_int_equal(mt_flight_events(w.f), 100);
+	assert_int_equal(mt_flight_pinned(w.f), 1);
+	assert_true(mem_fits(&w));
+	assert_true(mt_flight_mem(w.f) <=
+		    2 * MT_FLIGHT_BLOCK * mt_flight_event_bytes());
+	mt_flight_free(w.f);
+	/*
+	 * the memory cap, not on a block's bound: the newest events kept,
+	 * the older allocations (never freed) copied aside as they left
+	 */
+	w.c.window_bytes = (3 * MT_FLIGHT_BLOCK + 77) * mt_flight_event_bytes();
+	w.f = mt_flight_new(w.d, 7);
+	assert_non_null(w.f);
+	for (size_t i = 0; i < n; i++)
+		call(&w, (double)i * 1e-6, true, 0x100000 + i * 0x1000);
+	assert_int_equal(mt_flight_events(w.f), 3 * MT_FLIGHT_BLOCK + 77);
+	assert_int_equal(mt_flight_pinned(w.f), n - 3 * MT_FLIGHT_BLOCK - 77);
+	assert_true(mem_fits(&w));
+	assert_int_equal(mt_flight_dump(w.f, "cut", "asked", NULL, 0), 0);
+	assert_int_equal(read_dump(&w, "cut", p, n + 16, &secs, &meta), n);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(p[i], 0x100000 + i * 0x1000);
+	free(p);
+	world_close(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_caps),
+		cmocka_unit_test(test_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

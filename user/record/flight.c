@@ -1,18 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The window is a ring of events. An allocation whose event leaves the
- * ring while it is still alive is copied aside ("pinned"): it was alive
- * when the window began, however old. A pinned allocation freed later
- * stays until its free leaves the window too, so that a dump holds the
- * allocation of every free it holds. A table of the live allocations, by
- * address and memory space, says which are alive and where their event
- * is.
+ * The window is a ring of events, kept in blocks of MT_FLIGHT_BLOCK: a
+ * block is mapped as the window needs one and unmapped once its events
+ * have all left, so that the window holds memory for the events it holds
+ * now (not the most it ever held), and growing copies nothing (a copy of a
+ * large window kept the tracer from the BPF ring buffer long enough for
+ * it to drop events). An allocation whose event leaves the ring while it
+ * is still alive is copied aside ("pinned"): it was alive when the window
+ * began, however old. A pinned allocation freed later stays until its
+ * free leaves the window too, so that a dump holds the allocation of
+ * every free it holds. A table of the live allocations, by address and
+ * memory space, says which are alive and where their event is.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,9 +62,13 @@ struct fl_meta {
 struct mt_flight {
 	struct mt_flight_dir *dir;
 	int pid;
-	struct fl_ent *ring;
-	size_t cap, max, head, n;
-	__u64 seq0; /* the number of ring[head]'s event */
+	struct fl_ent **blk; /* the ring's blocks, the oldest first */
+	size_t nblk, blk_cap;
+	struct fl_ent *spare_blk; /* one block given back, kept for reuse */
+	size_t max; /* events the window holds at most */
+	size_t head; /* where the oldest event is in blk[0] */
+	size_t n; /* events in the window */
+	__u64 seq0; /* the number of the oldest event */
 	struct fl_live *live;
 	size_t live_cap, live_n;
 	struct fl_pin *pins;
@@ -180,6 +189,31 @@ static int dir_add(struct mt_flight_dir *d, const char *path, __u64 bytes)
 	return 0;
 }
 
+#define BLK_BYTES (MT_FLIGHT_BLOCK * sizeof(struct fl_ent))
+
+/* a block of the ring, straight from the kernel: given back, it is gone */
+static struct fl_ent *blk_map(void)
+{
+	void *b = mmap(NULL, BLK_BYTES, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return b == MAP_FAILED ? NULL : b;
+}
+
+static void blk_unmap(struct fl_ent *b)
+{
+	if (b)
+		munmap(b, BLK_BYTES);
+}
+
+/* the window's i-th event, the oldest 0 */
+static struct fl_ent *ent(const struct mt_flight *f, size_t i)
+{
+	size_t pos = f->head + i;
+
+	return &f->blk[pos / MT_FLIGHT_BLOCK][pos % MT_FLIGHT_BLOCK];
+}
+
 struct mt_flight *mt_flight_new(struct mt_flight_dir *d, int pid)
 {
 	struct mt_flight *f = calloc(1, sizeof(*f));
@@ -202,7 +236,10 @@ void mt_flight_free(struct mt_flight *f)
 		free(f->meta[i].key);
 		free(f->meta[i].value);
 	}
-	free(f->ring);
+	for (size_t i = 0; i < f->nblk; i++)
+		blk_unmap(f->blk[i]);
+	free(f->blk);
+	blk_unmap(f->spare_blk);
 	free(f->live);
 	free(f->pins);
 	free(f->spare);
@@ -315,7 +352,7 @@ static __u32 pin(struct mt_flight *f, const struct fl_ent *e)
 /* the oldest event leaves the window */
 static void evict(struct mt_flight *f)
 {
-	struct fl_ent *e = &f->ring[f->head];
+	struct fl_ent *e = ent(f, 0);
 	size_t i;
 
 	if (e->what == FL_ALLOC && f->live_cap) {
@@ -332,32 +369,34 @@ static void evict(struct mt_flight *f)
 	}
 	if (e->what == FL_FREE && e->victim)
 		unpin(f, e->victim);
-	f->head = (f->head + 1) % f->cap;
 	f->n--;
 	f->seq0++;
+	/* its block's last event: the block goes (one kept for the next) */
+	if (++f->head == MT_FLIGHT_BLOCK) {
+		if (f->spare_blk)
+			blk_unmap(f->blk[0]);
+		else
+			f->spare_blk = f->blk[0];
+		memmove(f->blk, f->blk + 1, --f->nblk * sizeof(*f->blk));
+		f->head = 0;
+	}
 }
 
-/* room for one more event in the ring, as a circle. 0 or -ENOMEM */
+/* room for one more event at the ring's end: a block. 0 or -ENOMEM */
 static int ring_room(struct mt_flight *f)
 {
-	struct fl_ent *r;
-	size_t cap;
+	struct fl_ent *b;
 
-	if (f->n < f->cap)
+	if ((f->head + f->n) / MT_FLIGHT_BLOCK < f->nblk)
 		return 0;
-	cap = f->cap ? f->cap * 2 : 1024;
-	if (cap > f->max)
-		cap = f->max;
-	r = malloc(cap * sizeof(*r));
-	if (!r)
+	if (mt_grow((void **)&f->blk, &f->blk_cap, f->nblk + 1,
+		    sizeof(*f->blk)))
 		return -ENOMEM;
-	/* unrolled: the oldest first */
-	for (size_t i = 0; i < f->n; i++)
-		r[i] = f->ring[(f->head + i) % f->cap];
-	free(f->ring);
-	f->ring = r;
-	f->cap = cap;
-	f->head = 0;
+	b = f->spare_blk ? f->spare_blk : blk_map();
+	if (!b)
+		return -ENOMEM;
+	f->spare_blk = NULL;
+	f->blk[f->nblk++] = b;
 	return 0;
 }
 
@@ -411,8 +450,7 @@ static struct fl_ent *push(struct mt_flight *f, const struct mt_event *ev,
 	struct fl_ent *e;
 
 	/* out of the window by age; by the memory cap, counted */
-	while (f->n && c->window_ns &&
-	       f->ring[f->head].ev.ts + c->window_ns < ev->ts)
+	while (f->n && c->window_ns && ent(f, 0)->ev.ts + c->window_ns < ev->ts)
 		evict(f);
 	if (f->n == f->max) {
 		if (c->window_ns)
@@ -423,7 +461,7 @@ static struct fl_ent *push(struct mt_flight *f, const struct mt_event *ev,
 		f->no_memory = true;
 		return NULL;
 	}
-	e = &f->ring[(f->head + f->n) % f->cap];
+	e = ent(f, f->n);
 	*e = (struct fl_ent){ .ev = *ev, .site = site, .default0 = default0 };
 	return e;
 }
@@ -476,6 +514,16 @@ size_t mt_flight_events(const struct mt_flight *f)
 size_t mt_flight_pinned(const struct mt_flight *f)
 {
 	return f->npins - f->nspare;
+}
+
+size_t mt_flight_mem(const struct mt_flight *f)
+{
+	return (f->nblk + (f->spare_blk != NULL)) * BLK_BYTES;
+}
+
+size_t mt_flight_event_bytes(void)
+{
+	return sizeof(struct fl_ent);
 }
 
 static int by_ts(const void *pa, const void *pb)
@@ -575,9 +623,9 @@ int mt_flight_dump(struct mt_flight *f, const char *tag, const char *why,
 	if (np)
 		qsort(pins, np, sizeof(*pins), by_ts);
 	if (f->n)
-		last = f->ring[(f->head + f->n - 1) % f->cap].ev.ts;
-	first = np ? pins[0]->ev.ts : f->n ? f->ring[f->head].ev.ts : 0;
-	describe_window(f, np, f->n ? f->ring[f->head].ev.ts : 0, last, window,
+		last = ent(f, f->n - 1)->ev.ts;
+	first = np ? pins[0]->ev.ts : f->n ? ent(f, 0)->ev.ts : 0;
+	describe_window(f, np, f->n ? ent(f, 0)->ev.ts : 0, last, window,
 			sizeof(window));
 	w = mt_recorder_open(path, err, sizeof(err));
 	if (!w) {
@@ -604,7 +652,7 @@ int mt_flight_dump(struct mt_flight *f, const char *tag, const char *why,
 		ret = mt_recorder_event(w, &pins[i]->ev, pins[i]->default0,
 					pins[i]->site);
 	for (size_t i = 0; !ret && i < f->n; i++) {
-		const struct fl_ent *e = &f->ring[(f->head + i) % f->cap];
+		const struct fl_ent *e = ent(f, i);
 
 		ret = mt_recorder_event(w, &e->ev, e->default0, e->site);
 	}

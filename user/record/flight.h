@@ -34,6 +34,8 @@ struct mt_flight_conf {
 #define MT_FLIGHT_MAX_PINNED 4194304
 /* header lines a dump repeats, at most, a process */
 #define MT_FLIGHT_MAX_META 256
+/* the window's events are kept in blocks of this many (2.6 MiB) */
+#define MT_FLIGHT_BLOCK 16384
 
 struct mt_flight;
 struct mt_flight_dir;
@@ -81,5 +83,8 @@ int mt_flight_dump(struct mt_flight *f, const char *tag, const char *why,
 /* events in the window, and allocations older than it kept, now */
 size_t mt_flight_events(const struct mt_flight *f);
 size_t mt_flight_pinned(const struct mt_flight *f);
+/* bytes the window holds for its events now, and for one event */
+size_t mt_flight_mem(const struct mt_flight *f);
+size_t mt_flight_event_bytes(void);
 
 #endif /* __FLIGHT_H */
