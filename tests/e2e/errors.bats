@@ -96,13 +96,16 @@ t.join()' >"$BATS_TEST_TMPDIR/py.out" &
 	[[ "$output" == "memtrace-bpf: pid 2 (kthreadd) is a kernel thread: it has no libraries to trace" ]]
 }
 
-@test "a process with none of the libraries: names them and --wait" {
+@test "a process with none of the libraries: names them and --wait, and prints nothing before" {
 	sleep 30 &
 	pid=$!
 	run --separate-stderr "$MT" -p "$pid"
 	kill "$pid"
 	[ "$status" -eq 2 ]
 	[ "$stderr" = "memtrace-bpf: pid $pid (sleep) maps none of libcudart, libcuda, libc10; use --wait to wait for them" ]
+	# no header, no '# attach' of the loader on stdout before the error
+	echo "stdout: $output"
+	[ -z "$output" ]
 }
 
 @test "bad options are named, exit 2" {

@@ -267,6 +267,48 @@ static __u32 wake_every(__u32 ringbuf_mb)
 	return n ? (__u32)n : 1;
 }
 
+/*
+ * The targets found and their libraries attached. What that prints (the
+ * '# attach', '# follow' and '# python' notes) is held, and the header
+ * too, until it has worked: an error here is then the only line, and
+ * nothing has gone to the output before it. 0, or the exit status.
+ */
+static int open_and_attach(struct mt_tracer *tr, int gate[2])
+{
+	const struct mt_trace_conf *o = tr->conf;
+	FILE *log = tr->att.log;
+	size_t len = 0;
+	char *held = NULL;
+	int ret;
+
+	tr->att.log = open_memstream(&held, &len);
+	if (!tr->att.log) {
+		mt_err("hold the attach notes: %s", strerror(errno));
+		tr->att.log = log;
+		return 2;
+	}
+	ret = o->command ? mt_tracer_spawn(tr, gate) : mt_tracer_open(tr);
+	if (!ret && o->module_log)
+		ret = mt_tracer_open_module_logs(tr);
+	if (!ret && o->record)
+		mt_tracer_describe(tr);
+	if (!ret)
+		ret = mt_tracer_attach(tr);
+	if (fclose(tr->att.log) && !ret) {
+		mt_err("hold the attach notes: %s", strerror(errno));
+		ret = 2;
+	}
+	tr->att.log = log;
+	if (!ret && !o->record && !o->quiet)
+		print_header(tr);
+	if (!ret && len && fwrite(held, 1, len, log) != len) {
+		mt_err("write the attach notes: %s", strerror(errno));
+		ret = 2;
+	}
+	free(held);
+	return ret;
+}
+
 static int run(struct mt_tracer *tr)
 {
 	const struct mt_trace_conf *o = tr->conf;
@@ -313,16 +355,7 @@ static int run(struct mt_tracer *tr)
 	/* before the targets: each is followed from when it is found */
 	if (mt_tracer_follow_execs(tr))
 		return 2;
-	ret = o->command ? mt_tracer_spawn(tr, gate) : mt_tracer_open(tr);
-	if (!ret && o->module_log)
-		ret = mt_tracer_open_module_logs(tr);
-	if (ret)
-		return ret;
-	if (o->record)
-		mt_tracer_describe(tr);
-	else if (!o->quiet)
-		print_header(tr);
-	ret = mt_tracer_attach(tr);
+	ret = open_and_attach(tr, gate);
 	if (ret)
 		return ret;
 	tr->stacks = mt_pystacks_new(bpf_map__fd(tr->skel->maps.stacks),
