@@ -74,11 +74,18 @@ narrow() {
 		[ "$count" -gt 0 ]
 		[ "$count" -lt "$total" ] || [[ "$f" == --tid* || "$f" == --comm* ]]
 	done
-	# nothing of a process, a thread name or a kind the record lacks
+	# a process, a thread name or a kind the record lacks: an error
+	# naming what it has (below), in each of the three alike
 	for f in "-p 1" "--comm nobody" "--event cudart:cudaMalloc"; do
-		# shellcheck disable=SC2086
-		narrow $f
-		[ "$count" -eq 0 ]
+		for mode in "report --keys" "script --no-stack" \
+			"report --export json -o $BATS_TEST_TMPDIR/j.jsonl"; do
+			# shellcheck disable=SC2086
+			run "$MT" ${mode%% *} -i "$BATS_FILE_TMPDIR/t.mtb" \
+				${mode#* } $f
+			echo "$mode $f -> $status: $output"
+			[ "$status" -eq 2 ]
+			[[ "$output" == "memtrace-bpf: $f: no event has it; "* ]]
+		done
 	done
 	narrow -p "$pid"
 	[ "$count" -eq "$total" ]
@@ -128,6 +135,39 @@ EOF
 	run "$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --keys --size 0,0
 	[ "$status" -eq 0 ]
 	grep -qE '^# filter size=0,0 passed=[1-9]' <<<"$output"
+}
+
+@test "a filter naming what no event has says what the trace has; exit 2 when it has none of it" {
+	local R=$BATS_FILE_TMPDIR/t.mtb o=$BATS_TEST_TMPDIR/o e=$BATS_TEST_TMPDIR/e
+	# fatal ARGS... WANT: nothing on stdout, one line WANT on stderr, exit 2
+	fatal() {
+		local want=${*: -1} st=0
+		"$MT" "${@:1:$#-1}" >"$o" 2>"$e" || st=$?
+		echo "${*:1:$#-1} -> $st: $(cat "$e")"
+		[ "$st" -eq 2 ]
+		[ ! -s "$o" ]
+		[ "$(wc -l <"$e")" -eq 1 ]
+		[[ "$(cat "$e")" == "memtrace-bpf: $want"* ]]
+	}
+	fatal report -i "$R" --phase backwards \
+		"--phase backwards: no event has it; the trace's phases: "
+	grep -qE "phases: .*forward" "$e"
+	grep -q optimizer "$e"
+	fatal report -i "$R" --module layer9 \
+		"--module layer9: no event has it; the trace's modules: "
+	grep -qE "modules: .*encoder" "$e"
+	! grep -q 'encoder\.' "$e"
+	fatal script -i "$R" --module encoder.layers.9 \
+		"--module encoder.layers.9: no event has it; the trace's modules under encoder.layers: encoder.layers.0, encoder.layers.1"
+	fatal report -i "$R" --comm nope,none \
+		"--comm nope,none: no event has any of them; the trace's comms: python3"
+	fatal report -i "$R" --event cudart:cudaMalloc \
+		"--event cudart:cudaMalloc: no event has it; the trace's kinds: c10:cpu_alloc"
+	# some of a list: a warning, and the others counted
+	"$MT" report --keys -i "$R" --comm python3,nope >"$o" 2>"$e"
+	cat "$e"
+	[ "$(cat "$e")" = "memtrace-bpf: --comm: no event has comm nope (the trace's comms: python3); the others are counted" ]
+	grep -qE '^# filter comm=python3,nope passed=[1-9]' "$o"
 }
 
 @test "a window counts what was made before it and freed inside it, by name" {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "analysis/filter.h"
 #include "analysis/livetable.h"
+#include "lib/err.h"
 
 /*
  * What the filter decided for a live allocation, kept in its entry's seq
@@ -17,11 +18,23 @@ enum verdict {
 	V_EARLY, /* passed the attributes, made before the window */
 };
 
+/* threads and commands kept to name them when one asked for is not */
+#define SEEN_MAX 12
+
 struct mt_filter {
 	struct mt_filter_conf c;
 	/* every live allocation the filter judged, its verdict in seq */
 	struct mt_livetable *allocs;
 	struct mt_filter_stats st;
+	/* which of the values asked for some event had, filtered or not */
+	bool pid_seen[MT_FILTER_MAX_VALUES], tid_seen[MT_FILTER_MAX_VALUES];
+	bool comm_seen[MT_FILTER_MAX_VALUES], event_seen[MT_FILTER_MAX_VALUES];
+	bool module_seen, phase_seen;
+	/* the threads and commands the events had, the first SEEN_MAX */
+	__u32 tids_had[SEEN_MAX];
+	char comms_had[SEEN_MAX][sizeof(((struct mt_event *)0)->comm) + 1];
+	size_t ntids_had, ncomms_had;
+	bool more_tids, more_comms;
 };
 
 bool mt_filter_conf_any(const struct mt_filter_conf *c)
@@ -214,16 +227,299 @@ static bool judge_free(struct mt_filter *f, const struct mt_call *r,
 	return verdict(f, e.seq == V_KEPT && !win);
 }
 
+/* a thread or command the events had, kept to name it later */
+static void keep_tid(struct mt_filter *f, __u32 tid)
+{
+	if (has_u32(f->tids_had, f->ntids_had, tid))
+		return;
+	if (f->ntids_had == SEEN_MAX)
+		f->more_tids = true;
+	else
+		f->tids_had[f->ntids_had++] = tid;
+}
+
+static void keep_comm(struct mt_filter *f, const char *comm)
+{
+	for (size_t i = 0; i < f->ncomms_had; i++)
+		if (!strcmp(f->comms_had[i], comm))
+			return;
+	if (f->ncomms_had == SEEN_MAX)
+		f->more_comms = true;
+	else
+		snprintf(f->comms_had[f->ncomms_had++], sizeof(f->comms_had[0]),
+			 "%s", comm);
+}
+
+/* which values asked for this event has, whatever the filter makes of it */
+static void note_seen(struct mt_filter *f, const struct mt_call *r,
+		      const struct mt_site *site)
+{
+	const struct mt_filter_conf *c = &f->c;
+	const struct mt_event *ev = r->ev;
+
+	for (size_t i = 0; i < c->npids; i++)
+		f->pid_seen[i] |= c->pids[i] == ev->pid;
+	for (size_t i = 0; i < c->ntids; i++)
+		f->tid_seen[i] |= c->tids[i] == ev->tid;
+	if (c->ntids)
+		keep_tid(f, ev->tid);
+	if (c->ncomms) {
+		char comm[sizeof(ev->comm) + 1];
+
+		memcpy(comm, ev->comm, sizeof(ev->comm));
+		comm[sizeof(ev->comm)] = '\0';
+		for (size_t i = 0; i < c->ncomms; i++)
+			f->comm_seen[i] |= !strcmp(c->comms[i], comm);
+		keep_comm(f, comm);
+	}
+	for (size_t i = 0; i < c->nevents; i++)
+		f->event_seen[i] |= r->event && !strcmp(c->events[i], r->event);
+	f->module_seen |= c->module && under(site->module, c->module);
+	f->phase_seen |=
+		c->phase && site->phase && !strcmp(site->phase, c->phase);
+}
+
 bool mt_filter_event(struct mt_filter *f, const struct mt_call *r,
 		     const struct mt_site *site, double secs, __u32 step)
 {
 	int win = window(&f->c, secs, step);
 
+	note_seen(f, r, site);
 	if (r->has_ptr && !r->failed && r->role == MT_ROLE_ALLOC && r->ptr)
 		return judge_alloc(f, r, site, win);
 	if (r->has_ptr && !r->failed && r->role == MT_ROLE_FREE)
 		return judge_free(f, r, site, win);
 	return verdict(f, !win && attributes(&f->c, r, site));
+}
+
+/* the values a trace had, distinct, in the order first met */
+#define NAMES_MAX 16
+#define NAME_LEN 128
+
+struct names {
+	char v[NAMES_MAX][NAME_LEN];
+	size_t n;
+	bool more;
+};
+
+static void add_name(struct names *l, const char *name, size_t len)
+{
+	char buf[NAME_LEN];
+
+	snprintf(buf, sizeof(buf), "%.*s", (int)len, name);
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i], buf))
+			return;
+	if (l->n == NAMES_MAX)
+		l->more = true;
+	else
+		memcpy(l->v[l->n++], buf, sizeof(buf));
+}
+
+/* "a, b, c" and ", ..." past NAMES_MAX, or "none" */
+static const char *join(const struct names *l, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < l->n && n < len; i++) {
+		int w = snprintf(buf + n, len - n, "%s%s", i ? ", " : "",
+				 l->v[i]);
+
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+	if (l->more && n < len)
+		snprintf(buf + n, len - n, ", ...");
+	return l->n ? buf : "none";
+}
+
+/*
+ * --module: where to look for what the trace has instead, the deepest of
+ * the asked module's parents that some event is under ("" for the top)
+ */
+struct modules {
+	const char *asked;
+	size_t base; /* length of that parent in asked; 0: the top */
+	struct names had;
+};
+
+/* the parents of the asked module some event is under: the deepest */
+static void module_base(struct mt_site *site, void *ctx)
+{
+	struct modules *m = ctx;
+
+	for (size_t len = strlen(m->asked); len > m->base; len--) {
+		if (m->asked[len] != '.')
+			continue;
+		if (site->module && !strncmp(site->module, m->asked, len) &&
+		    (site->module[len] == '.' || !site->module[len])) {
+			m->base = len;
+			return;
+		}
+	}
+}
+
+/* the modules one level below the base: its children, or the top ones */
+static void module_names(struct mt_site *site, void *ctx)
+{
+	struct modules *m = ctx;
+	const char *mod = site->module, *from, *dot;
+
+	if (!mod || !strcmp(mod, "-"))
+		return;
+	if (m->base) {
+		if (strncmp(mod, m->asked, m->base) || mod[m->base] != '.')
+			return;
+		from = mod + m->base + 1;
+	} else {
+		from = mod;
+	}
+	dot = strchr(from, '.');
+	add_name(&m->had, mod, dot ? (size_t)(dot - mod) : strlen(mod));
+}
+
+struct site_names {
+	enum { SN_PHASE, SN_PID, SN_KIND } what;
+	struct names had;
+};
+
+static void site_names(struct mt_site *site, void *ctx)
+{
+	struct site_names *s = ctx;
+	char err[256], pid[16];
+
+	switch (s->what) {
+	case SN_PHASE:
+		if (site->phase)
+			add_name(&s->had, site->phase, strlen(site->phase));
+		break;
+	case SN_PID:
+		snprintf(pid, sizeof(pid), "%u", site->pid);
+		add_name(&s->had, pid, strlen(pid));
+		break;
+	case SN_KIND:
+		/* the kinds --event takes: allocating ones */
+		if (site->event &&
+		    !mt_filter_check_event(site->event, err, sizeof(err)))
+			add_name(&s->had, site->event, strlen(site->event));
+		break;
+	}
+}
+
+/*
+ * One filter's values that no event had: none of them is an error (1),
+ * some a warning (0, and counted in *warned); each names what the trace
+ * had instead.
+ */
+static int said_unseen(const char *opt, const char *noun,
+		       const char *const *asked, const bool *seen, size_t n,
+		       const char *had_what, const struct names *had,
+		       int *warned)
+{
+	char miss[512] = "", list[NAMES_MAX * (NAME_LEN + 2) + 8];
+	size_t unseen = 0, len = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int w;
+
+		if (seen[i])
+			continue;
+		w = snprintf(miss + len, sizeof(miss) - len, "%s%s",
+			     unseen ? "," : "", asked[i]);
+		if (w > 0 && (size_t)w < sizeof(miss) - len)
+			len += (size_t)w;
+		unseen++;
+	}
+	if (!unseen)
+		return 0;
+	if (unseen == n) {
+		mt_err("%s %s: no event has %s; the trace's %s: %s", opt, miss,
+		       n == 1 ? "it" : "any of them", had_what,
+		       join(had, list, sizeof(list)));
+		return 1;
+	}
+	mt_err("%s: no event has %s %s (the trace's %s: %s); the others are "
+	       "counted",
+	       opt, noun, miss, had_what, join(had, list, sizeof(list)));
+	(*warned)++;
+	return 0;
+}
+
+int mt_filter_check_seen(const struct mt_filter *f, struct mt_sites *sites)
+{
+	const struct mt_filter_conf *c = &f->c;
+	char vals[MT_FILTER_MAX_VALUES][16];
+	const char *asked[MT_FILTER_MAX_VALUES];
+	struct site_names sn;
+	struct names had;
+	int none = 0, warned = 0;
+
+	/* a trace with no event has nothing to say about the filter */
+	if (!f->st.passed && !f->st.dropped)
+		return 0;
+	if (c->phase && !f->phase_seen) {
+		sn = (struct site_names){ .what = SN_PHASE };
+		mt_sites_foreach(sites, site_names, &sn);
+		none += said_unseen("--phase", "phase", &c->phase,
+				    &f->phase_seen, 1, "phases", &sn.had,
+				    &warned);
+	}
+	if (c->module && !f->module_seen) {
+		struct modules m = { .asked = c->module };
+		char what[NAME_LEN + 32];
+
+		mt_sites_foreach(sites, module_base, &m);
+		mt_sites_foreach(sites, module_names, &m);
+		snprintf(what, sizeof(what), "modules%s%.*s",
+			 m.base ? " under " : "", (int)m.base, c->module);
+		none += said_unseen("--module", "module", &c->module,
+				    &f->module_seen, 1, what, &m.had, &warned);
+	}
+	if (c->npids) {
+		sn = (struct site_names){ .what = SN_PID };
+		mt_sites_foreach(sites, site_names, &sn);
+		for (size_t i = 0; i < c->npids; i++) {
+			snprintf(vals[i], sizeof(vals[i]), "%u", c->pids[i]);
+			asked[i] = vals[i];
+		}
+		none += said_unseen("-p", "pid", asked, f->pid_seen, c->npids,
+				    "pids", &sn.had, &warned);
+	}
+	if (c->ntids) {
+		had = (struct names){ 0 };
+		for (size_t i = 0; i < f->ntids_had; i++) {
+			snprintf(vals[0], sizeof(vals[0]), "%u",
+				 f->tids_had[i]);
+			add_name(&had, vals[0], strlen(vals[0]));
+		}
+		had.more |= f->more_tids;
+		for (size_t i = 0; i < c->ntids; i++) {
+			snprintf(vals[i], sizeof(vals[i]), "%u", c->tids[i]);
+			asked[i] = vals[i];
+		}
+		none += said_unseen("--tid", "tid", asked, f->tid_seen,
+				    c->ntids, "tids", &had, &warned);
+	}
+	if (c->ncomms) {
+		had = (struct names){ 0 };
+		for (size_t i = 0; i < f->ncomms_had; i++)
+			add_name(&had, f->comms_had[i],
+				 strlen(f->comms_had[i]));
+		had.more |= f->more_comms;
+		none += said_unseen("--comm", "comm", c->comms, f->comm_seen,
+				    c->ncomms, "comms", &had, &warned);
+	}
+	if (c->nevents) {
+		sn = (struct site_names){ .what = SN_KIND };
+		mt_sites_foreach(sites, site_names, &sn);
+		none += said_unseen("--event", "kind", c->events, f->event_seen,
+				    c->nevents, "kinds", &sn.had, &warned);
+	}
+	if (none)
+		return -ENOENT;
+	return warned ? 1 : 0;
 }
 
 void mt_filter_stats(const struct mt_filter *f, struct mt_filter_stats *st)

@@ -88,6 +88,16 @@ void mt_filter_free(struct mt_filter *f);
 bool mt_filter_event(struct mt_filter *f, const struct mt_call *r,
 		     const struct mt_site *site, double secs, __u32 step);
 
+/*
+ * After the events: the values the filters named that no event had, each
+ * on a stderr line naming what the trace had instead (its phases, the
+ * modules at the level asked, its pids, tids, commands, kinds). 0: every
+ * value was seen (or no event was judged); 1: some values of a list were
+ * not, a warning; -ENOENT: some filter had none of its values, so that
+ * nothing it counts is worth a report.
+ */
+int mt_filter_check_seen(const struct mt_filter *f, struct mt_sites *sites);
+
 /* its settings as " key=value" pairs, each after a blank: " time=1,2" */
 void mt_filter_print_settings(const struct mt_filter *f, FILE *out);
 

@@ -128,6 +128,10 @@ static int replay(struct replay *rp)
 		       c->at, (double)(rp->last - rp->first) / 1e9);
 		return 2;
 	}
+	/* a filter that named what no event has: say what there is */
+	if (rp->ses->filter &&
+	    mt_filter_check_seen(rp->ses->filter, rp->ses->sites) < 0)
+		return 2;
 	/* after the events: a process that came later has its lines mid-file */
 	if (c->script)
 		return 0;

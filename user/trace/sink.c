@@ -179,10 +179,15 @@ int mt_sink_close(struct mt_sink *k, const struct mt_summary_end *end)
 	int ret = 0;
 
 	/* without an end (a failed start) a record still gets closed */
-	if (k->rec)
+	if (k->rec) {
 		ret = close_record(k, end ? end : &none, end);
-	else if (k->ses && end)
+	} else if (k->ses && end) {
+		/* a live trace ran: what no event had is said, not fatal */
+		if (k->ses->filter)
+			(void)mt_filter_check_seen(k->ses->filter,
+						   k->ses->sites);
 		mt_session_end(k->ses, end);
+	}
 	if (mt_output_close(k->ses, err, sizeof(err))) {
 		mt_err("export: %s", err);
 		ret = 2;
