@@ -209,6 +209,30 @@ assert d["profiles"][0]["name"].endswith("live at 1.500 s"), d["profiles"][0]["n
 	grep -qE "^# peak pid=[0-9]+ cpu allocated: .* bytes=$peak " <<<"$output"
 }
 
+@test "--at keeps the report's tables, of that moment; --keys gives the '#' lines" {
+	local d=$BATS_TEST_TMPDIR
+	for at in 1.5 peak; do
+		"$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --keys --at "$at" >"$d/k.out"
+		size=$(sed -nE 's/^# (at|peak) pid=[0-9]+ cpu allocated: ([0-9.]+ [KMGT]?i?B) at .*/\2/p' "$d/k.out")
+		[ -n "$size" ]
+		"$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --at "$at" >"$d/h.out"
+		sed -n '/^memtrace-bpf report/,$p' "$d/h.out"
+		! grep -E '^# (at|peak) ' "$d/h.out"
+		if [ "$at" = peak ]; then
+			grep -q '^memtrace-bpf report: what was alive at each peak, ' "$d/h.out"
+			grep -qE "^cpu: $size at the peak, [0-9.]+ s$" "$d/h.out"
+			col="at peak" when="the peak"
+		else
+			grep -q '^memtrace-bpf report: what was alive 1.500 s after the first event, ' "$d/h.out"
+			grep -qx "cpu: $size alive at 1.500 s" "$d/h.out"
+			col=alive when="1.500 s"
+		fi
+		grep -qE "^module +$col +% +self$" "$d/h.out"
+		grep -qE "^phase +$col +% +count$" "$d/h.out"
+		grep -qx "Alive at $when, by module and line:" "$d/h.out"
+	done
+}
+
 @test "--at past the end of the trace is an error naming its length" {
 	run "$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --at 1e9
 	[ "$status" -eq 2 ]

@@ -31,6 +31,11 @@
  */
 #define EST_COL(rp, title) MT_EST_TITLE((rp)->s->conf.sample_bytes, title)
 
+/* the column of the bytes alive at the moment the tables are about */
+#define ALIVE_COL(rp)                                          \
+	((rp)->view && !(rp)->at_peak ? EST_COL(rp, "alive") : \
+					EST_COL(rp, "at peak"))
+
 /* what a row of a table is about, and its figures */
 struct row {
 	__u32 pid;
@@ -67,6 +72,13 @@ struct report {
 	const struct mt_summary_end *end;
 	struct mt_table_style st;
 	FILE *out;
+	/*
+	 * --at: only what was alive at one moment, SECS into the trace
+	 * (at_secs) or at each account's peak; the report's other tables,
+	 * about the whole trace, are left out
+	 */
+	bool view, at_peak;
+	double at_secs;
 	struct account acc[MAX_ACCOUNTS];
 	size_t nacc;
 	__u64 unshown; /* groups of accounts beyond MAX_ACCOUNTS */
@@ -768,13 +780,15 @@ static void print_tree(struct report *rp, const struct account *a)
 {
 	const struct mt_table_col cols[] = {
 		{ "module", MT_TABLE_LEFT, true, 0 },
-		{ EST_COL(rp, "at peak"), MT_TABLE_RIGHT, false, 0 },
+		{ ALIVE_COL(rp), MT_TABLE_RIGHT, false, 0 },
 		{ "%", MT_TABLE_RIGHT, false, 0 },
 		{ EST_COL(rp, "self"), MT_TABLE_RIGHT, false, 0 },
 		{ EST_COL(rp, "own peak"), MT_TABLE_RIGHT, false, 1 },
 		{ EST_COL(rp, "at end"), MT_TABLE_RIGHT, false, 2 },
 		{ EST_COL(rp, "allocated"), MT_TABLE_RIGHT, false, 3 },
 	};
+	/* --at: the moment's own columns; the others are the whole trace's */
+	size_t ncols = rp->view ? 4 : sizeof(cols) / sizeof(cols[0]);
 	struct mt_tree_in *in = calloc(a->by_module.n + 1, sizeof(*in));
 	struct pending pend[MAX_DEPTH] = { 0 };
 	__u64 end_total = 0;
@@ -797,7 +811,7 @@ static void print_tree(struct report *rp, const struct account *a)
 		return;
 	}
 	free(in);
-	t = mt_table_new(cols, sizeof(cols) / sizeof(cols[0]));
+	t = mt_table_new(cols, ncols);
 	for (size_t i = 0; t && i <= tree.n; i++) {
 		const struct mt_tree_node *x = i < tree.n ? &tree.v[i] : NULL;
 		int d = x ? (x->depth < MAX_DEPTH ? x->depth : MAX_DEPTH - 1) :
@@ -844,7 +858,7 @@ static void print_phases(struct report *rp, struct account *a)
 {
 	const struct mt_table_col cols[] = {
 		{ "phase", MT_TABLE_LEFT, true, 0 },
-		{ EST_COL(rp, "at peak"), MT_TABLE_RIGHT, false, 0 },
+		{ ALIVE_COL(rp), MT_TABLE_RIGHT, false, 0 },
 		{ "%", MT_TABLE_RIGHT, false, 0 },
 		{ EST_COL(rp, "count"), MT_TABLE_RIGHT, false, 0 },
 	};
@@ -957,26 +971,39 @@ static void print_lines(struct report *rp, struct row *v, size_t n, int fig,
 
 static void print_account(struct report *rp, struct account *a)
 {
-	char name[64], b[32], title[256];
+	char name[64], b[32], title[256], when[64];
 	double at = a->peak_ts > rp->s->t0 ?
 			    (double)(a->peak_ts - rp->s->t0) / 1e9 :
 			    0;
 
-	snprintf(title, sizeof(title), "%s: %s at the peak, %.3f s",
-		 account_name(name, sizeof(name), rp, a),
-		 mt_format_bytes(b, sizeof(b), a->peak), at);
+	if (rp->view && !rp->at_peak)
+		snprintf(when, sizeof(when), "at %.3f s", rp->at_secs);
+	else
+		snprintf(when, sizeof(when), "at the peak");
+	if (rp->view && !rp->at_peak)
+		snprintf(title, sizeof(title), "%s: %s alive %s",
+			 account_name(name, sizeof(name), rp, a),
+			 mt_format_bytes(b, sizeof(b), a->peak), when);
+	else
+		snprintf(title, sizeof(title), "%s: %s at the peak, %.3f s",
+			 account_name(name, sizeof(name), rp, a),
+			 mt_format_bytes(b, sizeof(b), a->peak), at);
 	heading(rp, title);
 	if (rp->s->sum.attributed) {
-		fprintf(rp->out, "By module (self: its own at the peak; own "
-				 "peak: the most it held at once):\n");
+		if (rp->view)
+			fprintf(rp->out, "By module (self: its own):\n");
+		else
+			fprintf(rp->out,
+				"By module (self: its own at the peak; own "
+				"peak: the most it held at once):\n");
 		print_tree(rp, a);
 		fprintf(rp->out, "\nBy phase:\n");
 		print_phases(rp, a);
 		fprintf(rp->out, "\n");
 	}
-	fprintf(rp->out, "Alive at the peak, by module and line:\n");
+	fprintf(rp->out, "Alive %s, by module and line:\n", when);
 	print_lines(rp, a->by_line.v, a->by_line.n, V_PEAK, a->peak,
-		    rp->s->conf.top_live, EST_COL(rp, "at peak"));
+		    rp->s->conf.top_live, ALIVE_COL(rp));
 }
 
 static void add_site(struct mt_site *site, void *ctx)
@@ -1057,6 +1084,15 @@ static void print_suspects(struct report *rp, const struct suspects *sp)
 	print_table(rp, t);
 }
 
+static void free_accounts(struct report *rp)
+{
+	for (size_t i = 0; i < rp->nacc; i++) {
+		agg_free(&rp->acc[i].by_line);
+		agg_free(&rp->acc[i].by_module);
+		agg_free(&rp->acc[i].by_phase);
+	}
+}
+
 void mt_report_print(struct mt_session *s, const struct mt_summary_end *end)
 {
 	struct report rp = { .s = s, .end = end, .out = s->out };
@@ -1099,9 +1135,51 @@ void mt_report_print(struct mt_session *s, const struct mt_summary_end *end)
 			MAX_ACCOUNTS);
 	fprintf(rp.out,
 		"\nEvery figure as key=value lines: --keys (docs/KEYS.md)\n");
+	free_accounts(&rp);
+}
+
+void mt_report_print_at(struct mt_session *s, bool at_peak, double at_secs)
+{
+	struct report rp = { .s = s,
+			     .out = s->out,
+			     .view = true,
+			     .at_peak = at_peak,
+			     .at_secs = at_secs };
+	bool oom;
+	size_t shown = 0;
+
+	mt_table_style_for(s->out, &rp.st);
+	oom = at_peak ? mt_peak_foreach(s->peak, s->live, add_group, &rp) :
+			mt_peak_foreach_now(s->live, add_group, &rp);
+	hide_segments(&rp);
+	fprintf(rp.out, "%smemtrace-bpf report%s: ",
+		mt_table_tone_on(&rp.st, MT_TONE_BOLD),
+		mt_table_tone_off(&rp.st));
+	if (at_peak)
+		fprintf(rp.out,
+			"what was alive at each peak, %" PRIu64 " events\n",
+			(uint64_t)s->sum.events);
+	else
+		fprintf(rp.out,
+			"what was alive %.3f s after the first event, %" PRIu64
+			" events up to then\n",
+			at_secs, (uint64_t)s->sum.events);
+	headline_filter(&rp);
+	headline_sampled(&rp);
 	for (size_t i = 0; i < rp.nacc; i++) {
-		agg_free(&rp.acc[i].by_line);
-		agg_free(&rp.acc[i].by_module);
-		agg_free(&rp.acc[i].by_phase);
+		if (rp.acc[i].hidden || !rp.acc[i].peak)
+			continue;
+		print_account(&rp, &rp.acc[i]);
+		shown++;
 	}
+	if (!shown)
+		fprintf(rp.out, "\nnothing alive\n");
+	if (oom || rp.unshown)
+		fprintf(rp.out,
+			"\n(out of memory or past %d device accounts: some "
+			"rows are missing)\n",
+			MAX_ACCOUNTS);
+	fprintf(rp.out,
+		"\nEvery figure as key=value lines: --keys (docs/KEYS.md)\n");
+	free_accounts(&rp);
 }

@@ -17,4 +17,11 @@
 /* the report of session s on s->out */
 void mt_report_print(struct mt_session *s, const struct mt_summary_end *end);
 
+/*
+ * --at: the report's tables of what was alive at one moment, at_secs after
+ * the first event (the session read up to then), or at each account's
+ * peak: per account, the module tree, the phases and the lines.
+ */
+void mt_report_print_at(struct mt_session *s, bool at_peak, double at_secs);
+
 #endif /* __REPORT_H */

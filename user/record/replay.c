@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include "analysis/report.h"
 #include "record/iter.h"
 #include "record/replay.h"
 #include "lib/err.h"
@@ -136,6 +137,11 @@ static int replay(struct replay *rp)
 	if (c->script)
 		return 0;
 	print_meta(rp, false);
+	/* --at: the report's tables of that moment; '#' lines with --keys */
+	if ((c->at >= 0 || c->at_peak) && !c->out.ses.keys) {
+		mt_report_print_at(rp->ses, c->at_peak, c->at);
+		return 0;
+	}
 	if (c->at >= 0) {
 		fprintf(rp->out, "# at %.6f s into the record:\n", c->at);
 		mt_session_view_now(rp->ses);
