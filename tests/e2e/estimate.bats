@@ -21,7 +21,7 @@ setup_file() {
 	# the names of the last stacks are read while the model lives
 	sleep 1
 	touch "$BATS_FILE_TMPDIR/fx.hold"
-	wait "$rec"
+	wait "$rec" || { cat "$BATS_TEST_TMPDIR/rec.err" >&2; return 1; }
 	"$MT" script -i "$BATS_FILE_TMPDIR/t.mtb" >"$BATS_FILE_TMPDIR/script.out"
 }
 
@@ -126,7 +126,7 @@ record_c10() {
 	rec=$!
 	wait_for "$BATS_TEST_TMPDIR/rec.err" '^# attach .*libc10'
 	release fx
-	wait "$rec"
+	wait "$rec" || { cat "$BATS_TEST_TMPDIR/rec.err" >&2; return 1; }
 }
 
 @test "estimate --check: reserved as the allocator reported it, and the first mismatch" {
