@@ -60,7 +60,13 @@ trace_launcher() {
 		[ "$(grep -c " size=$bytes .* rank=5\$" "$BATS_TEST_TMPDIR/trace.out")" -ge 3 ] && break
 		sleep 0.1
 	done
-	kill -INT "$MT_PID"
+	# --all waits for new processes: it must still run (a fresh-clone
+	# run once found it gone here, with nothing said)
+	if ! kill -INT "$MT_PID"; then
+		wait "$MT_PID" || echo "memtrace-bpf ended early: status $?" >&2
+		cat "$BATS_TEST_TMPDIR/trace.err" >&2
+		false
+	fi
 	finish
 	[ "$(events c10:cpu_alloc | grep -c "^python3 $wpid/.* size=$bytes .* rank=5\$")" -eq 3 ]
 }
