@@ -170,8 +170,9 @@ def rss(meta, rss_path):
     with open(rss_path) as f:
         next(f)
         for line in f:
-            r, t, kb, hwm = line.rstrip("\n").split("\t")
-            samples.setdefault(r, []).append((float(t), int(kb), int(hwm)))
+            r, t, kb, hwm, lost = line.rstrip("\n").split("\t")
+            samples.setdefault(r, []).append((float(t), int(kb), int(hwm),
+                                              int(lost)))
     win_s = int(meta["window_s"])
     dur = int(meta["duration"])
     secs = int(meta["secs"])
@@ -198,14 +199,23 @@ def rss(meta, rss_path):
         "the fixture's own count (allocations since the go × 2 / its "
         "seconds) and the dump's (events in the window / their span). "
         f"'After the window filled': the samples from {2 * win_s} s on "
-        f"(twice the window); growth an hour: the least-squares slope of "
-        "VmRSS over them.")
+        "(twice the window). A rise of VmRSS between two samples there is "
+        "put to a stall when events were lost from the interval before it "
+        "to the one after (the '# LOST' line comes a little after the "
+        "stall; the tracer fell behind the BPF ring buffer: the events "
+        "then waiting to be put in time order, `lib/reorder.c`, grow its "
+        "buffer to a new high-water mark, 2^18 events at most, about "
+        "38 MiB, which it keeps); other growth an hour: VmRSS's change "
+        "from the first sample after the window filled to the last, less "
+        "the stalls' steps, an hour's worth; flat: that growth "
+        "and the spread less the stalls' steps within 1 % or 3 of the "
+        "window's blocks (7.9 MiB), by which its memory comes and goes.")
     put("")
     put("| rate asked | events/s (fixture) | the window at the end (dump) "
         "| VmRSS first | at the window's end | last | max | VmHWM "
-        "(peak) | after the window filled: min–max | growth after it, "
-        "an hour | flat? |")
-    put("|---|---|---|---|---|---|---|---|---|---|---|")
+        "(peak) | after the window filled: min–max | steps at a stall "
+        "(events lost) | other growth after it, an hour | flat? |")
+    put("|---|---|---|---|---|---|---|---|---|---|---|---|")
     rates = meta["rates"].split()
     verdicts = []
     for r in rates:
@@ -214,27 +224,42 @@ def rss(meta, rss_path):
             continue
         mib = lambda kb: f"{kb / 1024:.1f} MiB"  # noqa: E731
         first = s[0][1]
-        at_win = next((kb for t, kb, _ in s if t >= win_s), s[-1][1])
+        at_win = next((kb for t, kb, _, _ in s if t >= win_s), s[-1][1])
         last = s[-1][1]
-        mx = max(kb for _, kb, _ in s)
+        mx = max(kb for _, kb, _, _ in s)
         hwm = max(int(meta.get(f"rate{r}_hwm_kb", 0)),
-                  max(h for _, _, h in s))
-        after = [(t, kb) for t, kb, _ in s if t >= 2 * win_s]
-        if len(after) >= 2:
-            amin = min(kb for _, kb in after)
-            amax = max(kb for _, kb in after)
-            slope = lsq_slope([t for t, _ in after],
-                              [kb for _, kb in after]) * 3600 / 1024
-            spread = amax - amin
-            flat = spread <= max(2048, 0.01 * amax)
-            verdict = ("flat" if flat else
-                       "not flat") + (f" (spread {spread / 1024:.1f} MiB, "
-                                      f"{spread / amax * 100:.2f} %)")
+                  max(h for _, _, h, _ in s))
+        i0 = next((i for i, x in enumerate(s) if x[0] >= 2 * win_s), None)
+        if i0 is not None and len(s) - i0 >= 2:
+            after = s[i0:]
+            amin = min(x[1] for x in after)
+            amax = max(x[1] for x in after)
+            stalls = []
+            for i in range(i0 + 1, len(s)):
+                d = s[i][1] - s[i - 1][1]
+                # the '# LOST' line comes after the stall it counts
+                lo = s[min(i + 1, len(s) - 1)][3] - s[max(i - 2, 0)][3]
+                if d > 0 and lo > 0:
+                    stalls.append((s[i][0], d, lo))
+            span = after[-1][0] - after[0][0]
+            other = after[-1][1] - after[0][1] - sum(d for _, d, _ in stalls)
+            hourly = other / span * 3600 / 1024 if span > 0 else 0.0
+            spread = amax - amin - sum(d for _, d, _ in stalls)
+            # the ring's blocks come and go by 2.6 MiB: 3 of them, or 1 %
+            tol = max(8064, 0.01 * amax)
+            flat = other <= tol and spread <= tol
+            verdict = (("flat" if flat else "not flat") +
+                       (" but for the stalls' steps" if flat and stalls
+                        else "") +
+                       f" (spread less the steps {max(spread, 0) / 1024:.1f}"
+                       f" MiB)")
             plateau = f"{mib(amin)}–{mib(amax)}"
-            growth = f"{slope:+.1f} MiB"
-            verdicts.append((r, flat, amin, amax, slope))
+            steps = ", ".join(f"+{d / 1024:.1f} MiB by {t:.0f} s "
+                              f"({lo:,})" for t, d, lo in stalls) or "none"
+            growth = f"{hourly:+.1f} MiB"
+            verdicts.append((r, flat, amin, amax, hourly))
         else:
-            plateau = growth = "–"
+            plateau = growth = steps = "–"
             verdict = f"not resolved (a run under {2 * win_s} s)"
         fx = meta.get(f"rate{r}_fixture", "")
         m = re.search(r"t_s=([0-9.]+) allocs=(\d+)", fx)
@@ -252,23 +277,22 @@ def rss(meta, rss_path):
             win = "–"
         put(f"| {'as fast as it can' if r == '0' else f'{int(r):,}/s'} | "
             f"{eps} | {win} | {mib(first)} | {mib(at_win)} | {mib(last)} | "
-            f"{mib(mx)} | {mib(hwm)} | {plateau} | {growth} | {verdict} |")
+            f"{mib(mx)} | {mib(hwm)} | {plateau} | {steps} | {growth} | "
+            f"{verdict} |")
     put("")
-    put("What the memory is: the window is a ring of events "
-        "(`user/record/flight.c`: the event as the BPF ring buffer gave it, "
-        "144 bytes, with its site and allocation key, 168 bytes an event) "
-        "that doubles as it fills, up to the memory cap of a time window "
-        "(1 GiB: 6,391,320 events), and never shrinks; the live table and "
-        "the allocations older than the window are a few kB here. So the "
-        "tracer's VmRSS rises while the window fills, until the ring's "
-        "pages have all been written once (the ring runs round it), and "
-        "then holds: about the tracer's start plus 168 bytes × the next "
-        "power of two above the most events the window held, or 1 GiB "
-        "when the cap is reached. VmHWM is higher by the last doubling: the "
-        "old ring and the new one are both held while it is copied.")
+    put("What the memory is: the window's events (`user/record/flight.c`: "
+        "each as the BPF ring buffer gave it, 144 bytes, with its site and "
+        "allocation key, 168 bytes an event) are kept in blocks of 16,384 "
+        "(2.6 MiB), mapped as the window fills and unmapped as their events "
+        "leave it, up to the memory cap of a time window (1 GiB: 6,391,320 "
+        "events); the live table and the allocations older than the window "
+        "(4 here) take a few kB. So the tracer's VmRSS is its start plus "
+        "about 168 bytes × the events the window holds now: it rises while "
+        "the window fills, then holds.")
     put("")
     # the series, a column a rate, a row a minute
-    put("VmRSS, MiB, a minute apart:")
+    put("VmRSS, MiB, a minute apart, and the events lost so far (the "
+        "tracer's `# LOST` lines):")
     put("")
     put("| s | " + " | ".join("as fast as it can" if r == "0" else
                              f"{int(r):,}/s" for r in rates) + " |")
@@ -279,8 +303,9 @@ def rss(meta, rss_path):
         for r in rates:
             s = samples.get(r, [])
             near = min(s, key=lambda x: abs(x[0] - t0)) if s else None
-            cells.append(f"{near[1] / 1024:.1f}" if near and
-                         abs(near[0] - t0) <= float(meta["every"]) else "–")
+            cells.append(f"{near[1] / 1024:.1f} ({near[3]:,} lost)"
+                         if near and abs(near[0] - t0) <= float(meta["every"])
+                         else "–")
         put(f"| {t0} | " + " | ".join(cells) + " |")
     put("")
     for r in rates:
@@ -292,11 +317,17 @@ def rss(meta, rss_path):
         if cpu:
             share = (f" ({int(lost.group(1)) / made * 100:.2f} % of the "
                      f"{made:,} the fixture made)" if lost and made else "")
+            sm = samples.get(r, [])
+            fill = next((x[3] for x in sm if x[0] >= win_s), None)
+            when = (f": {fill:,} by {win_s} s (while the window filled), "
+                    f"{sm[-1][3] - fill:,} after it, to {dur} s"
+                    if sm and fill is not None else "")
             put(f"- {'as fast as it can' if r == '0' else f'{int(r):,}/s'}: "
                 f"the tracer's CPU {cpu} s over the {dur} s "
                 f"({float(cpu) / dur * 100:.0f} % of a core); events lost "
                 f"over the run (the tracer's count, in the dump's summary): "
-                f"{f'{int(lost.group(1)):,}' if lost else '–'}{share}; the "
+                f"{f'{int(lost.group(1)):,}' if lost else '–'}{share}"
+                f"{when}; the "
                 f"SIGUSR1 dump "
                 f"{int(meta.get(f'rate{r}_dump_bytes', 0)):,} bytes, VmHWM "
                 f"after it "

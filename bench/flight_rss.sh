@@ -3,7 +3,8 @@
 # (issue 26, item 3): `memtrace-bpf record --flight WINDOW -o DIR -p PID`
 # on bench/flight_churn.py (small CPU tensors made and freed in a tight
 # Python loop, a few long-lived ones beside them) for DURATION seconds,
-# the tracer's VmRSS and VmHWM read from /proc/PID/status every EVERY s.
+# the tracer's VmRSS and VmHWM read from /proc/PID/status every EVERY s,
+# with the events lost so far (its '# LOST' lines).
 # At the end a SIGUSR1 dump says what the window held (its events, their
 # span, the allocations older than it), then SIGINT. Writes the section
 # "Flight recorder: the tracer's memory over 10 minutes" of
@@ -11,9 +12,9 @@
 # 1 min for each rate.
 #
 # Rates (RATES, events a second; 0: as fast as the loop can): by default
-# one run as fast as it can (on the development VM, ~380 k events/s
-# traced: more than the 1 GiB memory cap of a time window holds in a
-# minute, so the window is cut by the cap) and one at 50,000 events/s
+# one run as fast as it can (on the development VM, 360 to 600 k
+# events/s traced: more than the 1 GiB memory cap of a time window holds in
+# a minute, so the window is cut by the cap) and one at 50,000 events/s
 # (a minute of events fits: the window is the time given).
 # The fixture runs on the last CPU, the tracer on the others (taskset).
 #
@@ -61,7 +62,7 @@ make_work flight-rss || die "cannot make a work directory"
 take_binary || die "cannot copy $MT"
 RSS=$WORK/rss.tsv
 RES=$WORK/results.txt
-printf 'rate\tt_s\trss_kb\thwm_kb\n' >"$RSS"
+printf 'rate\tt_s\trss_kb\thwm_kb\tlost\n' >"$RSS"
 : >"$RES"
 T_START=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -72,14 +73,16 @@ sleep_until() {
 		'BEGIN { d = t0 + s - now; printf "%.3f", (d > 0 ? d : 0) }')"
 }
 
-# rss_sample PID T0 RATE: a line of $RSS; fails when PID has no VmRSS
+# rss_sample PID T0 RATE OUT: a line of $RSS, with the events lost so far
+# (the tracer's '# LOST N events' lines in OUT); fails when PID has no VmRSS
 rss_sample() {
-	local st t
+	local st t lost
 	st=$(awk '/^VmRSS:/ { r = $2 } /^VmHWM:/ { h = $2 }
 		END { if (r != "") print r "\t" h }' "/proc/$1/status" 2>/dev/null) || true
 	[ -n "$st" ] || return 1
 	t=$(awk -v t0="$2" -v now="$(date +%s.%N)" 'BEGIN { printf "%.1f", now - t0 }')
-	printf '%s\t%s\t%s\n' "$3" "$t" "$st" >>"$RSS"
+	lost=$(awk '/^# LOST [0-9]+ events/ { n += $3 } END { print n + 0 }' "$4")
+	printf '%s\t%s\t%s\t%s\n' "$3" "$t" "$st" "$lost" >>"$RSS"
 }
 
 # cpu_s PID: its user + system CPU seconds so far
@@ -110,11 +113,11 @@ one_run() {
 	sleep 0.5
 	touch "$WORK/go"
 	t0=$(date +%s.%N)
-	rss_sample "$tp" "$t0" "$rate" || die "no VmRSS for memtrace-bpf"
+	rss_sample "$tp" "$t0" "$rate" "$d/mt.out" || die "no VmRSS for memtrace-bpf"
 	echo "flight_rss: rate $rate: fixture $pid, tracer $tp; $DURATION s from $(date)"
 	for ((next = EVERY; next < DURATION; next += EVERY)); do
 		sleep_until "$t0" "$next"
-		rss_sample "$tp" "$t0" "$rate" ||
+		rss_sample "$tp" "$t0" "$rate" "$d/mt.out" ||
 			die "memtrace-bpf exited after ${next}s: $(tail -5 "$d/mt.err")"
 		kill -0 "$wl" 2>/dev/null || die "the fixture ended after ${next}s: $(tail -5 "$d/wl.err")"
 		if ((next % 60 == 0)); then
@@ -123,7 +126,7 @@ one_run() {
 		fi
 	done
 	sleep_until "$t0" "$DURATION"
-	rss_sample "$tp" "$t0" "$rate" || die "memtrace-bpf exited early"
+	rss_sample "$tp" "$t0" "$rate" "$d/mt.out" || die "memtrace-bpf exited early"
 	tcpu=$(cpu_s "$tp")
 	hwm=$(awk -v r="$rate" '$1 == r && $4 > h { h = $4 } END { print h + 0 }' "$RSS")
 	# what the window holds now: a dump on SIGUSR1 (its high-water mark
