@@ -187,6 +187,12 @@ static void print_reads(struct mt_dryrun *dr, FILE *out)
 }
 
 /* each device's peaks, for people and as a '#' line for scripts */
+/* a CUDA device's caching-allocator account: what a dry run reports */
+static bool is_device(const struct mt_dev_stat *d)
+{
+	return d->type == MT_DT_CUDA && d->space == MT_SP_C10;
+}
+
 static void print_devices(const struct mt_summary *sum,
 			  const struct mt_dryrun_conf *c, FILE *out)
 {
@@ -196,7 +202,7 @@ static void print_devices(const struct mt_summary *sum,
 	for (size_t i = 0; i < sum->ndevs; i++) {
 		const struct mt_dev_stat *d = &sum->devs[i];
 
-		if (d->type != MT_DT_CUDA || d->space != MT_SP_C10)
+		if (!is_device(d))
 			continue;
 		mt_format_dev(dev, sizeof(dev), d->type, d->index);
 		fprintf(out, "%-10s %s peak allocated %s, peak reserved %s\n",
@@ -208,7 +214,7 @@ static void print_devices(const struct mt_summary *sum,
 	for (size_t i = 0; i < sum->ndevs; i++) {
 		const struct mt_dev_stat *d = &sum->devs[i];
 
-		if (d->type != MT_DT_CUDA || d->space != MT_SP_C10)
+		if (!is_device(d))
 			continue;
 		mt_format_dev(dev, sizeof(dev), d->type, d->index);
 		fprintf(out,
@@ -223,8 +229,7 @@ static void print_devices(const struct mt_summary *sum,
 static bool any_device(const struct mt_summary *sum)
 {
 	for (size_t i = 0; i < sum->ndevs; i++)
-		if (sum->devs[i].type == MT_DT_CUDA &&
-		    sum->devs[i].space == MT_SP_C10)
+		if (is_device(&sum->devs[i]))
 			return true;
 	return false;
 }
