@@ -40,7 +40,7 @@ dump_of() {
 	mkdir "$DIR"
 	root_stage "$ROOT_CUDA" "$ROOT/tests/fixtures/cuda_model.py"
 	HELD=1 fixture_in_root fx "$STANDIN" --device-mem 256MiB -- /usr/bin/python3 \
-		"$STAGE/cuda_model.py" --steps 40 --oom
+		"$STAGE/cuda_model.py" --steps 40 --oom --wait 1.5
 	# the flight recorder and, beside it, a full record of the same run
 	"$MT" record --flight 1s -o "$DIR" -p "$fx_PID" \
 		>"$BATS_TEST_TMPDIR/flight.out" 2>"$BATS_TEST_TMPDIR/flight.err" &
@@ -92,7 +92,8 @@ for k, v in w.items():
         sys.exit(f"thread {k}: {n} of the window {len(v)} events in order")' \
 		"$BATS_TEST_TMPDIR/window" "$BATS_TEST_TMPDIR/full"
 	# before the window only allocations still alive at its start: the
-	# weights among them, some with their stack
+	# weights among them (made 1.5 s before training began), some with
+	# their stack
 	lines_of "$dump" | awk -v f="$from" '$1 < f' >"$BATS_TEST_TMPDIR/old"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/old")" -ge 10 ]
 	! grep -vE ' (c10:alloc|cudart:cudaMalloc|c10:cpu_alloc|cudart:cudaHostAlloc):' "$BATS_TEST_TMPDIR/old"
