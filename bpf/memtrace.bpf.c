@@ -563,8 +563,10 @@ static __always_inline void walk_python(struct mt_event *ev)
 	if (!python_stacks)
 		return;
 	w.c = bpf_map_lookup_elem(&pyconf, &ev->pid);
-	if (!w.c)
+	if (!w.c) {
+		ev->flags |= MT_EV_PY_NOCONF;
 		return;
+	}
 	w.frame = top_frame(w.c);
 	if (!w.frame)
 		return;

@@ -151,6 +151,11 @@ struct mt_hold {
 #define MT_EV_PY_LOST (1u << 5) /* no room to store the stack, or dropped */
 /* --sample-bytes: an allocation the sampler chose; its stack was walked */
 #define MT_EV_SAMPLED (1u << 6)
+/*
+ * No walk: the process has no walker layout yet (user space has not found
+ * its CPython, or has not finished). Counted once it proves to be Python.
+ */
+#define MT_EV_PY_NOCONF (1u << 7)
 
 #define MT_MAX_FRAMES 64
 #define MT_MAX_MODCODE 4

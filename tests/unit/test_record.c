@@ -212,7 +212,10 @@ static void write_record(char *path, size_t len, struct wside *ws,
 	/* stacks_lost: a 6-byte varint, and the most 12.5 s can lose */
 	struct mt_rec_end end = { .seconds = 12.5,
 				  .lost = 3,
-				  .stacks_lost = 612500000000ULL };
+				  .unseen = { .stacks_lost = 612500000000ULL,
+					      .stacks_early = 24,
+					      .nodes = 9,
+					      .node_bytes = 15ULL << 30 } };
 	struct mt_recorder *w;
 	struct mt_site *pool[9];
 	char err[256];
@@ -343,7 +346,10 @@ static void test_round_trip(void **state)
 	assert_true(mt_reader_end(rs.r, &end));
 	assert_true(end.seconds == 12.5);
 	assert_int_equal(end.lost, 3);
-	assert_int_equal(end.stacks_lost, 612500000000ULL);
+	assert_int_equal(end.unseen.stacks_lost, 612500000000ULL);
+	assert_int_equal(end.unseen.stacks_early, 24);
+	assert_int_equal(end.unseen.nodes, 9);
+	assert_int_equal(end.unseen.node_bytes, 15ULL << 30);
 	/* metadata that came later, in order */
 	assert_true(mt_reader_meta(rs.r, 3, &k, &v));
 	assert_string_equal(k, "lib");
@@ -659,7 +665,7 @@ static void test_bad_files(void **state)
 	raw_header(&r, 1);
 	BLOCK(&r, 4, "\x01\x80\x20\x02\x80\x80\x08");
 	expect_corrupt(&r, "bad coding");
-	/* an end, then more */
+	/* an end of the first records (no unseen stacks or Nodes), more */
 	raw_header(&r, 1);
 	BLOCK(&r, 5,
 	      "\x01"
@@ -673,6 +679,13 @@ static void test_bad_files(void **state)
 	      "\x01"
 	      "\0\0\0\0\0\0\0\0"
 	      "\x00");
+	expect_corrupt(&r, "bad end block");
+	/* the unseen counts begun, not ended */
+	raw_header(&r, 1);
+	BLOCK(&r, 5,
+	      "\x01"
+	      "\0\0\0\0\0\0\0\0"
+	      "\x00\x00\x05\x01");
 	expect_corrupt(&r, "bad end block");
 	/* a varint of more than 64 bits */
 	raw_header(&r, 1);
@@ -758,10 +771,10 @@ static void test_senseless(void **state)
 	assert_int_equal(nread, 3);
 	assert_int_equal(read_timed(slow, 3, &end, &nread, err, sizeof(err)),
 			 0);
-	end.lost = end.stacks_lost = (__u64)((3.445 + 600) * 1e9);
+	end.lost = end.unseen.stacks_lost = (__u64)((3.445 + 600) * 1e9);
 	assert_int_equal(read_timed(ok, 3, &end, &nread, err, sizeof(err)), 0);
 	end.seconds = 0;
-	end.lost = end.stacks_lost = 0;
+	end.lost = end.unseen.stacks_lost = 0;
 	assert_int_equal(read_timed(ok, 3, &end, &nread, err, sizeof(err)), 0);
 
 	/* durations that are none */
@@ -778,13 +791,19 @@ static void test_senseless(void **state)
 	end.seconds = 3.445;
 	end.lost = UINT64_MAX;
 	expect_senseless(ok, 3, &end,
-			 "end block: 18446744073709551615 events lost and 0 "
-			 "without their stack in 3.445 s traced, more than "
-			 "one a nanosecond");
+			 "end block: 18446744073709551615 events lost, 0 + 0 "
+			 "without their stack, 0 without their forward in "
+			 "3.445 s traced: more than one a nanosecond");
 	end.lost = 0;
-	end.stacks_lost = (__u64)(3.445 * 1e9 + 601e9);
+	end.unseen.stacks_lost = (__u64)(3.445 * 1e9 + 601e9);
 	expect_senseless(ok, 3, &end, "more than one a nanosecond");
-	end.stacks_lost = 0;
+	end.unseen.stacks_lost = 0;
+	end.unseen.stacks_early = UINT64_MAX;
+	expect_senseless(ok, 3, &end, "0 + 18446744073709551615 without");
+	end.unseen.stacks_early = 0;
+	end.unseen.nodes = (__u64)(3.445 * 1e9 + 601e9);
+	expect_senseless(ok, 3, &end, "more than one a nanosecond");
+	end.unseen.nodes = 0;
 
 	/* events far apart: refused at the event, ended or not */
 	expect_senseless(far, 3, &end,

@@ -661,12 +661,32 @@ static void headline_unseen(const struct report *rp)
 		headline(rp, label, MT_TONE_YELLOW, text);
 		label = NULL;
 	}
-	if (end->stacks_lost) {
+	if (end->unseen.stacks_lost) {
 		snprintf(text, sizeof(text),
 			 "%" PRIu64 " events have no Python stack (not stored, "
 			 "not readable, or a walk cut short): their lines "
 			 "are unknown",
-			 (uint64_t)end->stacks_lost);
+			 (uint64_t)end->unseen.stacks_lost);
+		headline(rp, label, MT_TONE_YELLOW, text);
+		label = NULL;
+	}
+	if (end->unseen.stacks_early) {
+		snprintf(text, sizeof(text),
+			 "%" PRIu64 " events have no Python stack: they came "
+			 "before the tracer had read their process's CPython "
+			 "(its first moments): their lines and modules are "
+			 "unknown",
+			 (uint64_t)end->unseen.stacks_early);
+		headline(rp, label, MT_TONE_YELLOW, text);
+		label = NULL;
+	}
+	if (end->unseen.nodes) {
+		snprintf(text, sizeof(text),
+			 "%" PRIu64 " backward allocations (%s) have no "
+			 "module: the forward that made their autograd Node "
+			 "ran before the attach",
+			 (uint64_t)end->unseen.nodes,
+			 mt_format_bytes(b, sizeof(b), end->unseen.node_bytes));
 		headline(rp, label, MT_TONE_YELLOW, text);
 		label = NULL;
 	}

@@ -666,8 +666,17 @@ void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
 			" bytes=%" PRIu64 " unsized=%" PRIu64 "\n",
 			(uint64_t)s->early_frees, (uint64_t)s->early_bytes,
 			(uint64_t)s->early_unsized);
-	if (end->stacks_lost)
+	if (end->unseen.stacks_early)
+		fprintf(out, "# unseen stacks_before_walker=%" PRIu64 "\n",
+			(uint64_t)end->unseen.stacks_early);
+	if (end->unseen.nodes)
+		fprintf(out,
+			"# unseen backward_forward_before_attach=%" PRIu64
+			" bytes=%" PRIu64 "\n",
+			(uint64_t)end->unseen.nodes,
+			(uint64_t)end->unseen.node_bytes);
+	if (end->unseen.stacks_lost)
 		fprintf(out, "# lost python_stacks=%" PRIu64 "\n",
-			(uint64_t)end->stacks_lost);
+			(uint64_t)end->unseen.stacks_lost);
 	fprintf(out, "# lost events=%" PRIu64 "\n", (uint64_t)end->lost);
 }

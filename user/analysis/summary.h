@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include "event/kinds.h"
+#include "event/unseen.h"
 #include "analysis/livetable.h"
 #include "analysis/sites.h"
 
@@ -171,11 +172,11 @@ void mt_summary_totals(struct mt_summary *s, __u32 pid, __u64 *allocated,
 struct mt_summary_end {
 	double seconds;
 	__u64 lost;
-	__u64 stacks_lost; /* events whose Python stack was not kept */
+	struct mt_unseen unseen;
 	/*
 	 * a record that ends without its end block (its recorder killed, or
 	 * its disk full): seconds run to its last event, what came after is
-	 * missing, and lost and stacks_lost are not known (0)
+	 * missing, and lost and unseen are not known (0)
 	 */
 	bool cut_short;
 	size_t top_live; /* live groups printed at most */

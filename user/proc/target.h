@@ -41,6 +41,8 @@ struct mt_target {
 	struct mt_py *py; /* its CPython, once found */
 	struct mt_pyconf pyconf; /* as given to the BPF walker */
 	int py_tries; /* looks for CPython so far */
+	/* events BPF could not walk before py was found (trace/events.c) */
+	__u64 py_early;
 	bool exec_watched; /* in the BPF map of processes whose exec is followed */
 	/* execs in the ring buffer not yet handled in time order */
 	unsigned int exec_pending;

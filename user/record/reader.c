@@ -338,20 +338,30 @@ static int read_end(struct mt_reader *r, struct cur *c)
 	bits = get_le(c->p + c->pos, 8);
 	c->pos += 8;
 	memcpy(&e->seconds, &bits, sizeof(bits));
-	if (!get_varint(c, &e->lost) || !get_varint(c, &e->stacks_lost))
+	if (!get_varint(c, &e->lost) || !get_varint(c, &e->unseen.stacks_lost))
+		return fail(r, "bad end block");
+	/* absent from records written before they were counted: 0 */
+	if (cur_left(c) && (!get_varint(c, &e->unseen.stacks_early) ||
+			    !get_varint(c, &e->unseen.nodes) ||
+			    !get_varint(c, &e->unseen.node_bytes)))
 		return fail(r, "bad end block");
 	/* !(x >= 0) is also true of a NaN */
 	if (!(e->seconds >= 0) || e->seconds > (double)MAX_SECONDS)
 		return fail(r, "end block: %g s traced is no duration",
 			    e->seconds);
 	if (too_many(e->lost, e->seconds) ||
-	    too_many(e->stacks_lost, e->seconds))
+	    too_many(e->unseen.stacks_lost, e->seconds) ||
+	    too_many(e->unseen.stacks_early, e->seconds) ||
+	    too_many(e->unseen.nodes, e->seconds))
 		return fail(r,
-			    "end block: %llu events lost and %llu without "
-			    "their stack in %.3f s traced, more than one a "
+			    "end block: %llu events lost, %llu + %llu "
+			    "without their stack, %llu without their "
+			    "forward in %.3f s traced: more than one a "
 			    "nanosecond",
 			    (unsigned long long)e->lost,
-			    (unsigned long long)e->stacks_lost, e->seconds);
+			    (unsigned long long)e->unseen.stacks_lost,
+			    (unsigned long long)e->unseen.stacks_early,
+			    (unsigned long long)e->unseen.nodes, e->seconds);
 	span = r->timed ? (double)(r->ts_hi - r->ts_lo) / 1e9 : 0;
 	if (span > e->seconds + ATTACH_SECONDS)
 		return fail(r,

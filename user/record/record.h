@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <linux/types.h>
 #include "memtrace.h"
+#include "event/unseen.h"
 #include "analysis/sites.h"
 #include "lib/strpool.h"
 
@@ -26,7 +27,7 @@
 struct mt_rec_end {
 	double seconds;
 	__u64 lost; /* events the kernel side could not record */
-	__u64 stacks_lost; /* events whose Python stack was not kept */
+	struct mt_unseen unseen;
 };
 
 struct mt_recorder;

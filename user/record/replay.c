@@ -156,7 +156,7 @@ static int replay(struct replay *rp)
 	if (mt_reader_end(rp->it.rd, &re)) {
 		end.seconds = re.seconds;
 		end.lost = re.lost;
-		end.stacks_lost = re.stacks_lost;
+		end.unseen = re.unseen;
 	} else {
 		end.seconds = (double)(rp->last - rp->first) / 1e9;
 		end.cut_short = mt_reader_truncated(rp->it.rd);

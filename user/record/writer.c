@@ -474,7 +474,7 @@ static int write_end(struct mt_recorder *w, const struct mt_rec_end *end)
 {
 	struct buf body = { 0 };
 	__u64 bits;
-	int err = buf_reserve(&body, 8 + 2 * MAX_VARINT);
+	int err = buf_reserve(&body, 8 + 5 * MAX_VARINT);
 
 	if (err)
 		return err;
@@ -482,7 +482,11 @@ static int write_end(struct mt_recorder *w, const struct mt_rec_end *end)
 	put_le(body.p, bits, 8);
 	body.len = 8;
 	put_varint(&body, end->lost);
-	put_varint(&body, end->stacks_lost);
+	put_varint(&body, end->unseen.stacks_lost);
+	/* later than the rest: older records end before them */
+	put_varint(&body, end->unseen.stacks_early);
+	put_varint(&body, end->unseen.nodes);
+	put_varint(&body, end->unseen.node_bytes);
 	w->out.len = 0;
 	err = put_block(&w->out, B_END, 1, &body);
 	free(body.p);

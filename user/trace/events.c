@@ -35,23 +35,58 @@ static const char *caller_name(struct mt_tracer *tr, struct mt_target *t,
 	return mt_intern(tr->names, mt_basename(m->path));
 }
 
+/*
+ * An event BPF could not walk for want of the process's walker layout:
+ * counted when the process is known to run Python, else kept on the target
+ * until its CPython is found (procs.c).
+ */
+static void count_early(struct mt_tracer *tr, struct mt_target *t,
+			const struct mt_event *ev)
+{
+	if (!(ev->flags & MT_EV_PY_NOCONF))
+		return;
+	if (t->py)
+		tr->unseen.stacks_early++;
+	else
+		t->py_early++;
+}
+
+/*
+ * A backward allocation left without a module because its Node's origin is
+ * unknown: the forward that made the Node ran before the attach.
+ */
+static void count_unseen_node(struct mt_tracer *tr, const struct mt_call *r,
+			      const struct mt_attrib *a)
+{
+	if (r->ev->node_stack || a->recompute || strcmp(a->module, "-") ||
+	    r->role != MT_ROLE_ALLOC || r->failed)
+		return;
+	tr->unseen.nodes++;
+	if (r->size_state == MT_SIZE_KNOWN)
+		tr->unseen.node_bytes += r->size;
+}
+
 /* phase and module of an event of a Python process; NULL if it is not one */
 static const struct mt_pyresolved *attribute(struct mt_tracer *tr,
 					     struct mt_target *t,
-					     const struct mt_event *ev,
+					     const struct mt_call *r,
 					     struct mt_attrib *a)
 {
+	const struct mt_event *ev = r->ev;
 	const struct mt_pyresolved *pr = NULL;
 	const char *phase;
 
-	if (!t || !t->py)
+	if (!t)
+		return NULL;
+	count_early(tr, t, ev);
+	if (!t->py)
 		return NULL;
 	if (ev->flags & MT_EV_PY)
 		pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->stack_id,
 				     ev->flags & MT_EV_PY_TRUNC);
 	/* a walk BPF dropped (its buffers shared) carries no MT_EV_PY */
 	if ((ev->flags & MT_EV_PY_LOST) || ((ev->flags & MT_EV_PY) && !pr))
-		tr->stacks_lost++;
+		tr->unseen.stacks_lost++;
 	phase = mt_phase_of_thread(ev->comm);
 	if (!phase)
 		phase = pr ? pr->phase : "other";
@@ -75,6 +110,7 @@ static const struct mt_pyresolved *attribute(struct mt_tracer *tr,
 			a->module = m;
 		a->node = mt_node_class(tr->nodes, t->py, ev->node_vt,
 					tr->frames);
+		count_unseen_node(tr, r, a);
 	}
 	return pr;
 }
@@ -141,7 +177,7 @@ static struct mt_site *site_of(struct mt_tracer *tr, struct mt_sink *k,
 	struct mt_site key;
 	bool is_new, none = unattributed(tr, r);
 
-	pr = none ? NULL : attribute(tr, t, ev, &a);
+	pr = none ? NULL : attribute(tr, t, r, &a);
 	caller = caller_name(tr, t, ev->caller);
 	/* NCCL's memory is NCCL's, whatever module runs the collective */
 	if (!none && (r->ki->space == MT_SP_NCCL ||

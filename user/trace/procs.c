@@ -68,8 +68,12 @@ void mt_tracer_on_modcode(void *ctx, __u32 pid, __u64 code)
 		mt_err("pid %d: update walker: %s", t->pid, strerror(errno));
 }
 
-/* find the target's CPython and hand the walker its offsets */
-static void find_python(struct mt_tracer *tr, struct mt_target *t)
+/*
+ * Find the target's CPython and hand the walker its offsets. True when it
+ * was found now: say_python() tells it. Done before a scan attaches
+ * probes, so that their first events are walked.
+ */
+static bool find_python(struct mt_tracer *tr, struct mt_target *t)
 {
 	char err[512];
 	int ret;
@@ -80,32 +84,44 @@ static void find_python(struct mt_tracer *tr, struct mt_target *t)
 	 */
 	if (t->py || t->exec_pending || t->py_tries >= PY_TRIES ||
 	    tr->conf->no_python)
-		return;
+		return false;
 	t->py_tries++;
 	ret = mt_py_open(t->pid, &t->py, err, sizeof(err));
 	if (ret == -ENOENT || ret == -EAGAIN)
-		return; /* no CPython (yet) */
+		return false; /* no CPython (yet) */
 	/*
 	 * A program that just started (exec'd) may be caught amid its
 	 * initialisation, its state half written: tried again at the next
 	 * turn, and said only when the tries run out
 	 */
 	if (ret == -EPROTO && t->py_soon && t->py_tries < PY_TRIES)
-		return;
+		return false;
 	if (ret) {
 		t->py_tries = PY_TRIES;
 		/* gone meanwhile: its exit is told where it is noticed */
 		if (!mt_target_poll_exit(t))
 			mt_err("pid %d: %s", t->pid, err);
-		return;
+		return false;
 	}
 	t->pyconf = *mt_py_conf(t->py);
 	t->pyconf.max_depth = tr->conf->max_depth;
 	t->pyconf.nmodcode = 0;
 	if (put_pyconf(tr, t)) {
 		mt_err("pid %d: start the walker: %s", t->pid, strerror(errno));
-		return;
+		return false;
 	}
+	/* the events that came before are now known to lack their stack */
+	tr->unseen.stacks_early += t->py_early;
+	t->py_early = 0;
+	return true;
+}
+
+/*
+ * The '# python' line and the record's meta: after the '# attach' lines,
+ * as the last word of an attach (tests and users wait for it)
+ */
+static void say_python(struct mt_tracer *tr, const struct mt_target *t)
+{
 	if (tr->att.log)
 		fprintf(tr->att.log, "# python pid=%d version=3.%u\n", t->pid,
 			t->pyconf.minor);
@@ -159,6 +175,7 @@ static void forget_python(struct mt_tracer *tr, struct mt_target *t)
 	mt_py_close(t->py);
 	t->py = NULL;
 	t->py_tries = 0;
+	t->py_early = 0;
 	t->pyconf = (struct mt_pyconf){ 0 };
 	mt_pystacks_forget(tr->stacks, pid);
 	/*
@@ -208,7 +225,8 @@ void mt_tracer_on_exec(struct mt_tracer *tr, const struct mt_event *ev)
 		return;
 	/* its first calls come soon after it starts: looked for at each turn */
 	t->py_soon = true;
-	find_python(tr, t);
+	if (find_python(tr, t))
+		say_python(tr, t);
 	t->py_soon = !t->py && t->py_tries < PY_TRIES;
 }
 
@@ -219,7 +237,8 @@ void mt_tracer_exec_tick(struct mt_tracer *tr)
 
 		if (!t->py_soon)
 			continue;
-		find_python(tr, t);
+		if (find_python(tr, t))
+			say_python(tr, t);
 		t->py_soon = !t->py && t->py_tries < PY_TRIES;
 	}
 }
@@ -276,13 +295,16 @@ void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_target *t)
 void mt_tracer_rescan(struct mt_tracer *tr, struct mt_target *t)
 {
 	char err[512];
+	bool found;
 
 	if (t->exited)
 		return;
+	found = find_python(tr, t);
 	if (mt_attach_scan(&tr->att, t, err, sizeof(err)) < 0 &&
 	    !mt_target_poll_exit(t))
 		mt_err("%s", err);
-	find_python(tr, t);
+	if (found)
+		say_python(tr, t);
 }
 
 /*
@@ -392,16 +414,19 @@ int mt_tracer_attach(struct mt_tracer *tr)
 
 	for (int i = 0; i < tr->ntargets; i++) {
 		struct mt_target *t = &tr->targets[i];
+		bool found;
 
 		if (t->spawned)
 			continue; /* attached as its loader maps them */
+		found = find_python(tr, t);
 		if (mt_attach_scan(&tr->att, t, err, sizeof(err)) < 0) {
 			if (gone_during_attach(t))
 				continue;
 			mt_err("%s", err);
 			return 2;
 		}
-		find_python(tr, t);
+		if (found)
+			say_python(tr, t);
 		if (!(t->libs & ours) && !tr->conf->wait_libs &&
 		    !tr->att.global) {
 			if (gone_during_attach(t))

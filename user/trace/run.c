@@ -387,7 +387,7 @@ static int run(struct mt_tracer *tr)
 	tr->end = (struct mt_summary_end){
 		.seconds = (double)(mt_now_ns() - start) / 1e9,
 		.lost = lost_now(tr),
-		.stacks_lost = tr->stacks_lost,
+		.unseen = tr->unseen,
 		.top_live = o->top_live,
 	};
 	tr->ran = true;

@@ -149,7 +149,7 @@ static int close_record(struct mt_sink *k, const struct mt_summary_end *end,
 {
 	const struct mt_rec_end re = { .seconds = end->seconds,
 				       .lost = end->lost,
-				       .stacks_lost = end->stacks_lost };
+				       .unseen = end->unseen };
 	__u64 events = mt_recorder_events(k->rec);
 	int ret = mt_recorder_close(k->rec, &re);
 	struct stat st;

@@ -178,7 +178,7 @@ static char *compose(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now,
 		.interval = ts->interval,
 		.lost = tr->skel->bss->lost_events +
 			tr->skel->bss->lost_inflight,
-		.stacks_lost = tr->stacks_lost,
+		.stacks_lost = tr->unseen.stacks_lost,
 		.nprocs = tr->ntargets,
 		.pid = t ? (__u32)t->pid : 0,
 		.comm = t ? t->comm : NULL,

@@ -45,7 +45,7 @@ struct mt_tracer {
 	struct mt_dryrun *dry; /* estimate --dry-run (trace/dryrun.h) */
 	struct mt_flight_dir *flight_dir; /* record --flight (trace/flight.h) */
 	__u64 flight_t0; /* ts of the first event a window took */
-	__u64 stacks_lost;
+	struct mt_unseen unseen; /* counted in events.c */
 	FILE *out;
 	__u64 lost_reported;
 	/* order.c: the events held until they can be handled in time order */

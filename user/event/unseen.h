@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the tracer saw of events it could not attribute, counted as they
+ * came: the report's Unseen line says each with its cause, and a record's
+ * end block keeps them.
+ */
+#ifndef __UNSEEN_H
+#define __UNSEEN_H
+
+#include <linux/types.h>
+
+struct mt_unseen {
+	/* events whose Python stack was not kept (no room, or dropped) */
+	__u64 stacks_lost;
+	/*
+	 * events of a Python process from before the walker knew its
+	 * CPython: the first moments of an attach, or of a program that
+	 * just started
+	 */
+	__u64 stacks_early;
+	/*
+	 * backward allocations with no module because the forward that
+	 * made their autograd Node was not seen (it ran before the attach),
+	 * and their bytes
+	 */
+	__u64 nodes, node_bytes;
+};
+
+#endif /* __UNSEEN_H */
