@@ -211,7 +211,7 @@ end_block() {
 		done
 	done
 	run "$MT" report -i "$BATS_TEST_TMPDIR/bad.mtb"
-	grep -q ': end block: 18446744073709551615 events lost and 0 without their stack in 3.445 s traced, more than one a nanosecond$' <<<"$output"
+	grep -q ': end block: 18446744073709551615 events lost, 0 + 0 without their stack, 0 without their forward in 3.445 s traced: more than one a nanosecond$' <<<"$output"
 }
 
 @test "a record whose events name no call site (the format allows it) is reported, never a crash" {

@@ -196,6 +196,55 @@ PY
 	[ "$(grep -cE ': c10:cpu_free: .* size=\? ' "$TRACE")" -eq 3 ]
 }
 
+@test "-p amid a step: the peak is since the attach; backward allocations whose forward ran before it are counted with their cause; none when every step is seen whole" {
+	MID=$ROOT/tests/fixtures/mid_step.py
+	record_model "$MID" '^done'
+	COLUMNS=200 report
+	cat "$OUT"
+	grep -qE '^ +since the attach: what it held before is not in this peak \([0-9]+ frees of it seen\)$' "$OUT"
+	grep -qE '^(Unseen)? +[0-9]+ backward allocations \([0-9.]+ [KMG]?i?B\) have no module: the forward that made their autograd Node ran before the attach$' "$OUT"
+	n=$("$MT" report --keys -i "$REC" | sed -nE 's/^# unseen backward_forward_before_attach=([0-9]+) bytes=[0-9]+$/\1/p')
+	# they are the first backward's allocations (a leaf's AccumulateGrad
+	# has no forward: never counted), and none after
+	"$MT" script -i "$REC" | awk '/^[^#\t]/ && / c10:cpu_alloc: / && /phase=backward/' >"$BATS_TEST_TMPDIR/bwd"
+	first=$(awk '/ node=AccumulateGrad/ { print NR; exit }' "$BATS_TEST_TMPDIR/bwd")
+	echo "counted $n; the first backward's allocations end at $first"
+	[ "$n" -ge 10 ]
+	[ "$n" -eq "$(head -n "$first" "$BATS_TEST_TMPDIR/bwd" | grep ' node=' | grep -vc ' node=AccumulateGrad')" ]
+	# the second step's Linear layers have their modules back
+	tail -n +"$first" "$BATS_TEST_TMPDIR/bwd" | grep ' node=AddmmBackward0' | grep -q ' module=0 '
+
+	record_model "$MID" '^done' --whole
+	"$MT" report --keys -i "$REC" >"$BATS_TEST_TMPDIR/keys"
+	grep -q ' phase=backward module=0 ' <("$MT" script -i "$REC")
+	! grep '^# unseen \(backward\|stacks\)' "$BATS_TEST_TMPDIR/keys"
+	COLUMNS=200 report
+	! grep -E 'have no module|before the tracer' "$OUT"
+
+	# traced from its start, nothing is said to come before
+	run "$MT" -q -- "$TORCH_PY" "$MID" --whole
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q '^Peak ' <<<"$output"
+	! grep -E 'since the attach|before the attach|have no module' <<<"$output"
+}
+
+@test "-p on a process that allocates as it is attached: its first event has its stack" {
+	HELD=1 fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/mid_step.py" --spin
+	REC=$BATS_TEST_TMPDIR/t.mtb
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 record -o "$REC" -p "$fx_PID"
+	release fx
+	settle fx '^done'
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	"$MT" script -i "$REC" | grep -v '^#' | head -3 >"$BATS_TEST_TMPDIR/first"
+	cat "$BATS_TEST_TMPDIR/first"
+	# the event made while the tracer attached, as every one after it
+	grep -q ': c10:cpu_alloc: .* size=16384 ' <(head -1 "$BATS_TEST_TMPDIR/first")
+	grep -qE $'^\tspin_until_go \(.*mid_step\.py:[0-9]+\)$' <(sed -n 2p "$BATS_TEST_TMPDIR/first")
+	! "$MT" report --keys -i "$REC" | grep -E '^# (unseen stacks|lost python)'
+}
+
 @test "what lives at the end is called still alive, apart from the leak suspects" {
 	HELD=1 fixture fx "$TORCH_PY" "$INCIDENT_PY" --steps 8 --leak
 	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 -q -p "$fx_PID"

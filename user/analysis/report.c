@@ -437,6 +437,8 @@ static size_t room(const struct report *rp, size_t used)
 static void headline_before(const struct report *rp, const struct account *a)
 {
 	const struct mt_summary *sum = &rp->s->sum;
+	const struct mt_proc *p = mt_session_proc(rp->s, a->pid);
+	bool cpu_frees = a->space == MT_SP_CPU && sum->early_frees;
 	char text[400], b1[32], b2[32];
 
 	for (size_t i = 0; i < sum->ndevs; i++) {
@@ -453,11 +455,17 @@ static void headline_before(const struct report *rp, const struct account *a)
 		headline(rp, NULL, MT_TONE_YELLOW, text);
 		return;
 	}
-	if (a->space != MT_SP_CPU || !sum->early_frees)
+	if (!cpu_frees && !(p && p->attached))
 		return;
-	snprintf(text, sizeof(text),
-		 "  before the attach: %" PRIu64 " frees of its memory seen",
-		 (uint64_t)sum->early_frees);
+	if (cpu_frees)
+		snprintf(text, sizeof(text),
+			 "  since the attach: what it held before is not in "
+			 "this peak (%" PRIu64 " frees of it seen)",
+			 (uint64_t)sum->early_frees);
+	else
+		snprintf(text, sizeof(text),
+			 "  since the attach: what it held before is not in "
+			 "this peak");
 	headline(rp, NULL, MT_TONE_YELLOW, text);
 }
 

@@ -82,6 +82,11 @@ void mt_session_set_rank(struct mt_session *s, __u32 pid,
 	proc_of(s, pid)->rank = *r;
 }
 
+void mt_session_set_attached(struct mt_session *s, __u32 pid)
+{
+	proc_of(s, pid)->attached = true;
+}
+
 /*
  * An optimizer phase left after a backward ends a step (zero_grad before
  * the forward is none); a process without steps gets a leak boundary each

@@ -52,6 +52,8 @@ struct mt_proc {
 	bool backward_seen; /* since the last step: zero_grad is no step */
 	__u64 last_boundary; /* ts of the last leak boundary */
 	struct mt_rank rank; /* from its environment (rank= on its lines) */
+	/* it ran before it was traced (-p): what it held then is unseen */
+	bool attached;
 	__u64 allocs, frees, failed, live; /* allocation calls */
 };
 
@@ -127,6 +129,9 @@ __u32 mt_session_step(const struct mt_session *s, __u32 pid);
 /* pid's rank, shown on its lines and in the per-rank table */
 void mt_session_set_rank(struct mt_session *s, __u32 pid,
 			 const struct mt_rank *r);
+
+/* pid ran before it was traced (-p): its report says what that hides */
+void mt_session_set_attached(struct mt_session *s, __u32 pid);
 
 /* what the session knows of pid; NULL if none of its events came */
 const struct mt_proc *mt_session_proc(const struct mt_session *s, __u32 pid);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * --watch: a sample of each (process, CUDA device or the CPU) per interval
- * in a bounded ring, a least-squares line over the last window of them,
- * and the time until that line meets the device's size (the host's
- * memory, for the CPU). NVML is loaded with dlopen so that the tool runs,
+ * in a bounded ring, a robust line over the last window of them (Theil and
+ * Sen's: a one-time rise is not growth), and the time until that line
+ * meets the device's size (the host's memory, for the CPU). NVML is loaded with dlopen so that the tool runs,
  * and builds, where there is no driver.
  */
 #include <dlfcn.h>
@@ -15,6 +15,8 @@
 
 #define WATCH_ACCOUNTS 64 /* (process, device) pairs watched */
 #define WATCH_SAMPLES 256 /* per pair; older ones leave the fit */
+/* the slopes between every two samples of a window */
+#define WATCH_SLOPES (WATCH_SAMPLES * (WATCH_SAMPLES - 1) / 2)
 #define WATCH_INDEXES 128 /* CUDA device indexes whose size is cached */
 #define WATCH_TOP 5 /* growing sites named in an alert */
 
@@ -77,6 +79,7 @@ struct mt_watch {
 	__u64 sizes[WATCH_INDEXES];
 	char why[256]; /* why a device's size is not known */
 	__u64 host_mem; /* the host's memory, for CPU accounts; 0: unknown */
+	double slopes[WATCH_SLOPES]; /* fit_line's room */
 };
 
 struct mt_watch *mt_watch_new(const struct mt_watch_conf *c)
@@ -291,36 +294,69 @@ struct fit {
 	double r2;
 };
 
-/* least squares over the samples not older than since */
-static struct fit fit_line(const struct account *a, double since)
+static int cmp_double(const void *a, const void *b)
 {
-	double mx = 0, my = 0, sxx = 0, sxy = 0, syy = 0;
-	struct fit f = { 0 };
+	double x = *(const double *)a, y = *(const double *)b;
 
-	while (f.n < a->n && nth_newest(a, f.n)->t >= since) {
-		mx += nth_newest(a, f.n)->t;
-		my += nth_newest(a, f.n)->used;
-		f.n++;
-	}
+	return (x > y) - (x < y);
+}
+
+/* the median of v[0..n), n > 0; v is sorted */
+static double median(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * The line through the samples not older than since: its rate the median
+ * of the slopes between every two of them (Theil and Sen). A one-time rise
+ * (an optimizer's state made at the first step, a cache filled) tilts
+ * fewer than half of those slopes, so it is not taken for growth, as a
+ * least-squares line would take it; a steady growth tilts them all. r2 is
+ * the share of the samples' variance that line explains (0 at worst).
+ */
+static struct fit fit_line(struct mt_watch *w, const struct account *a,
+			   double since)
+{
+	double my = 0, ssr = 0, sst = 0, mid;
+	struct fit f = { 0 };
+	size_t ns = 0;
+
+	while (f.n < a->n && nth_newest(a, f.n)->t >= since)
+		my += nth_newest(a, f.n++)->used;
 	if (f.n < 2)
 		return f;
-	mx /= f.n;
 	my /= f.n;
-	/* centred sums: bytes are large, their squares lose no precision */
-	for (int k = 0; k < f.n; k++) {
-		double dx = nth_newest(a, k)->t - mx;
-		double dy = nth_newest(a, k)->used - my;
+	for (int i = 0; i < f.n; i++)
+		for (int j = i + 1; j < f.n; j++) {
+			const struct sample *p = nth_newest(a, i),
+					    *q = nth_newest(a, j);
 
-		sxx += dx * dx;
-		sxy += dx * dy;
-		syy += dy * dy;
-	}
-	if (sxx <= 0)
+			if (p->t != q->t)
+				w->slopes[ns++] =
+					(p->used - q->used) / (p->t - q->t);
+		}
+	if (!ns)
 		return f;
 	f.ok = true;
-	f.rate = sxy / sxx;
+	f.rate = median(w->slopes, ns);
+	for (int k = 0; k < f.n; k++) {
+		const struct sample *s = nth_newest(a, k);
+
+		w->slopes[k] = s->used - f.rate * s->t;
+	}
+	mid = median(w->slopes, (size_t)f.n);
+	/* centred sums: bytes are large, their squares lose no precision */
+	for (int k = 0; k < f.n; k++) {
+		const struct sample *s = nth_newest(a, k);
+		double r = s->used - (mid + f.rate * s->t), d = s->used - my;
+
+		ssr += r * r;
+		sst += d * d;
+	}
 	/* a flat series is fitted exactly */
-	f.r2 = syy > 0 ? sxy * sxy / (sxx * syy) : 1.0;
+	f.r2 = sst > 0 ? (ssr < sst ? 1 - ssr / sst : 0) : 1.0;
 	return f;
 }
 
@@ -580,7 +616,7 @@ void mt_watch_tick(struct mt_watch *w, __u64 now_ns, struct mt_summary *sum,
 
 		if (!a->seen)
 			continue;
-		f = fit_line(a, w->conf.window > 0 ? t - w->conf.window : 0);
+		f = fit_line(w, a, w->conf.window > 0 ? t - w->conf.window : 0);
 		print_line(w, a, &f, t, out);
 		if (a->alert)
 			print_alert(w, a, &f, t, out);

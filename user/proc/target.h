@@ -27,6 +27,8 @@ struct mt_target {
 	int pidfd;
 	char comm[16];
 	bool spawned; /* started by us (-- mode): seen from its first call */
+	/* it ran before it was found (-p, a scan): what it held is unseen */
+	bool attached;
 	/* spawned: our end of its guard's pipe, and the guard (target.c) */
 	int guard_fd, guard_pid;
 	struct mt_hold *hold; /* spawned: its stops at library loads */

@@ -22,6 +22,8 @@
 
 /* the META key of a sampled record's R, before its first event */
 #define MT_REC_SAMPLE_KEY "sample_bytes"
+/* the META key of a process that ran before it was traced: pid=<pid> */
+#define MT_REC_ATTACH_KEY "attach"
 
 /* what the end block holds: the run's own figures */
 struct mt_rec_end {

@@ -35,7 +35,10 @@ static void print_meta(const struct replay *rp, bool dump)
 			fprintf(rp->out, "# record %s: %s\n", key, value);
 }
 
-/* header lines read since the last look: the ranks for rank= */
+/*
+ * header lines read since the last look: the ranks for rank=, the
+ * processes that ran before they were traced
+ */
 static void apply_meta(struct replay *rp)
 {
 	const char *key, *value;
@@ -44,6 +47,11 @@ static void apply_meta(struct replay *rp)
 		struct mt_rank r;
 		int pid;
 
+		if (!strcmp(key, MT_REC_ATTACH_KEY) &&
+		    sscanf(value, "pid=%d", &pid) == 1 && pid > 0) {
+			mt_session_set_attached(rp->ses, (__u32)pid);
+			continue;
+		}
 		if (strcmp(key, "rank") ||
 		    sscanf(value, MT_RANK_META, &pid, &r.rank, &r.local_rank,
 			   &r.world_size) != 4)

@@ -53,13 +53,16 @@ static void count_early(struct mt_tracer *tr, struct mt_target *t,
 
 /*
  * A backward allocation left without a module because its Node's origin is
- * unknown: the forward that made the Node ran before the attach.
+ * unknown: the forward that made the Node ran before the attach. A leaf's
+ * AccumulateGrad is made by no forward (nor where BPF sees Nodes made): its
+ * origin is never known, traced from the start or not.
  */
 static void count_unseen_node(struct mt_tracer *tr, const struct mt_call *r,
 			      const struct mt_attrib *a)
 {
 	if (r->ev->node_stack || a->recompute || strcmp(a->module, "-") ||
-	    r->role != MT_ROLE_ALLOC || r->failed)
+	    r->role != MT_ROLE_ALLOC || r->failed ||
+	    (a->node && !strcmp(a->node, "AccumulateGrad")))
 		return;
 	tr->unseen.nodes++;
 	if (r->size_state == MT_SIZE_KNOWN)
@@ -227,7 +230,7 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	if (ev->kind == MT_K_FORK) {
-		mt_tracer_add(tr, (int)ev->pid, "forked");
+		mt_tracer_add(tr, (int)ev->pid, "forked", false);
 		return 0;
 	}
 	if (ev->kind == MT_K_EXEC) {
@@ -237,7 +240,8 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 	t = mt_tracer_find(tr, ev->pid);
 	/* --all: a process that mapped an attached library since the scan */
 	if (!t && tr->conf->all)
-		t = mt_tracer_add(tr, (int)ev->pid, "seen");
+		/* its probes were there when it mapped the library */
+		t = mt_tracer_add(tr, (int)ev->pid, "seen", false);
 	if (t && !t->ranked)
 		mt_tracer_read_rank(tr, t);
 	default0 = t && t->spawned;

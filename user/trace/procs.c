@@ -22,6 +22,7 @@
 #include "python/pyproc.h"
 #include "python/stack.h"
 #include "proc/rank.h"
+#include "record/record.h"
 #include "trace/tracer.h"
 #include "lib/err.h"
 #include "lib/version.h"
@@ -268,6 +269,15 @@ static void open_proc_sink(struct mt_tracer *tr, struct mt_target *t,
 			MT_VERSION, t->pid, t->comm);
 }
 
+/* a process that ran before it was traced: its report says what it hides */
+static void note_attached(struct mt_tracer *tr, const struct mt_target *t)
+{
+	struct mt_sink *k = mt_tracer_sink(tr, t);
+
+	mt_session_set_attached(k->ses, (__u32)t->pid);
+	mt_sink_meta(k, MT_REC_ATTACH_KEY, "pid=%d", t->pid);
+}
+
 /*
  * The rank is in the environment once the process runs its own image:
  * read at its first event.
@@ -285,6 +295,8 @@ void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_target *t)
 	/* a process without a rank has no file of its own under {rank} */
 	if (tr->per_proc && (r.known || strstr(tr->conf->output, "{pid}")))
 		open_proc_sink(tr, t, &r);
+	if (t->attached)
+		note_attached(tr, t);
 	if (!r.known)
 		return;
 	mt_session_set_rank(mt_tracer_sink(tr, t)->ses, (__u32)t->pid, &r);
@@ -311,7 +323,8 @@ void mt_tracer_rescan(struct mt_tracer *tr, struct mt_target *t)
  * A process --children or --all found: set up as -p does, without
  * failing the run when it is gone already or maps nothing of ours.
  */
-struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how)
+struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
+				bool running)
 {
 	const __u8 one = 1;
 	struct mt_target *t = mt_tracer_find(tr, (__u32)pid);
@@ -326,6 +339,7 @@ struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how)
 	t = &tr->targets[tr->ntargets];
 	if (mt_target_open(t, pid, err, sizeof(err)))
 		return NULL;
+	t->attached = running;
 	tr->ntargets++;
 	watch_exec(tr, t);
 	if (tr->conf->children_of &&
@@ -486,7 +500,7 @@ static int follow_children(struct mt_tracer *tr)
 	int pids[MT_MAX_TARGETS];
 	size_t n;
 
-	if (!mt_tracer_add(tr, tr->conf->children_of, "launcher")) {
+	if (!mt_tracer_add(tr, tr->conf->children_of, "launcher", true)) {
 		mt_err("no such process: %d (check the pid "
 		       "with ps)",
 		       tr->conf->children_of);
@@ -499,7 +513,7 @@ static int follow_children(struct mt_tracer *tr)
 	}
 	n = mt_descendants(tr->conf->children_of, pids, MT_MAX_TARGETS);
 	for (size_t i = 0; i < n; i++)
-		mt_tracer_add(tr, pids[i], "child");
+		mt_tracer_add(tr, pids[i], "child", true);
 	return 0;
 }
 
@@ -512,7 +526,7 @@ void mt_tracer_scan_all(struct mt_tracer *tr)
 	size_t n = mt_procs_mapping(ours, getpid(), pids, MT_MAX_TARGETS);
 
 	for (size_t i = 0; i < n; i++)
-		mt_tracer_add(tr, pids[i], "maps our libraries");
+		mt_tracer_add(tr, pids[i], "maps our libraries", true);
 }
 
 int mt_tracer_open(struct mt_tracer *tr)
@@ -531,6 +545,7 @@ int mt_tracer_open(struct mt_tracer *tr)
 			mt_err("%s", err);
 			return 2;
 		}
+		tr->targets[i].attached = true;
 		tr->ntargets++;
 		watch_exec(tr, &tr->targets[i]);
 	}

@@ -61,8 +61,12 @@ struct mt_tracer {
 
 /* procs.c: the processes followed */
 struct mt_target *mt_tracer_find(struct mt_tracer *tr, __u32 pid);
-/* a process --children or --all found, set up as -p does; NULL if not */
-struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how);
+/*
+ * A process --children or --all found, set up as -p does; NULL if not.
+ * running: it ran before it was found, its earlier memory unseen.
+ */
+struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
+				bool running);
 /* where t's events go: its own sink, or the shared one */
 struct mt_sink *mt_tracer_sink(struct mt_tracer *tr, const struct mt_target *t);
 void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_target *t);
