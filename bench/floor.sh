@@ -50,10 +50,12 @@ ts|np|e->pid = task->tgid;|if (cookie != ~0ULL) return NULL;|bpf_ktime_get_ns, t
 task|np|tv = cookie & MT_F_TVARS ?|if (cookie != ~0ULL) return NULL;|ids from the task_struct, bpf_get_smp_processor_id, the argument registers, the caller (the probe's ip: no user read)
 full|np|-|-|the rest of fill: the MT_F_TVARS check (no lookup for New/Delete), the defaults of the thread's vars, the thread's name
 py-entry|q|w.c = bpf_map_lookup_elem(&pyconf, &ev->pid);|if (ev->pid != 1) return;|the event as with --no-python, up to walk_python's pyconf lookup
-py-conf|q|w.frame = top_frame(w.c);|if (ev->pid != 1) return;|the process's pyconf (hash map lookup by pid)
-py-top|q|w.st = bpf_map_lookup_elem(&scratch, &zero);|if (ev->pid != 1) return;|top_frame: the thread state from its TLS slot, its frame pointer, the current frame (3.11: through cframe), three dependent user reads
-py-loop|q|bpf_loop(2 * MT_MAX_FRAMES, walk_step, &w, 0);|if (ev->pid != 1) return;|the per-CPU scratch stack, walk generation and bulk buffer lookups
-py-stacks|q|if (bpf_map_lookup_elem(&stacks, &w.hash))|if (ev->pid != 1) return;|the frame walk: bpf_loop over the frames, the bulk reads of the frame heads, the hash
+py-conf|q|tstate = thread_state(w.c);|if (ev->pid != 1) return;|the process's pyconf (hash map lookup by pid)
+py-ts|q|w.st = bpf_map_lookup_elem(&scratch, &zero);|if (ev->pid != 1) return;|thread_state: the thread state's pointer from its TLS slot, one user read
+py-bufs|q|if (!read_tstate(&w, tstate))|if (ev->pid != 1) return;|the per-CPU scratch stack, bulk buffer and walk generation lookups
+py-tstate|q|if (w.c->frame_win)|if (ev->pid != 1) return;|read_tstate: the thread state's frame pointer and data stack (chunk, top, limit) in one user read; on 3.11 and 3.12 the current frame through the _PyCFrame, one more
+py-copy|q|w.max = w.c->max_depth < MT_MAX_FRAMES ? w.c->max_depth : MT_MAX_FRAMES;|if (ev->pid != 1) return;|copy_stack: the top of the data stack's chunk, up to MT_BULK bytes, in one user read
+py-stacks|q|if (bpf_map_lookup_elem(&stacks, &w.hash))|if (ev->pid != 1) return;|the frame walk: bpf_loop over the frames in the copy (a read only for a frame outside it), the hash
 full|q|-|-|the stacks map: the lookup of the stack's id, and its store when the stack is new"
 
 die() {

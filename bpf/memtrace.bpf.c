@@ -150,16 +150,25 @@ struct {
 } scratch SEC(".maps");
 
 /*
- * Bytes of the thread's data stack read at once below its top frame
- * (3.11+). Frames there are contiguous, so one read usually holds the
- * whole stack: a read costs far more than the bytes it copies.
+ * Bytes of the thread's data stack copied at once (3.11+): the top of its
+ * current chunk, where the innermost frames lie one above the other, so
+ * that one read usually holds the whole stack. A read costs far more than
+ * the bytes it copies, and a copy takes no more than the stack uses.
  */
 #define MT_BULK 4096
-#define PAGE_MASK_4K (~4095ULL)
 
 struct bulk {
 	__u8 b[MT_BULK];
 	__u8 slack[8]; /* the verifier bounds a field's offset to 87, not 80 */
+	/*
+	 * the thread state's fields the walk reads (mt_pyconf.ts_win_*);
+	 * the verifier bounds an offset in it to MT_TS_WIN - 1, and the
+	 * field after it takes the 8 bytes read there
+	 */
+	__u64 ts[MT_TS_WIN / 8];
+	/* a frame outside the copy (a generator's, an entry frame), alone */
+	__u64 one[MT_FRAME_WIN / 8];
+	__u8 one_slack[8]; /* as slack, for one */
 };
 
 struct {
@@ -418,22 +427,6 @@ static __always_inline __u64 thread_state(const struct mt_pyconf *c)
 	return s.found ? s.ts : 0;
 }
 
-/* the calling thread's top Python frame, 0 if it runs no Python */
-static __always_inline __u64 top_frame(const struct mt_pyconf *c)
-{
-	__u64 tstate = thread_state(c), p;
-
-	if (!tstate)
-		return 0;
-	if (read_u64(&p, tstate + c->ts_frame_off) || !p)
-		return 0;
-	if (c->cframe_cur_off < 0)
-		return p;
-	if (read_u64(&p, p + (__u64)c->cframe_cur_off))
-		return 0;
-	return p;
-}
-
 /* a u64 field of a frame head read whole; the bound is for the verifier */
 static __always_inline __u64 win_at(const __u64 *win, __u64 off)
 {
@@ -447,76 +440,178 @@ static __always_inline __u64 win_at(const __u64 *win, __u64 off)
 struct walk_ctx {
 	const struct mt_pyconf *c;
 	struct mt_pystack *st;
-	struct bulk *bulk; /* frame heads (3.11+) */
-	__u64 bulk_lo, bulk_len; /* user address and length it holds */
+	struct bulk *bulk;
+	__u64 chunk, top, limit; /* the data stack's chunk (3.11+), or 0 */
+	__u64 copy_lo, copy_len; /* user address and length bulk->b holds */
 	__u64 frame;
 	__u64 hash;
 	__u32 n, max;
 };
 
-/*
- * Read the MT_BULK bytes that end where the frame's head ends into
- * w->bulk, from no lower than the frame's own page: that page is mapped,
- * the one below it need not be (a data stack chunk may start there).
- */
-static __always_inline bool read_bulk(struct walk_ctx *w, __u64 frame)
+/* the thread state's u64 field at off, from its window in bulk->ts */
+static __always_inline __u64 ts_at(const struct walk_ctx *w, __s64 off)
 {
-	__u64 end = frame + MT_FRAME_WIN, lo = end - MT_BULK, len;
+	__u64 i = (__u64)(off - w->c->ts_win_off) / 8;
 
-	if ((frame & PAGE_MASK_4K) > lo)
-		lo = frame & PAGE_MASK_4K;
-	len = end - lo;
+	if (off < 0 || i >= MT_TS_WIN / 8)
+		return 0;
+	return w->bulk->ts[i];
+}
+
+/*
+ * The calling thread's top Python frame and its data stack, from the
+ * thread state's window (one read) and, on 3.11 and 3.12, the
+ * interpreter's _PyCFrame. False if it runs no Python.
+ */
+static __always_inline bool read_tstate(struct walk_ctx *w, __u64 tstate)
+{
+	const struct mt_pyconf *c = w->c;
+	__u32 len = c->ts_win_len;
+	__u64 p;
+
+	if (!len || len > MT_TS_WIN ||
+	    bpf_probe_read_user(w->bulk->ts, len,
+				(void *)(tstate + c->ts_win_off)))
+		return false;
+	p = ts_at(w, c->ts_frame_off);
+	if (c->ts_chunk_off >= 0) {
+		w->chunk = ts_at(w, c->ts_chunk_off);
+		w->top = ts_at(w, c->ts_chunk_off + 8);
+		w->limit = ts_at(w, c->ts_chunk_off + 16);
+	}
+	if (!p)
+		return false;
+	if (c->cframe_cur_off >= 0 &&
+	    read_u64(&p, p + (__u64)c->cframe_cur_off))
+		return false;
+	w->frame = p;
+	return p != 0;
+}
+
+/*
+ * Copy the bytes of the data stack's current chunk that end at end
+ * (datastack_top at first): MT_BULK at most, never below the chunk's
+ * start. The chunk is mapped whole; what lies below it need not be.
+ */
+static __always_inline bool copy_chunk(struct walk_ctx *w, __u64 end)
+{
+	__u64 lo = end - w->chunk > MT_BULK ? end - MT_BULK : w->chunk;
+	__u64 len = end - lo;
+
+	w->copy_len = 0;
 	if (len > MT_BULK || bpf_probe_read_user(w->bulk->b, len, (void *)lo))
 		return false;
-	w->bulk_lo = lo;
-	w->bulk_len = len;
+	w->copy_lo = lo;
+	w->copy_len = len;
 	return true;
 }
 
-/* one step of the frame walk (bpf_loop keeps the verifier's work small) */
-static long walk_step(__u64 i, void *data)
+/* copy the top of the data stack, if the thread state shows a sound one */
+static __always_inline void copy_stack(struct walk_ctx *w)
+{
+	if (w->chunk && w->chunk < w->top && w->top <= w->limit)
+		copy_chunk(w, w->top);
+	else
+		w->chunk = 0;
+}
+
+/*
+ * The head of frame (MT_FRAME_WIN bytes): from the copy where it lies
+ * there; a frame lower in the same chunk (a stack deeper than the copy)
+ * brings the copy of the MT_BULK bytes below; any other (a generator's in
+ * its object, an entry frame on the C stack, one in an older chunk) is
+ * read alone. NULL if it cannot be read.
+ */
+static __always_inline const __u64 *frame_head(struct walk_ctx *w, __u64 frame)
+{
+	__u64 off = frame - w->copy_lo;
+
+	if (frame < w->copy_lo || off + MT_FRAME_WIN > w->copy_len) {
+		if (frame >= w->chunk && frame < w->copy_lo &&
+		    frame + MT_FRAME_WIN <= w->limit &&
+		    copy_chunk(w, frame + MT_FRAME_WIN)) {
+			off = frame - w->copy_lo;
+		} else {
+			if (bpf_probe_read_user(w->bulk->one,
+						sizeof(w->bulk->one),
+						(void *)frame))
+				return NULL;
+			return w->bulk->one;
+		}
+	}
+	if (off > MT_BULK - MT_FRAME_WIN)
+		return NULL;
+	return (const __u64 *)&w->bulk->b[off];
+}
+
+/* a frame kept: its fields join the stack's hash */
+static __always_inline void keep_frame(struct walk_ctx *w,
+				       const struct mt_pyframe *f)
+{
+	const struct mt_pyconf *c = w->c;
+
+	w->hash = (w->hash ^ f->code) * FNV_PRIME;
+	w->hash = (w->hash ^ f->instr) * FNV_PRIME;
+	if (!c->nmodcode || is_modcode(c, f->code))
+		w->hash = (w->hash ^ f->local0) * FNV_PRIME;
+	w->n++;
+}
+
+/* one frame of the walk from frame heads (3.11+); 1: the walk is over */
+static __always_inline long walk_head(struct walk_ctx *w)
+{
+	const struct mt_pyconf *c = w->c;
+	__u64 frame = w->frame, o = c->f_owner;
+	struct mt_pyframe *f;
+	const __u64 *win;
+
+	if (!frame || w->n >= w->max || (frame & 7))
+		return 1;
+	win = frame_head(w, frame);
+	if (!win)
+		return 1;
+	w->frame = win_at(win, c->f_back);
+	/* a C shim frame is walked through, not kept */
+	if (c->owner_cstack_min && o < MT_FRAME_WIN &&
+	    ((__u8 *)win)[o] >= c->owner_cstack_min)
+		return 0;
+	f = &w->st->frames[w->n & (MT_MAX_FRAMES - 1)];
+	f->code = win_at(win, c->f_code) & c->ref_mask;
+	f->instr = win_at(win, c->f_instr);
+	f->local0 = win_at(win, c->f_localsplus) & c->ref_mask;
+	keep_frame(w, f);
+	return 0;
+}
+
+/* one step of bpf_loop (which keeps the verifier's work small) */
+static long walk_head_step(__u64 i, void *data)
+{
+	return walk_head(data);
+}
+
+/*
+ * One frame of the walk field by field (3.10's frame objects, whose
+ * fields lie far apart); 1: the walk is over.
+ */
+static long walk_fields_step(__u64 i, void *data)
 {
 	struct walk_ctx *w = data;
 	const struct mt_pyconf *c = w->c;
-	struct mt_pyframe *f;
 	__u64 frame = w->frame;
+	struct mt_pyframe *f;
 	__u32 lasti = 0;
 	__u8 owner = 0;
 
 	if (!frame || w->n >= w->max)
 		return 1;
-	f = &w->st->frames[w->n & (MT_MAX_FRAMES - 1)];
-	if (c->frame_win) {
-		/* the frame's head holds every field (3.11+) */
-		const __u64 *win;
-		__u64 off = frame - w->bulk_lo;
-
-		if (!w->bulk || (frame & 7))
-			return 1;
-		if ((frame < w->bulk_lo || off + MT_FRAME_WIN > w->bulk_len) &&
-		    !read_bulk(w, frame))
-			return 1;
-		off = frame - w->bulk_lo;
-		if (off > MT_BULK - MT_FRAME_WIN)
-			return 1;
-		win = (const __u64 *)&w->bulk->b[off];
-		w->frame = win_at(win, c->f_back);
-		if (c->owner_cstack_min) {
-			__u64 o = c->f_owner;
-
-			if (o < MT_FRAME_WIN &&
-			    ((__u8 *)win)[o] >= c->owner_cstack_min)
-				return 0;
-		}
-		f->code = win_at(win, c->f_code) & c->ref_mask;
-		f->instr = win_at(win, c->f_instr);
-		f->local0 = win_at(win, c->f_localsplus) & c->ref_mask;
-		goto hash;
-	}
 	if (c->owner_cstack_min &&
 	    !bpf_probe_read_user(&owner, 1, (void *)(frame + c->f_owner)) &&
-	    owner >= c->owner_cstack_min)
-		goto next;
+	    owner >= c->owner_cstack_min) {
+		if (read_u64(&w->frame, frame + c->f_back))
+			w->frame = 0;
+		return 0;
+	}
+	f = &w->st->frames[w->n & (MT_MAX_FRAMES - 1)];
 	f->code = 0;
 	f->instr = 0;
 	f->local0 = 0;
@@ -533,16 +628,7 @@ static long walk_step(__u64 i, void *data)
 	f->local0 &= c->ref_mask;
 	if (read_u64(&w->frame, frame + c->f_back))
 		w->frame = 0;
-hash:
-	w->hash = (w->hash ^ f->code) * FNV_PRIME;
-	w->hash = (w->hash ^ f->instr) * FNV_PRIME;
-	if (!c->nmodcode || is_modcode(c, f->code))
-		w->hash = (w->hash ^ f->local0) * FNV_PRIME;
-	w->n++;
-	return 0;
-next:
-	if (read_u64(&w->frame, frame + c->f_back))
-		w->frame = 0;
+	keep_frame(w, f);
 	return 0;
 }
 
@@ -551,13 +637,18 @@ next:
  * that id in the event. The GIL is usually released here (PyTorch drops it
  * around ops): the thread state comes from the thread's own TLS (or the
  * thread list), which is valid while the thread is stopped at our probe.
+ * Reads cost far more than the bytes they copy, so they are few: the
+ * thread state's fields in one, and on 3.11+ the frames from one copy of
+ * the top of the thread's data stack, walked here; only a frame outside
+ * it (a generator's, a C entry shim) takes a read of its own. Nothing is
+ * kept from one event to the next: each walk reads what is current.
  * From 3.14 on, frames hold tagged references: the low bits are cleared.
  */
 static __always_inline void walk_python(struct mt_event *ev)
 {
 	struct walk_ctx w = { .hash = FNV_OFFSET };
 	__u32 zero = 0;
-	__u64 *gen, mine;
+	__u64 *gen, mine, tstate;
 	long err;
 
 	if (!python_stacks)
@@ -567,19 +658,25 @@ static __always_inline void walk_python(struct mt_event *ev)
 		ev->flags |= MT_EV_PY_NOCONF;
 		return;
 	}
-	w.frame = top_frame(w.c);
-	if (!w.frame)
+	tstate = thread_state(w.c);
+	if (!tstate)
 		return;
 	w.st = bpf_map_lookup_elem(&scratch, &zero);
+	w.bulk = bpf_map_lookup_elem(&bulkbuf, &zero);
 	gen = bpf_map_lookup_elem(&walk_gen, &zero);
-	if (!w.st || !gen)
+	if (!w.st || !w.bulk || !gen)
 		return;
 	mine = ++*gen;
-	w.max = w.c->max_depth < MT_MAX_FRAMES ? w.c->max_depth : MT_MAX_FRAMES;
+	if (!read_tstate(&w, tstate))
+		return;
 	if (w.c->frame_win)
-		w.bulk = bpf_map_lookup_elem(&bulkbuf, &zero);
+		copy_stack(&w);
+	w.max = w.c->max_depth < MT_MAX_FRAMES ? w.c->max_depth : MT_MAX_FRAMES;
 	/* twice the cap: C shim frames are walked but not kept */
-	bpf_loop(2 * MT_MAX_FRAMES, walk_step, &w, 0);
+	if (w.c->frame_win)
+		bpf_loop(2 * MT_MAX_FRAMES, walk_head_step, &w, 0);
+	else
+		bpf_loop(2 * MT_MAX_FRAMES, walk_fields_step, &w, 0);
 	if (!w.n)
 		return;
 	if (*gen != mine) {

@@ -161,6 +161,7 @@ struct mt_hold {
 #define MT_MAX_MODCODE 4
 #define MT_FRAME_WIN 88 /* bytes of a frame head holding every field (3.11+) */
 #define MT_MAX_THREADS 256 /* thread states searched by MT_TS_LIST */
+#define MT_TS_WIN 320 /* bytes of a thread state read at once, at most */
 
 /* mt_pyconf.ts_how: how the walker finds the calling thread's state */
 enum mt_ts_how {
@@ -183,6 +184,15 @@ struct mt_pyconf {
 	__u64 ts_next_off, ts_id_off; /* tstate->next, ->thread_id */
 	__u64 ts_frame_off; /* tstate->frame (3.10), ->cframe (3.11/12), ->current_frame (3.13+) */
 	__s64 cframe_cur_off; /* current_frame in _PyCFrame; -1: none */
+	/*
+	 * The thread state's fields the walk reads, in one read of ts_win_len
+	 * bytes (at most MT_TS_WIN) at ts_win_off: the frame pointer above
+	 * and, from 3.11 on, datastack_chunk, datastack_top and
+	 * datastack_limit, three pointers in a row from ts_chunk_off (-1:
+	 * none, or not to be trusted).
+	 */
+	__u32 ts_win_off, ts_win_len;
+	__s64 ts_chunk_off;
 	__u64 f_code, f_back, f_instr, f_localsplus, f_owner;
 	__u64 ref_mask; /* f_code and localsplus are tagged (3.14+): ~3 */
 	__u32 instr_is_index; /* 3.10: f_lasti is an int */

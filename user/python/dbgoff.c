@@ -28,6 +28,7 @@ enum dbg_val {
 	V_TS_INTERP,
 	V_TS_FRAME, /* thread_state.current_frame */
 	V_TS_THREAD_ID,
+	V_TS_CHUNK, /* thread_state.datastack_chunk */
 	V_F_BACK, /* interpreter_frame.previous */
 	V_F_CODE, /* interpreter_frame.executable */
 	V_F_INSTR,
@@ -64,6 +65,7 @@ static const char *const val_names[V_N] = {
 	[V_TS_INTERP] = "thread_state.interp",
 	[V_TS_FRAME] = "thread_state.current_frame",
 	[V_TS_THREAD_ID] = "thread_state.thread_id",
+	[V_TS_CHUNK] = "thread_state.datastack_chunk",
 	[V_F_BACK] = "interpreter_frame.previous",
 	[V_F_CODE] = "interpreter_frame.executable",
 	[V_F_INSTR] = "interpreter_frame.instr_ptr",
@@ -107,6 +109,7 @@ static const struct dbg_pos positions[] = {
 			[V_INTERP_HEAD] = 0x28, [V_THREADS_HEAD] = 0x48,
 			[V_TS_NEXT] = 0xa8, [V_TS_INTERP] = 0xb0,
 			[V_TS_FRAME] = 0xb8, [V_TS_THREAD_ID] = 0xc0,
+			[V_TS_CHUNK] = 0xd0,
 			[V_F_BACK] = 0xe8, [V_F_CODE] = 0xf0,
 			[V_F_INSTR] = 0xf8, [V_F_LOCALSPLUS] = 0x100,
 			[V_F_OWNER] = 0x108, [V_CO_FILENAME] = 0x118,
@@ -128,6 +131,7 @@ static const struct dbg_pos positions[] = {
 			[V_INTERP_HEAD] = 0x28, [V_THREADS_HEAD] = 0x48,
 			[V_TS_NEXT] = 0xc0, [V_TS_INTERP] = 0xc8,
 			[V_TS_FRAME] = 0xd0, [V_TS_THREAD_ID] = 0xd8,
+			[V_TS_CHUNK] = 0xe8,
 			[V_F_BACK] = 0x100, [V_F_CODE] = 0x108,
 			[V_F_INSTR] = 0x110, [V_F_LOCALSPLUS] = 0x118,
 			[V_F_OWNER] = 0x120, [V_CO_FILENAME] = 0x140,
@@ -149,6 +153,7 @@ static const struct dbg_pos positions[] = {
 			[V_INTERP_HEAD] = 0x28, [V_THREADS_HEAD] = 0x48,
 			[V_TS_NEXT] = 0xc0, [V_TS_INTERP] = 0xc8,
 			[V_TS_FRAME] = 0xd0, [V_TS_THREAD_ID] = 0xf0,
+			[V_TS_CHUNK] = 0x100,
 			[V_F_BACK] = 0x140, [V_F_CODE] = 0x148,
 			[V_F_INSTR] = 0x150, [V_F_LOCALSPLUS] = 0x158,
 			[V_F_OWNER] = 0x160, [V_CO_FILENAME] = 0x180,
@@ -218,9 +223,9 @@ static int check_bounds(const __u64 *val, enum dbg_val *bad)
 					      V_CO_QUALNAME, V_CO_LINETABLE };
 	static const enum dbg_val code4[] = { V_CO_FIRSTLINENO, V_CO_ARGCOUNT };
 	static const enum dbg_val far[] = {
-		V_TS_FRAME,  V_TS_THREAD_ID, V_F_BACK,	       V_F_CODE,
-		V_F_INSTR,   V_F_LOCALSPLUS, V_F_OWNER,	       V_CO_ADAPTIVE,
-		V_STR_ASCII, V_STR_COMPACT,  V_HT_CACHED_KEYS,
+		V_TS_FRAME,    V_TS_THREAD_ID, V_TS_CHUNK,     V_F_BACK,
+		V_F_CODE,      V_F_INSTR,      V_F_LOCALSPLUS, V_F_OWNER,
+		V_CO_ADAPTIVE, V_STR_ASCII,    V_STR_COMPACT,  V_HT_CACHED_KEYS,
 	};
 
 	if (!within(val, code8, ARRAY_SIZE(code8), 8, CODE_HDR, bad) ||
@@ -282,6 +287,7 @@ int mt_py_debug_layout(const struct mt_py *py, unsigned int minor,
 	lay->is_threads_head = val[V_THREADS_HEAD];
 	lay->ts_thread_id = val[V_TS_THREAD_ID];
 	lay->ts_frame = val[V_TS_FRAME];
+	lay->ts_chunk = val[V_TS_CHUNK];
 	lay->f_code = val[V_F_CODE];
 	lay->f_back = val[V_F_BACK];
 	lay->f_instr = val[V_F_INSTR];

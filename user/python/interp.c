@@ -272,6 +272,59 @@ static bool frame_fits(const struct mt_pyconf *c)
 	       !(c->f_localsplus % 8);
 }
 
+/*
+ * Do the thread states' data stack fields say what CPython's source says
+ * of them: a chunk, then top and limit, top within the chunk and limit at
+ * its end (chunk->size at +8)? A thread that ran no Python yet has no
+ * chunk; one that contradicts it is enough to say no.
+ */
+static bool datastack_holds(const struct mt_py *py)
+{
+	const struct layout *lay = py->lay;
+	__u64 interp, ts, ds[3], size;
+
+	if (rd_u64(py, py->runtime + lay->rt_interp_head, &interp) ||
+	    rd_u64(py, interp + lay->is_threads_head, &ts))
+		return false;
+	for (int i = 0; ts && i < CHECK_THREADS; i++) {
+		if (mt_py_read(py, ts + lay->ts_chunk, ds, sizeof(ds)))
+			return false;
+		if (ds[0] && (rd_u64(py, ds[0] + 8, &size) || ds[1] <= ds[0] ||
+			      ds[1] > ds[2] || ds[2] != ds[0] + size))
+			return false;
+		if (rd_u64(py, ts + TS_NEXT, &ts))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The thread state's window (mt_pyconf.ts_win_*): the frame pointer and,
+ * where they are to be trusted and close enough to come in the same read,
+ * the data stack's three fields.
+ */
+static void ts_window(const struct mt_py *py, struct mt_pyconf *c)
+{
+	const struct layout *lay = py->lay;
+	__u64 lo = lay->ts_frame, hi = lay->ts_frame + 8;
+
+	c->ts_chunk_off = -1;
+	if (lay->ts_chunk && datastack_holds(py)) {
+		if (lay->ts_chunk < lo)
+			lo = lay->ts_chunk;
+		if (lay->ts_chunk + 24 > hi)
+			hi = lay->ts_chunk + 24;
+		if (hi - lo <= MT_TS_WIN) {
+			c->ts_chunk_off = (__s64)lay->ts_chunk;
+		} else {
+			lo = lay->ts_frame;
+			hi = lay->ts_frame + 8;
+		}
+	}
+	c->ts_win_off = (__u32)lo;
+	c->ts_win_len = (__u32)(hi - lo);
+}
+
 static void fill_conf(struct mt_py *py)
 {
 	const struct layout *lay = py->lay;
@@ -279,6 +332,7 @@ static void fill_conf(struct mt_py *py)
 
 	c->minor = lay->minor;
 	c->ts_frame_off = lay->ts_frame;
+	ts_window(py, c);
 	c->cframe_cur_off = lay->cframe_cur;
 	c->f_code = lay->f_code;
 	c->f_back = lay->f_back;

@@ -45,6 +45,8 @@ struct layout {
 	__u64 rt_tss; /* Py_tss_t autoTSSkey; 0: none (3.15+) */
 	__u64 is_threads_head;
 	__u64 ts_thread_id, ts_frame;
+	/* datastack_chunk, then datastack_top and _limit; 0: none (3.10) */
+	__u64 ts_chunk;
 	__s64 cframe_cur; /* -1: no _PyCFrame step */
 	__u64 f_code, f_back, f_instr, f_localsplus;
 	__u64 f_owner; /* MT_PY_NO_OWNER on 3.10 */
