@@ -45,7 +45,7 @@ trace_launcher() {
 }
 
 @test "--all: a process started after the attach is traced" {
-	trace 0 --keys --all -d 60
+	trace 0 --keys --all -d 600
 	wait_for "$BATS_TEST_TMPDIR/trace.out" '^# memtrace-bpf ' 30
 	# started after the attach; it allocates once the go file is there
 	RANK=5 MT_GO=$BATS_TEST_TMPDIR/fx.go "$TORCH_PY" \

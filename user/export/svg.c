@@ -503,6 +503,22 @@ static int dominant(const struct proc *p, size_t i)
 	return best;
 }
 
+/*
+ * Where phase k's band that begins at bucket i starts, ns + 1 (0: not
+ * known): at its first event there, or earlier in bucket i - 1 when the
+ * phase began there after the phase that had most of that bucket ended
+ * (a forward that starts late in a bucket the data loading had).
+ */
+static __u64 band_start(const struct proc *p, size_t i, int k)
+{
+	int before = i ? dominant(p, i - 1) : -1;
+
+	if (i && before != k && p->lo[i - 1][k] &&
+	    (before < 0 || p->hi[i - 1][before] <= p->lo[i - 1][k]))
+		return p->lo[i - 1][k];
+	return p->lo[i][k];
+}
+
 static void draw_bands(FILE *f, const struct svgx *x, const struct axes *ax,
 		       const struct proc *p, size_t last)
 {
@@ -512,14 +528,16 @@ static void draw_bands(FILE *f, const struct svgx *x, const struct axes *ax,
 		int k = dominant(p, i);
 		const char *color = k >= 0 ? phase_color(p->names[k], k) : NULL;
 		double x0, x1;
+		__u64 lo;
 
 		/* one band for the buckets that follow in the same phase */
 		for (j = i + 1; j <= last && dominant(p, j) == k; j++)
 			;
 		if (color) {
-			/* from its first event there to its last */
-			x0 = px(ax, p->lo[i][k] ? (double)(p->lo[i][k] - 1) :
-						  (double)i * x->width);
+			/* from its first event to its last */
+			lo = band_start(p, i, k);
+			x0 = px(ax,
+				lo ? (double)(lo - 1) : (double)i * x->width);
 			x1 = px(ax, p->hi[j - 1][k] ?
 					    (double)(p->hi[j - 1][k] - 1) :
 					    (double)j * x->width);
