@@ -1175,6 +1175,37 @@ int BPF_PROG(mt_exec, struct task_struct *p, pid_t old_pid,
 	return 0;
 }
 
+/*
+ * A process in exec_watch ended: how, as wait() would say it (a signal's
+ * number, or the exit status << 8). User space can wait() only for the
+ * command it started; of a process it attached to (-p) only this tells
+ * whether a signal killed it. Sent by the last thread to exit (the group
+ * is dead once signal->live reaches 0, before this tracepoint), whose
+ * exit_code is the group's.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(mt_proc_exit, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+	struct mt_event *e;
+	struct slot s;
+
+	if (p->signal->live.counter || !bpf_map_lookup_elem(&exec_watch, &tgid))
+		return 0;
+	e = slot_begin(&s);
+	if (e) {
+		*e = (struct mt_event){ .ts = bpf_ktime_get_ns(),
+					.pid = tgid,
+					.tid = p->pid,
+					.cpu = bpf_get_smp_processor_id(),
+					.kind = MT_K_EXIT,
+					.args = { (__u32)p->exit_code } };
+		__builtin_memcpy(e->comm, p->comm, sizeof(e->comm));
+	}
+	slot_end(&s, true, true);
+	return 0;
+}
+
 char LICENSE[] SEC("license") = "GPL";
 
 /*

@@ -141,6 +141,11 @@ struct mt_hold {
  * takes the leader's id)
  */
 #define MT_K_EXEC 0x8001
+/*
+ * a traced process ended: args[0] how, as wait() says it (WIFSIGNALED,
+ * WTERMSIG, WEXITSTATUS read it); tid the last thread's
+ */
+#define MT_K_EXIT 0x8002
 
 /* mt_event.flags */
 #define MT_EV_RET (1u << 0) /* ret is valid */

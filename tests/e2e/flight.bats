@@ -133,6 +133,46 @@ for k, v in w.items():
 	grep -q 'hog.py:4)' <<<"$output"
 }
 
+@test "flight: -p: a process a signal kills is dumped, the signal named; one that ends by itself is not" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	# allocates until the file stop is there, then exits 0
+	cat >"$BATS_TEST_TMPDIR/loop.py" <<-'EOF'
+		import os, sys, time, torch
+		print(os.getpid(), flush=True)
+		while not os.path.exists(sys.argv[1]):
+		    torch.ones(1 << 16)
+		    time.sleep(0.001)
+	EOF
+	for how in TERM itself; do
+		"$TORCH_PY" "$BATS_TEST_TMPDIR/loop.py" "$BATS_TEST_TMPDIR/stop" \
+			>"$BATS_TEST_TMPDIR/loop.out" &
+		wait_for "$BATS_TEST_TMPDIR/loop.out" '^[0-9]+$' 60
+		pid=$(head -1 "$BATS_TEST_TMPDIR/loop.out")
+		"$MT" record --flight 10s -o "$DIR" -p "$pid" >"$BATS_TEST_TMPDIR/fl.out" 2>&1 &
+		FL_PID=$!
+		wait_for "$BATS_TEST_TMPDIR/fl.out" '^# python pid=' 60
+		if [ "$how" = TERM ]; then
+			kill -TERM "$pid"
+		else
+			touch "$BATS_TEST_TMPDIR/stop"
+		fi
+		wait "$FL_PID"
+		FL_PID=
+		cat "$BATS_TEST_TMPDIR/fl.out"
+		[ "$how" = TERM ] || break
+		dump=$(dump_of signal)
+		[[ $dump == */flight-*-pid$pid-rank0-signal.mtb ]]
+		grep -qx "memtrace-bpf: flight: dumped $dump: pid $pid (rank 0) was killed by SIGTERM (Terminated)" "$BATS_TEST_TMPDIR/fl.out"
+		run "$MT" report -i "$dump"
+		[ "$status" -eq 0 ]
+		[ "${lines[0]}" = "# record dump: pid $pid (rank 0) was killed by SIGTERM (Terminated)" ]
+		rm "$dump"
+	done
+	[ -z "$(ls "$DIR")" ]
+	! grep -q 'flight: dumped' "$BATS_TEST_TMPDIR/fl.out"
+}
+
 @test "flight: SIGUSR1 dumps; the folder keeps --flight-dumps, the oldest removed and said" {
 	DIR=$BATS_TEST_TMPDIR/dumps
 	mkdir "$DIR"

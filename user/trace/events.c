@@ -237,6 +237,10 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 		mt_tracer_on_exec(tr, ev);
 		return 0;
 	}
+	if (ev->kind == MT_K_EXIT) {
+		mt_tracer_on_exit(tr, ev);
+		return 0;
+	}
 	t = mt_tracer_find(tr, ev->pid);
 	/* --all: a process that mapped an attached library since the scan */
 	if (!t && tr->conf->all)

@@ -491,7 +491,23 @@ int mt_tracer_follow_execs(struct mt_tracer *tr)
 		mt_err("follow execs: %s", strerror(errno));
 		return 2;
 	}
+	tr->exit_link = bpf_program__attach(tr->skel->progs.mt_proc_exit);
+	if (!tr->exit_link) {
+		mt_err("follow exits: %s", strerror(errno));
+		return 2;
+	}
 	return 0;
+}
+
+void mt_tracer_on_exit(struct mt_tracer *tr, const struct mt_event *ev)
+{
+	struct mt_target *t = mt_tracer_find(tr, ev->pid);
+
+	/* wait() told it already of the command we started */
+	if (!t || t->has_status)
+		return;
+	t->status = (int)ev->args[0];
+	t->has_status = true;
 }
 
 /* --children: the launcher, what it started so far, and what it starts */

@@ -540,6 +540,7 @@ int mt_trace(const struct mt_trace_conf *c)
 
 	bpf_link__destroy(tr.fork_link);
 	bpf_link__destroy(tr.exec_link);
+	bpf_link__destroy(tr.exit_link);
 	mt_attach_destroy(&tr.att);
 	for (int i = 0; i < tr.ntargets; i++) {
 		/* never leave a held command stopped behind us */

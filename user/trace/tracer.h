@@ -31,6 +31,7 @@ struct mt_tracer {
 	__u64 targets_dropped; /* processes past MT_MAX_TARGETS, not traced */
 	struct bpf_link *fork_link; /* --children */
 	struct bpf_link *exec_link; /* every mode: mt_exec */
+	struct bpf_link *exit_link; /* every mode: mt_proc_exit */
 	struct mt_sink sink; /* every process's, or those without their own */
 	bool per_proc; /* -o names {pid} or {rank}: a sink per process */
 	bool ran; /* the trace ran: end holds its figures */
@@ -83,8 +84,13 @@ void mt_tracer_on_exec(struct mt_tracer *tr, const struct mt_event *ev);
 /* at each turn of the loop: the CPython of a process that just exec'd */
 void mt_tracer_exec_tick(struct mt_tracer *tr);
 bool mt_tracer_all_exited(struct mt_tracer *tr);
-/* the BPF side tells each exec of a target: 0, or 2 on an error said */
+/*
+ * the BPF side tells each exec of a target, and its end: 0, or 2 on an
+ * error said
+ */
 int mt_tracer_follow_execs(struct mt_tracer *tr);
+/* a target ended: how, where wait() cannot tell it (-p) */
+void mt_tracer_on_exit(struct mt_tracer *tr, const struct mt_event *ev);
 /* the targets of -p, --children or --all; 2 on an error said */
 int mt_tracer_open(struct mt_tracer *tr);
 /* -- COMMAND: started held, the loader probed; 2 on an error said */
