@@ -173,6 +173,29 @@ for k, v in w.items():
 	! grep -q 'flight: dumped' "$BATS_TEST_TMPDIR/fl.out"
 }
 
+@test "flight: --trace-exceptions: a raised OutOfMemoryError dumps a second later, naming its line" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	HELD=1 fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/raise_exc.py" --torch
+	"$MT" record --flight 10s -o "$DIR" -p "$fx_PID" --trace-exceptions OutOfMemoryError \
+		>"$BATS_TEST_TMPDIR/fl.out" 2>&1 &
+	FL_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/fl.out" '^# python pid=' 60
+	release fx
+	# armed at the raise, dumped a second later: the process still runs
+	wait_for "$BATS_TEST_TMPDIR/fl.out" 'flight: dumped ' 30
+	touch "$BATS_TEST_TMPDIR/fx.hold"
+	wait "$FL_PID"
+	FL_PID=
+	cat "$BATS_TEST_TMPDIR/fl.out"
+	read -r _ line < <(grep '^raise ' "$BATS_TEST_TMPDIR/fx.out")
+	dump=$(dump_of oom)
+	grep -qE "^memtrace-bpf: flight: dumped $dump: out of memory in pid $fx_PID \(rank 0\) at [0-9.]+ s: python:raise .* at raise_it \(.*/raise_exc\.py:$line\)$" "$BATS_TEST_TMPDIR/fl.out"
+	run "$MT" report -i "$dump"
+	[ "$status" -eq 0 ]
+	[[ ${lines[0]} == "# record dump: out of memory in pid $fx_PID (rank 0) at "* ]]
+}
+
 @test "flight: SIGUSR1 dumps; the folder keeps --flight-dumps, the oldest removed and said" {
 	DIR=$BATS_TEST_TMPDIR/dumps
 	mkdir "$DIR"
