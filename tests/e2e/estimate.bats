@@ -126,7 +126,14 @@ record_c10() {
 	rec=$!
 	wait_for "$BATS_TEST_TMPDIR/rec.err" '^# attach .*libc10'
 	release fx
-	wait "$rec" || { cat "$BATS_TEST_TMPDIR/rec.err" >&2; return 1; }
+	if ! wait "$rec"; then
+		# the fixture's side too: a record of a fixture gone before it
+		# was attached failed once on a loaded machine, unexplained
+		echo "record -p $fx_PID failed; its stderr, then the fixture's out and err:" >&2
+		cat "$BATS_TEST_TMPDIR/rec.err" "$BATS_TEST_TMPDIR/fx.out" \
+			"$BATS_TEST_TMPDIR/fx.err" >&2
+		return 1
+	fi
 }
 
 @test "estimate --check: reserved as the allocator reported it, and the first mismatch" {
