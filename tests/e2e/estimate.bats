@@ -128,8 +128,9 @@ record_c10() {
 		! release fx || ! wait "$rec"; then
 		# the fixture's side too: a record of a fixture gone before it
 		# was attached failed once on a loaded machine, unexplained
-		echo "record -p $fx_PID failed; the fixture's out and err:" >&2
-		cat "$BATS_TEST_TMPDIR/fx.out" "$BATS_TEST_TMPDIR/fx.err" >&2
+		echo "record -p $fx_PID failed; its err, the fixture's out and err:" >&2
+		cat "$BATS_TEST_TMPDIR/rec.err" "$BATS_TEST_TMPDIR/fx.out" \
+			"$BATS_TEST_TMPDIR/fx.err" >&2
 		ps -o pid,stat,etime,args -p "$fx_PID" >&2 || true
 		return 1
 	fi
