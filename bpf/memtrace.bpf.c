@@ -157,7 +157,21 @@ struct {
  */
 #define MT_BULK 4096
 
+/*
+ * Where the walk's copies lie. Kept in the map value, not in the walk's
+ * context on the BPF stack: the verifier then takes each load of them for
+ * any value, and a walk's step is verified a few times, not once per
+ * combination of the copies' bounds.
+ */
+struct walk_mem {
+	__u64 chunk, top, limit; /* the data stack's chunk (3.11+), or 0 */
+	__u64 copy_lo, copy_len; /* user address and length b holds */
+	__u64 sp, cs_end; /* the C stack: its pointer at the probe, its end */
+	__u64 cs_lo, cs_len; /* user address and length c holds */
+};
+
 struct bulk {
+	struct walk_mem m;
 	__u8 b[MT_BULK];
 	__u8 slack[8]; /* the verifier bounds a field's offset to 87, not 80 */
 	/*
@@ -166,9 +180,12 @@ struct bulk {
 	 * field after it takes the 8 bytes read there
 	 */
 	__u64 ts[MT_TS_WIN / 8];
-	/* a frame outside the copy (a generator's, an entry frame), alone */
+	/* a frame outside the copies (a generator's), alone */
 	__u64 one[MT_FRAME_WIN / 8];
 	__u8 one_slack[8]; /* as slack, for one */
+	/* the C stack from an entry frame up (3.12+), MT_BULK bytes at most */
+	__u8 c[MT_BULK];
+	__u8 c_slack[8]; /* as slack, for c */
 };
 
 struct {
@@ -441,8 +458,6 @@ struct walk_ctx {
 	const struct mt_pyconf *c;
 	struct mt_pystack *st;
 	struct bulk *bulk;
-	__u64 chunk, top, limit; /* the data stack's chunk (3.11+), or 0 */
-	__u64 copy_lo, copy_len; /* user address and length bulk->b holds */
 	__u64 frame;
 	__u64 hash;
 	__u32 n, max;
@@ -466,6 +481,7 @@ static __always_inline __u64 ts_at(const struct walk_ctx *w, __s64 off)
 static __always_inline bool read_tstate(struct walk_ctx *w, __u64 tstate)
 {
 	const struct mt_pyconf *c = w->c;
+	struct walk_mem *m = &w->bulk->m;
 	__u32 len = c->ts_win_len;
 	__u64 p;
 
@@ -475,9 +491,9 @@ static __always_inline bool read_tstate(struct walk_ctx *w, __u64 tstate)
 		return false;
 	p = ts_at(w, c->ts_frame_off);
 	if (c->ts_chunk_off >= 0) {
-		w->chunk = ts_at(w, c->ts_chunk_off);
-		w->top = ts_at(w, c->ts_chunk_off + 8);
-		w->limit = ts_at(w, c->ts_chunk_off + 16);
+		m->chunk = ts_at(w, c->ts_chunk_off);
+		m->top = ts_at(w, c->ts_chunk_off + 8);
+		m->limit = ts_at(w, c->ts_chunk_off + 16);
 	}
 	if (!p)
 		return false;
@@ -493,55 +509,116 @@ static __always_inline bool read_tstate(struct walk_ctx *w, __u64 tstate)
  * (datastack_top at first): MT_BULK at most, never below the chunk's
  * start. The chunk is mapped whole; what lies below it need not be.
  */
-static __always_inline bool copy_chunk(struct walk_ctx *w, __u64 end)
+static __always_inline bool copy_chunk(struct bulk *bk, __u64 end)
 {
-	__u64 lo = end - w->chunk > MT_BULK ? end - MT_BULK : w->chunk;
+	struct walk_mem *m = &bk->m;
+	__u64 lo = end - m->chunk > MT_BULK ? end - MT_BULK : m->chunk;
 	__u64 len = end - lo;
 
-	w->copy_len = 0;
-	if (len > MT_BULK || bpf_probe_read_user(w->bulk->b, len, (void *)lo))
+	m->copy_len = 0;
+	if (len > MT_BULK || bpf_probe_read_user(bk->b, len, (void *)lo))
 		return false;
-	w->copy_lo = lo;
-	w->copy_len = len;
+	m->copy_lo = lo;
+	m->copy_len = len;
 	return true;
 }
 
 /* copy the top of the data stack, if the thread state shows a sound one */
-static __always_inline void copy_stack(struct walk_ctx *w)
+static __always_inline void copy_stack(struct bulk *bk)
 {
-	if (w->chunk && w->chunk < w->top && w->top <= w->limit)
-		copy_chunk(w, w->top);
+	struct walk_mem *m = &bk->m;
+
+	if (m->chunk && m->chunk < m->top && m->top <= m->limit)
+		copy_chunk(bk, m->top);
 	else
-		w->chunk = 0;
+		m->chunk = 0;
 }
 
 /*
- * The head of frame (MT_FRAME_WIN bytes): from the copy where it lies
- * there; a frame lower in the same chunk (a stack deeper than the copy)
- * brings the copy of the MT_BULK bytes below; any other (a generator's in
- * its object, an entry frame on the C stack, one in an older chunk) is
- * read alone. NULL if it cannot be read.
+ * Where the calling thread's C stack ends, above its stack pointer: the
+ * main thread's at the arguments and environment the kernel put on it;
+ * another thread's at its control block, which glibc and musl put at the
+ * top of the thread's stack, at the thread pointer. The bytes between the
+ * stack pointer and it are mapped.
+ */
+static __always_inline __u64 cstack_end(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct mm_struct *mm;
+
+	if (task->pid != task->tgid)
+		return task->thread.fsbase;
+	mm = task->mm;
+	return mm ? mm->start_stack : 0;
+}
+
+/*
+ * Copy the C stack from frame up, MT_BULK bytes at most, if frame lies on
+ * it. On 3.12+ each call from C into Python leaves an entry frame on the
+ * C stack, in _PyEval_EvalFrameDefault's own frame; nested module calls
+ * put them 0.5 to 1 KiB apart (a CUDA training step on 3.13: 6.3 of them
+ * a walk, 3.4 KiB from the first to the last), so one copy holds those
+ * that follow. A frame elsewhere (a generator's) is read alone.
+ */
+static __always_inline bool copy_cstack(struct bulk *bk, __u64 frame)
+{
+	struct walk_mem *m = &bk->m;
+	__u64 len;
+
+	if (!m->cs_end)
+		m->cs_end = cstack_end();
+	if (frame < m->sp || frame >= m->cs_end)
+		return false;
+	len = m->cs_end - frame;
+	if (len > MT_BULK)
+		len = MT_BULK;
+	m->cs_len = 0;
+	if (len < MT_FRAME_WIN ||
+	    bpf_probe_read_user(bk->c, len, (void *)frame))
+		return false;
+	m->cs_lo = frame;
+	m->cs_len = len;
+	return true;
+}
+
+/* the head at off in a copy of MT_BULK bytes; the bound is the verifier's */
+static __always_inline const __u64 *head_at(const __u8 *copy, __u64 off)
+{
+	/* the bound is checked on off itself, as the verifier sees it */
+	asm volatile("" : "+r"(off));
+	if (off > MT_BULK - MT_FRAME_WIN)
+		return NULL;
+	return (const __u64 *)&copy[off];
+}
+
+/*
+ * The head of frame (MT_FRAME_WIN bytes): from the copy of the data stack
+ * where it lies there; a frame lower in the same chunk (a stack deeper
+ * than the copy) brings the copy of the MT_BULK bytes below; an entry
+ * frame (3.12+) comes from the copy of the C stack, or brings it; any
+ * other (a generator's in its object, one in an older chunk) is read
+ * alone. NULL if it cannot be read.
  */
 static __always_inline const __u64 *frame_head(struct walk_ctx *w, __u64 frame)
 {
-	__u64 off = frame - w->copy_lo;
+	struct bulk *bk = w->bulk;
+	struct walk_mem *m = &bk->m;
 
-	if (frame < w->copy_lo || off + MT_FRAME_WIN > w->copy_len) {
-		if (frame >= w->chunk && frame < w->copy_lo &&
-		    frame + MT_FRAME_WIN <= w->limit &&
-		    copy_chunk(w, frame + MT_FRAME_WIN)) {
-			off = frame - w->copy_lo;
-		} else {
-			if (bpf_probe_read_user(w->bulk->one,
-						sizeof(w->bulk->one),
-						(void *)frame))
-				return NULL;
-			return w->bulk->one;
-		}
-	}
-	if (off > MT_BULK - MT_FRAME_WIN)
+	if (frame >= m->copy_lo &&
+	    frame + MT_FRAME_WIN <= m->copy_lo + m->copy_len)
+		return head_at(bk->b, frame - m->copy_lo);
+	if (frame >= m->chunk && frame < m->copy_lo &&
+	    frame + MT_FRAME_WIN <= m->limit &&
+	    copy_chunk(bk, frame + MT_FRAME_WIN))
+		return head_at(bk->b, frame - m->copy_lo);
+	if (w->c->owner_cstack_min &&
+	    ((frame >= m->cs_lo &&
+	      frame + MT_FRAME_WIN <= m->cs_lo + m->cs_len) ||
+	     copy_cstack(bk, frame)))
+		return head_at(bk->c, frame - m->cs_lo);
+	if (bpf_probe_read_user(bk->one, sizeof(bk->one), (void *)frame))
 		return NULL;
-	return (const __u64 *)&w->bulk->b[off];
+	return bk->one;
 }
 
 /* a frame kept: its fields join the stack's hash */
@@ -644,7 +721,7 @@ static long walk_fields_step(__u64 i, void *data)
  * kept from one event to the next: each walk reads what is current.
  * From 3.14 on, frames hold tagged references: the low bits are cleared.
  */
-static __always_inline void walk_python(struct mt_event *ev)
+static __always_inline void walk_python(struct mt_event *ev, __u64 sp)
 {
 	struct walk_ctx w = { .hash = FNV_OFFSET };
 	__u32 zero = 0;
@@ -667,10 +744,11 @@ static __always_inline void walk_python(struct mt_event *ev)
 	if (!w.st || !w.bulk || !gen)
 		return;
 	mine = ++*gen;
+	w.bulk->m = (struct walk_mem){ .sp = sp };
 	if (!read_tstate(&w, tstate))
 		return;
 	if (w.c->frame_win)
-		copy_stack(&w);
+		copy_stack(w.bulk);
 	w.max = w.c->max_depth < MT_MAX_FRAMES ? w.c->max_depth : MT_MAX_FRAMES;
 	/* twice the cap: C shim frames are walked but not kept */
 	if (w.c->frame_win)
@@ -915,7 +993,7 @@ static __always_inline void entry_event(struct mt_event *ev,
 
 	if (MT_COOKIE_KIND(cookie) != MT_K_LOADER &&
 	    walk_wanted(ev, cookie, tv))
-		walk_python(ev);
+		walk_python(ev, PT_REGS_SP(ctx));
 	if (cookie & MT_F_PROPDEV) {
 		if (bpf_probe_read_user(&dev, sizeof(dev),
 					(void *)(ev->args[2] +
@@ -1039,7 +1117,7 @@ int mt_node_origin(struct pt_regs *ctx)
 	ev.flags = 0;
 	if (read_u64(&node, PT_REGS_PARM2(ctx)) || !node)
 		return 0;
-	walk_python(&ev);
+	walk_python(&ev, PT_REGS_SP(ctx));
 	if (ev.flags & MT_EV_PY)
 		node_origin_put(node, ev.pid, ev.stack_id);
 	return 0;
@@ -1232,7 +1310,7 @@ int mt_module_call(struct pt_regs *ctx)
 		return 0;
 	}
 	fill(e, ctx, MT_COOKIE_KIND(cookie));
-	walk_python(e);
+	walk_python(e, PT_REGS_SP(ctx));
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!(e->flags & MT_EV_PY) || !st) {
 		slot_end(&s, false, false);
