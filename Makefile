@@ -256,6 +256,7 @@ bench: setup
 	bench/floor.sh
 	bench/flight.sh
 	bench/flight_rss.sh
+	bench/flight_dump.sh
 
 -include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)
 

@@ -11,6 +11,12 @@
  * free leaves the window too, so that a dump holds the allocation of
  * every free it holds. A table of the live allocations, by address and
  * memory space, says which are alive and where their event is.
+ *
+ * A dump is written by a child process, forked with the window as it is:
+ * the tracer goes on reading events while the child encodes them (written
+ * in the tracer, a large window kept it from the BPF ring buffer long
+ * enough for it to drop events). The copy costs only the pages the tracer
+ * writes meanwhile.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "record/flight.h"
@@ -87,13 +94,25 @@ struct fl_dump {
 	__u64 bytes;
 };
 
+/* dumps being written at once, at most: one more waits for the oldest */
+#define FL_WRITERS 4
+
+/* a dump a child process writes */
+struct fl_writer {
+	pid_t pid;
+	char *path, *why;
+};
+
 struct mt_flight_dir {
 	const struct mt_flight_conf *c;
 	struct fl_dump *dumps; /* kept now, oldest first */
 	size_t n, cap;
 	__u64 total;
+	unsigned int begun; /* dumps begun: the number in the next name */
 	unsigned int written;
 	bool stopped; /* a write failed: no more dumps */
+	struct fl_writer writers[FL_WRITERS]; /* the oldest first */
+	size_t nwriters;
 };
 
 struct mt_flight_dir *mt_flight_dir_open(const struct mt_flight_conf *c,
@@ -146,6 +165,7 @@ void mt_flight_dir_close(struct mt_flight_dir *d)
 {
 	if (!d)
 		return;
+	mt_flight_dir_reap(d, true);
 	for (size_t i = 0; i < d->n; i++)
 		free(d->dumps[i].path);
 	free(d->dumps);
@@ -550,7 +570,7 @@ static int dump_path(const struct mt_flight *f, const char *tag,
 	    !strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm))
 		return -EINVAL;
 	if (snprintf(path, len, "%s/flight-%s-%04u-pid%d-rank%d-%s.mtb",
-		     f->dir->c->dir, stamp, f->dir->written + 1, f->pid,
+		     f->dir->c->dir, stamp, f->dir->begun + 1, f->pid,
 		     rank && rank->known ? rank->rank : 0, tag) >= (int)len)
 		return -ENAMETOOLONG;
 	/* an earlier run's dump of the same second and number stays */
@@ -592,27 +612,22 @@ static void describe_window(const struct mt_flight *f, size_t pinned,
 			 "");
 }
 
-int mt_flight_dump(struct mt_flight *f, const char *tag, const char *why,
-		   const struct mt_rank *rank, __u64 lost)
+/*
+ * Write the dump of f at path: 0, or -errno after a line on stderr (a
+ * partial file removed)
+ */
+static int write_dump(const struct mt_flight *f, const char *path,
+		      const char *why, __u64 lost)
 {
-	struct mt_flight_dir *d = f->dir;
+	const struct mt_flight_dir *d = f->dir;
 	const struct fl_pin **pins = NULL;
 	struct mt_recorder *w;
-	char path[4096], err[4352], window[512];
+	char err[4352], window[512];
 	struct mt_rec_end end = { 0 };
 	__u64 first = 0, last = 0;
 	size_t np = 0;
-	struct stat st;
-	int ret, cret;
+	int ret = 0, cret;
 
-	if (d->stopped)
-		return -EIO;
-	ret = dump_path(f, tag, rank, path, sizeof(path));
-	if (ret) {
-		mt_err("flight: no name for a dump in %s: %s", d->c->dir,
-		       strerror(-ret));
-		return ret;
-	}
 	if (f->npins && !(pins = malloc(f->npins * sizeof(*pins)))) {
 		mt_err("flight: dump %s: out of memory", path);
 		return -ENOMEM;
@@ -630,7 +645,6 @@ int mt_flight_dump(struct mt_flight *f, const char *tag, const char *why,
 	w = mt_recorder_open(path, err, sizeof(err));
 	if (!w) {
 		free(pins);
-		d->stopped = true;
 		mt_err("flight: %s: no more dumps", err);
 		return -EIO;
 	}
@@ -665,11 +679,23 @@ int mt_flight_dump(struct mt_flight *f, const char *tag, const char *why,
 	if (ret) {
 		/* a partial dump says nothing true: it goes */
 		unlink(path);
-		d->stopped = true;
 		mt_err("flight: write %s: %s: the partial dump removed, no "
 		       "more dumps",
 		       path, strerror(-ret));
 		return -EIO;
+	}
+	return 0;
+}
+
+/* a dump written (ok) or not: said, and counted in the caps */
+static void dump_done(struct mt_flight_dir *d, const char *path,
+		      const char *why, bool ok)
+{
+	struct stat st;
+
+	if (!ok) {
+		d->stopped = true;
+		return;
 	}
 	if (stat(path, &st))
 		st.st_size = 0;
@@ -677,5 +703,64 @@ int mt_flight_dump(struct mt_flight *f, const char *tag, const char *why,
 	if (dir_add(d, path, (__u64)st.st_size))
 		mt_err("flight: out of memory: %s is not counted in the caps",
 		       path);
-	return 0;
+}
+
+void mt_flight_dir_reap(struct mt_flight_dir *d, bool wait)
+{
+	/* in the order they began: the caps remove the oldest first */
+	while (d->nwriters) {
+		struct fl_writer *k = &d->writers[0];
+		int status = 0;
+		pid_t got = waitpid(k->pid, &status, wait ? 0 : WNOHANG);
+
+		if (got == 0)
+			return;
+		if (got < 0 && errno == EINTR)
+			continue;
+		/* a child that cannot be waited for wrote nothing known */
+		dump_done(d, k->path, k->why,
+			  got == k->pid && WIFEXITED(status) &&
+				  !WEXITSTATUS(status));
+		free(k->path);
+		free(k->why);
+		memmove(d->writers, d->writers + 1,
+			--d->nwriters * sizeof(*d->writers));
+	}
+}
+
+int mt_flight_dump(struct mt_flight *f, const char *tag, const char *why,
+		   const struct mt_rank *rank, __u64 lost)
+{
+	struct mt_flight_dir *d = f->dir;
+	struct fl_writer *k;
+	char path[4096];
+	int ret;
+
+	/* FL_WRITERS being written: this one waits for them */
+	mt_flight_dir_reap(d, d->nwriters == FL_WRITERS);
+	if (d->stopped)
+		return -EIO;
+	ret = dump_path(f, tag, rank, path, sizeof(path));
+	if (ret) {
+		mt_err("flight: no name for a dump in %s: %s", d->c->dir,
+		       strerror(-ret));
+		return ret;
+	}
+	d->begun++;
+	k = &d->writers[d->nwriters];
+	k->path = strdup(path);
+	k->why = strdup(why);
+	k->pid = k->path && k->why ? fork() : -1;
+	if (k->pid == 0)
+		_exit(write_dump(f, path, why, lost) ? 1 : 0);
+	if (k->pid > 0) {
+		d->nwriters++;
+		return 0;
+	}
+	/* no child: written here, the events wait meanwhile */
+	free(k->path);
+	free(k->why);
+	ret = write_dump(f, path, why, lost);
+	dump_done(d, path, why, !ret);
+	return ret;
 }

@@ -46,9 +46,19 @@ struct mt_flight_dir;
  */
 struct mt_flight_dir *mt_flight_dir_open(const struct mt_flight_conf *c,
 					 char *err, size_t errlen);
-/* the dumps written, and whether dumping stopped (a write failed) */
+/*
+ * The dumps written, and whether dumping stopped (a write failed), as far
+ * as mt_flight_dir_reap knows
+ */
 unsigned int mt_flight_dir_dumps(const struct mt_flight_dir *d);
 bool mt_flight_dir_failed(const struct mt_flight_dir *d);
+/*
+ * The dumps child processes write (mt_flight_dump): those done are said on
+ * stderr and counted, the caps enforced; wait: all of them, else those
+ * done now
+ */
+void mt_flight_dir_reap(struct mt_flight_dir *d, bool wait);
+/* waits for the dumps being written first */
 void mt_flight_dir_close(struct mt_flight_dir *d);
 
 /* One process's window. NULL: no memory. */
@@ -71,11 +81,13 @@ void mt_flight_exec(struct mt_flight *f, const struct mt_event *ev,
 		    const struct mt_site *site);
 
 /*
- * Write a dump of f now: tag names it in the file name (oom, signal,
- * usage, asked, end), why says it in the dump's first lines; lost: the
- * trace's events lost so far. The dump folder's caps hold after it, each
- * removal said on stderr. Returns 0, or -errno after a line on stderr;
- * after a failed write the folder takes no more dumps (-EIO).
+ * Dump f as it is now: tag names it in the file name (oom, signal, usage,
+ * asked, end), why says it in the dump's first lines; lost: the trace's
+ * events lost so far. A child process writes it (where fork fails, this
+ * one does, before it returns); mt_flight_dir_reap says it, counts it and
+ * holds the folder's caps, each removal said on stderr. Returns 0, or
+ * -errno after a line on stderr; after a failed write the folder takes no
+ * more dumps (-EIO).
  */
 int mt_flight_dump(struct mt_flight *f, const char *tag, const char *why,
 		   const struct mt_rank *rank, __u64 lost);

@@ -344,6 +344,7 @@ void mt_tracer_flight_tick(struct mt_tracer *tr, __u64 now)
 {
 	if (!tr->flight_dir)
 		return;
+	mt_flight_dir_reap(tr->flight_dir, false);
 	for (int i = 0; i < tr->ntargets; i++) {
 		struct mt_target *t = &tr->targets[i];
 		struct mt_flight_proc *p = t->flight;
@@ -386,6 +387,7 @@ int mt_tracer_flight_close(struct mt_tracer *tr)
 		free(p);
 		t->flight = NULL;
 	}
+	mt_flight_dir_reap(tr->flight_dir, true);
 	n = mt_flight_dir_dumps(tr->flight_dir);
 	failed = mt_flight_dir_failed(tr->flight_dir);
 	mt_err("flight: %u dump%s written in %s%s", n, n == 1 ? "" : "s",
