@@ -53,9 +53,9 @@ py-entry|q|w.c = bpf_map_lookup_elem(&pyconf, &ev->pid);|if (ev->pid != 1) retur
 py-conf|q|tstate = thread_state(w.c);|if (ev->pid != 1) return;|the process's pyconf (hash map lookup by pid)
 py-ts|q|w.st = bpf_map_lookup_elem(&scratch, &zero);|if (ev->pid != 1) return;|thread_state: the thread state's pointer from its TLS slot, one user read
 py-bufs|q|if (!read_tstate(&w, tstate))|if (ev->pid != 1) return;|the per-CPU scratch stack, bulk buffer and walk generation lookups
-py-tstate|q|if (w.c->frame_win)|if (ev->pid != 1) return;|read_tstate: the thread state's frame pointer and data stack (chunk, top, limit) in one user read; on 3.11 and 3.12 the current frame through the _PyCFrame, one more
+py-tstate|q|copy_stack(w.bulk);|if (ev->pid != 1) return;|read_tstate: the thread state's frame pointer and data stack (chunk, top, limit) in one user read; on 3.11 and 3.12 the current frame through the _PyCFrame, one more
 py-copy|q|w.max = w.c->max_depth < MT_MAX_FRAMES ? w.c->max_depth : MT_MAX_FRAMES;|if (ev->pid != 1) return;|copy_stack: the top of the data stack's chunk, up to MT_BULK bytes, in one user read
-py-stacks|q|if (bpf_map_lookup_elem(&stacks, &w.hash))|if (ev->pid != 1) return;|the frame walk: bpf_loop over the frames in the copy (a read only for a frame outside it), the hash
+py-stacks|q|if (bpf_map_lookup_elem(&stacks, &w.hash))|if (ev->pid != 1) return;|the frame walk: bpf_loop over the frames in the copy, a read only for a frame outside it (3.12+: a copy of the C stack at the first entry frame), the hash
 full|q|-|-|the stacks map: the lookup of the stack's id, and its store when the stack is new"
 
 die() {

@@ -523,7 +523,10 @@ static __always_inline bool copy_chunk(struct bulk *bk, __u64 end)
 	return true;
 }
 
-/* copy the top of the data stack, if the thread state shows a sound one */
+/*
+ * Copy the top of the data stack, if the thread state shows a sound one
+ * (user space gives none where the walk does not read frame heads)
+ */
 static __always_inline void copy_stack(struct bulk *bk)
 {
 	struct walk_mem *m = &bk->m;
@@ -747,8 +750,7 @@ static __always_inline void walk_python(struct mt_event *ev, __u64 sp)
 	w.bulk->m = (struct walk_mem){ .sp = sp };
 	if (!read_tstate(&w, tstate))
 		return;
-	if (w.c->frame_win)
-		copy_stack(w.bulk);
+	copy_stack(w.bulk);
 	w.max = w.c->max_depth < MT_MAX_FRAMES ? w.c->max_depth : MT_MAX_FRAMES;
 	/* twice the cap: C shim frames are walked but not kept */
 	if (w.c->frame_win)

@@ -300,8 +300,8 @@ static bool datastack_holds(const struct mt_py *py)
 
 /*
  * The thread state's window (mt_pyconf.ts_win_*): the frame pointer and,
- * where they are to be trusted and close enough to come in the same read,
- * the data stack's three fields.
+ * where the walk reads frame heads and the data stack's three fields are
+ * to be trusted and close enough to come in the same read, those fields.
  */
 static void ts_window(const struct mt_py *py, struct mt_pyconf *c)
 {
@@ -309,7 +309,7 @@ static void ts_window(const struct mt_py *py, struct mt_pyconf *c)
 	__u64 lo = lay->ts_frame, hi = lay->ts_frame + 8;
 
 	c->ts_chunk_off = -1;
-	if (lay->ts_chunk && datastack_holds(py)) {
+	if (c->frame_win && lay->ts_chunk && datastack_holds(py)) {
 		if (lay->ts_chunk < lo)
 			lo = lay->ts_chunk;
 		if (lay->ts_chunk + 24 > hi)
@@ -332,7 +332,6 @@ static void fill_conf(struct mt_py *py)
 
 	c->minor = lay->minor;
 	c->ts_frame_off = lay->ts_frame;
-	ts_window(py, c);
 	c->cframe_cur_off = lay->cframe_cur;
 	c->f_code = lay->f_code;
 	c->f_back = lay->f_back;
@@ -344,6 +343,7 @@ static void fill_conf(struct mt_py *py)
 	c->ref_mask = lay->tagged ? ~3ULL : ~0ULL;
 	c->max_depth = MT_MAX_FRAMES;
 	c->frame_win = frame_fits(c) ? MT_FRAME_WIN : 0;
+	ts_window(py, c);
 }
 
 /* Everything of mt_py_open after the file is found. */
