@@ -35,7 +35,9 @@ die() {
 
 [ "$(id -u)" -eq 0 ] || die "run as root (uprobes need it)"
 for v in REPS DUMPS SECONDS_RUN RINGBUF_MB; do
-	[[ ${!v} =~ ^[0-9]+$ ]] && [ "${!v}" -gt 0 ] || die "$v=${!v}: a whole number above 0"
+	if ! [[ ${!v} =~ ^[1-9][0-9]*$ ]]; then
+		die "$v=${!v}: a whole number above 0"
+	fi
 done
 [ "$SECONDS_RUN" -ge $((2 * DUMPS + 8)) ] || die "SECONDS_RUN=$SECONDS_RUN: at least 2 x DUMPS + 8"
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
@@ -77,8 +79,9 @@ one_run() {
 	wait "$wl" || die "the fixture failed: $(tail -3 "$d/wl.err")"
 	stop_tracer "$tp" "$tool"
 	wait "$tp" || true
-	[ "$(ls "$d/dumps" | wc -l)" -eq "$n" ] ||
-		die "$tool: $(ls "$d/dumps" | wc -l) dumps written, $n asked for: $(tail -3 "$d/mt.err")"
+	k=$(find "$d/dumps" -name 'flight-*.mtb' | wc -l)
+	[ "$k" -eq "$n" ] ||
+		die "$tool: $k dumps written, $n asked for: $(tail -3 "$d/mt.err")"
 	lost=$(awk '/^# LOST [0-9]+ events/ { n += $3 } END { print n + 0 }' "$d/mt.out" "$d/mt.err")
 	printf '%s\t%s\t%s\n' "$tool" "$n" "$lost" >>"$RES"
 	echo "flight_dump: $tool, $n dumps: $lost events lost"
