@@ -62,6 +62,12 @@ unhold() {
 trace() {
 	local n=$1 log=${MT_LOG:-$BATS_TEST_TMPDIR/trace.out}
 	shift
+	# emptied here, not by the redirections below: those run in the
+	# background, and an earlier trace's '# attach' lines, read before
+	# them, would release the fixture before this one attached
+	: >"$BATS_TEST_TMPDIR/trace.out"
+	: >"$BATS_TEST_TMPDIR/trace.err"
+	: >"$log"
 	"$MT" "$@" >"$BATS_TEST_TMPDIR/trace.out" 2>"$BATS_TEST_TMPDIR/trace.err" &
 	MT_PID=$!
 	if [ "$n" -gt 0 ]; then
