@@ -101,8 +101,10 @@ EOF
 
 @test "json: the size of a free of memory allocated before the attach is null" {
 	LD_LIBRARY_PATH=$FIX/fake fixture fx "$FIX/cudart_calls" \
-		malloc 777 sleep 1500 free 0
-	# let the first malloc happen before attaching
+		malloc 777 sleep 5000 free 0
+	# let the first malloc happen before attaching (the tracer has 5 s to
+	# attach before the free: its start, the BPF verifier's work above
+	# all, took more than 1.5 s on a loaded 2-core CI)
 	release fx
 	wait_for "$BATS_TEST_TMPDIR/fx.out" '^op=malloc '
 	trace 1 --keys -p "$fx_PID" --export json -o "$BATS_TEST_TMPDIR/t.jsonl"
