@@ -664,12 +664,15 @@ static __always_inline long walk_head(struct walk_ctx *w)
 }
 
 /*
- * Frames a step of bpf_loop walks from frame heads: each step's call and
- * return cost about 10 ns (return thunks), a third of a frame walked in
- * the copy (W2: mt_enter 1,040 ns a run with one frame a step, 955 with
- * eight). The verifier sees a step's code once, eight frames of it.
+ * Frames a step of bpf_loop walks from frame heads. Eight a step saved the
+ * call and return of seven steps (W2, bench/bpfcost.py: mt_enter 1,072 ns
+ * a run with one, 984 with eight, 1,078 with two), but the verifier then
+ * checks eight frames' paths: the tracer took 2.2 s to start instead of
+ * 0.96 (a -p run of 10 ms), which every attach pays and make test pays at
+ * each of its few hundred starts (its wall time went from 20.7 to 26 min
+ * under load). One a step.
  */
-#define MT_WALK_STEP 8
+#define MT_WALK_STEP 1
 
 static long walk_head_step(__u64 i, void *data)
 {
