@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -439,7 +440,7 @@ static void headline_before(const struct report *rp, const struct account *a)
 	const struct mt_summary *sum = &rp->s->sum;
 	const struct mt_proc *p = mt_session_proc(rp->s, a->pid);
 	bool cpu_frees = a->space == MT_SP_CPU && sum->early_frees;
-	char text[400], b1[32], b2[32];
+	char text[400], b1[32], b2[32], frees[48] = "";
 
 	for (size_t i = 0; i < sum->ndevs; i++) {
 		const struct mt_dev_stat *d = &sum->devs[i];
@@ -458,14 +459,13 @@ static void headline_before(const struct report *rp, const struct account *a)
 	if (!cpu_frees && !(p && p->attached))
 		return;
 	if (cpu_frees)
-		snprintf(text, sizeof(text),
-			 "  since the attach: what it held before is not in "
-			 "this peak (%" PRIu64 " frees of it seen)",
+		snprintf(frees, sizeof(frees),
+			 " (%" PRIu64 " frees of it seen)",
 			 (uint64_t)sum->early_frees);
-	else
-		snprintf(text, sizeof(text),
-			 "  since the attach: what it held before is not in "
-			 "this peak");
+	snprintf(text, sizeof(text),
+		 "  since the attach: what it held before is not in this "
+		 "peak%s",
+		 frees);
 	headline(rp, NULL, MT_TONE_YELLOW, text);
 }
 
@@ -643,123 +643,112 @@ static void headline_sampled(const struct report *rp)
 	headline(rp, "Sampled", MT_TONE_YELLOW, text);
 }
 
+/*
+ * One line of the Unseen headline: the label on the first line printed
+ * only (*label NULL after it)
+ */
+static void __attribute__((format(printf, 3, 4)))
+unseen_line(const struct report *rp, const char **label, const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	headline(rp, *label, MT_TONE_YELLOW, text);
+	*label = NULL;
+}
+
 static void headline_unseen(const struct report *rp)
 {
 	const struct mt_summary *sum = &rp->s->sum;
 	const struct mt_summary_end *end = rp->end;
 	const char *label = "Unseen";
 	struct mt_live_stats st;
-	char text[512], b[32];
+	char b[32], known[64] = "", unsized[64] = "";
 
 	mt_live_stats(rp->s->live, &st);
-	if (end->cut_short) {
-		snprintf(text, sizeof(text),
-			 "the record was cut short at %.3f s (its recorder "
-			 "killed, or its disk full): what came after is "
-			 "missing, and how many events were lost is unknown",
-			 end->seconds);
-		headline(rp, label, MT_TONE_YELLOW, text);
-		label = NULL;
-	}
-	if (end->lost) {
-		snprintf(text, sizeof(text),
-			 "%" PRIu64 " events lost (ring buffer full: "
-			 "--ringbuf-mb); every figure is low",
-			 (uint64_t)end->lost);
-		headline(rp, label, MT_TONE_YELLOW, text);
-		label = NULL;
-	}
-	if (end->unseen.stacks_lost) {
-		snprintf(text, sizeof(text),
-			 "%" PRIu64 " events have no Python stack (not stored, "
-			 "not readable, or a walk cut short): their lines "
-			 "are unknown",
-			 (uint64_t)end->unseen.stacks_lost);
-		headline(rp, label, MT_TONE_YELLOW, text);
-		label = NULL;
-	}
-	if (end->unseen.stacks_early) {
-		snprintf(text, sizeof(text),
-			 "%" PRIu64 " events have no Python stack: they came "
-			 "before the tracer had read their process's CPython "
-			 "(its first moments): their lines and modules are "
-			 "unknown",
-			 (uint64_t)end->unseen.stacks_early);
-		headline(rp, label, MT_TONE_YELLOW, text);
-		label = NULL;
-	}
-	if (end->unseen.nodes) {
-		snprintf(text, sizeof(text),
-			 "%" PRIu64 " backward allocations (%s) have no "
-			 "module: the forward that made their autograd Node "
-			 "ran before the attach",
-			 (uint64_t)end->unseen.nodes,
-			 mt_format_bytes(b, sizeof(b), end->unseen.node_bytes));
-		headline(rp, label, MT_TONE_YELLOW, text);
-		label = NULL;
-	}
+	if (end->cut_short)
+		unseen_line(rp, &label,
+			    "the record was cut short at %.3f s (its recorder "
+			    "killed, or its disk full): what came after is "
+			    "missing, and how many events were lost is unknown",
+			    end->seconds);
+	if (end->lost)
+		unseen_line(rp, &label,
+			    "%" PRIu64 " events lost (ring buffer full: "
+			    "--ringbuf-mb); every figure is low",
+			    (uint64_t)end->lost);
+	if (end->unseen.stacks_lost)
+		unseen_line(rp, &label,
+			    "%" PRIu64 " events have no Python stack (not "
+			    "stored, not readable, or a walk cut short): their "
+			    "lines are unknown",
+			    (uint64_t)end->unseen.stacks_lost);
+	if (end->unseen.stacks_early)
+		unseen_line(
+			rp, &label,
+			"%" PRIu64 " events have no Python stack: they came "
+			"before the tracer had read their process's CPython "
+			"(its first moments): their lines and modules are "
+			"unknown",
+			(uint64_t)end->unseen.stacks_early);
+	if (end->unseen.nodes)
+		unseen_line(
+			rp, &label,
+			"%" PRIu64 " backward allocations (%s) have no "
+			"module: the forward that made their autograd Node "
+			"ran before the attach",
+			(uint64_t)end->unseen.nodes,
+			mt_format_bytes(b, sizeof(b), end->unseen.node_bytes));
 	if (sum->early_frees) {
-		int n = snprintf(text, sizeof(text),
-				 "%" PRIu64 " frees of memory allocated "
-				 "before the attach",
-				 (uint64_t)sum->early_frees);
-
-		if (n > 0 && sum->early_frees > sum->early_unsized)
-			n += snprintf(text + n, sizeof(text) - (size_t)n,
-				      ", %s known",
-				      mt_format_bytes(b, sizeof(b),
-						      sum->early_bytes));
-		if (n > 0 && sum->early_unsized)
-			snprintf(text + n, sizeof(text) - (size_t)n,
+		if (sum->early_frees > sum->early_unsized)
+			snprintf(known, sizeof(known), ", %s known",
+				 mt_format_bytes(b, sizeof(b),
+						 sum->early_bytes));
+		if (sum->early_unsized)
+			snprintf(unsized, sizeof(unsized),
 				 ", %" PRIu64 " of unknown size",
 				 (uint64_t)sum->early_unsized);
-		headline(rp, label, MT_TONE_YELLOW, text);
-		label = NULL;
+		unseen_line(rp, &label,
+			    "%" PRIu64 " frees of memory allocated before the "
+			    "attach%s%s",
+			    (uint64_t)sum->early_frees, known, unsized);
 	}
 	if (rp->s->filter) {
 		struct mt_filter_stats fs;
 
 		mt_filter_stats(rp->s->filter, &fs);
-		if (fs.freed_before_window) {
-			snprintf(text, sizeof(text),
-				 "%" PRIu64 " frees (%s) of memory allocated "
-				 "before the --time/--steps window",
-				 (uint64_t)fs.freed_before_window,
-				 mt_format_bytes(b, sizeof(b),
-						 fs.freed_before_window_bytes));
-			headline(rp, label, MT_TONE_YELLOW, text);
-			label = NULL;
-		}
-		if (fs.untracked) {
-			snprintf(text, sizeof(text),
-				 "%" PRIu64 " frees judged without their "
-				 "allocation: the filter's table was full "
-				 "(--max-live)",
-				 (uint64_t)fs.untracked);
-			headline(rp, label, MT_TONE_YELLOW, text);
-			label = NULL;
-		}
+		if (fs.freed_before_window)
+			unseen_line(
+				rp, &label,
+				"%" PRIu64 " frees (%s) of memory allocated "
+				"before the --time/--steps window",
+				(uint64_t)fs.freed_before_window,
+				mt_format_bytes(b, sizeof(b),
+						fs.freed_before_window_bytes));
+		if (fs.untracked)
+			unseen_line(rp, &label,
+				    "%" PRIu64 " frees judged without their "
+				    "allocation: the filter's table was full "
+				    "(--max-live)",
+				    (uint64_t)fs.untracked);
 	}
-	if (sum->live_full) {
-		snprintf(text, sizeof(text),
-			 "%" PRIu64 " allocations not tracked: the live "
-			 "table was full (--max-live %" PRIu64
-			 " holds them all)",
-			 (uint64_t)sum->live_full, (uint64_t)st.advise);
-		headline(rp, label, MT_TONE_YELLOW, text);
-		label = NULL;
-	}
-	if (sum->untracked || sum->sites_full || sum->procs_evicted) {
-		snprintf(text, sizeof(text),
-			 "%" PRIu64
-			 " events beyond the summary's tables, %" PRIu64
-			 " in the sites table's overflow, %" PRIu64
-			 " processes evicted",
-			 (uint64_t)sum->untracked, (uint64_t)sum->sites_full,
-			 (uint64_t)sum->procs_evicted);
-		headline(rp, label, MT_TONE_YELLOW, text);
-		label = NULL;
-	}
+	if (sum->live_full)
+		unseen_line(rp, &label,
+			    "%" PRIu64 " allocations not tracked: the live "
+			    "table was full (--max-live %" PRIu64
+			    " holds them all)",
+			    (uint64_t)sum->live_full, (uint64_t)st.advise);
+	if (sum->untracked || sum->sites_full || sum->procs_evicted)
+		unseen_line(rp, &label,
+			    "%" PRIu64
+			    " events beyond the summary's tables, %" PRIu64
+			    " in the sites table's overflow, %" PRIu64
+			    " processes evicted",
+			    (uint64_t)sum->untracked, (uint64_t)sum->sites_full,
+			    (uint64_t)sum->procs_evicted);
 	if (label)
 		headline(rp, label, MT_TONE_GREEN,
 			 "nothing: no event lost, every free paired with "
