@@ -805,3 +805,63 @@ exit_at() {
 		done
 	done
 }
+
+# A scratch folder of another user's, as a shared TMPDIR or one kept by
+# sudo -E is: writable by its owner, "nobody", and not sticky
+others_tmp() {
+	OTHERS=$BATS_TEST_TMPDIR/others
+	mkdir -m 0755 "$OTHERS"
+	chown nobody "$OTHERS"
+}
+
+@test "dry run: a TMPDIR another user can change is passed over: the stand-in goes where only root writes" {
+	# hostile round four: that user swapped the dry run's fresh folder for
+	# one of theirs, and root's command loaded their libcudart.so.12
+	others_tmp
+	TMPDIR=$OTHERS run "$MT" estimate --dry-run -- sh -c 'echo "LLP=$LD_LIBRARY_PATH"'
+	echo "$output"
+	[ "$status" -eq 2 ]
+	grep -qx "memtrace-bpf: estimate --dry-run: TMPDIR passed over: $OTHERS belongs to uid $(id -u nobody)" <<<"$output"
+	grep -qE '^LLP=/tmp/memtrace-dryrun\.[A-Za-z0-9]{6}$' <<<"$output"
+	[ -z "$(ls -A "$OTHERS")" ]
+	# writable by all and not sticky; a ':' the loader would split at; a
+	# file: each passed over, said, for /tmp
+	chmod 0777 "$OTHERS"
+	chown root "$OTHERS"
+	TMPDIR=$OTHERS run "$MT" estimate --dry-run -- sh -c 'echo "LLP=$LD_LIBRARY_PATH"'
+	grep -qx "memtrace-bpf: estimate --dry-run: TMPDIR passed over: $OTHERS is writable by other users and not sticky" <<<"$output"
+	grep -qE '^LLP=/tmp/memtrace-dryrun\.[A-Za-z0-9]{6}$' <<<"$output"
+	mkdir "$BATS_TEST_TMPDIR/a:b"
+	TMPDIR=$BATS_TEST_TMPDIR/a:b run "$MT" estimate --dry-run -- sh -c 'echo "LLP=$LD_LIBRARY_PATH"'
+	grep -qx "memtrace-bpf: estimate --dry-run: TMPDIR passed over: $BATS_TEST_TMPDIR/a:b holds ':', ';' or '\$', which the loader would not read as one folder" <<<"$output"
+	grep -qE '^LLP=/tmp/memtrace-dryrun\.[A-Za-z0-9]{6}$' <<<"$output"
+	TMPDIR=/etc/passwd run "$MT" estimate --dry-run -- sh -c 'echo "LLP=$LD_LIBRARY_PATH"'
+	grep -qx "memtrace-bpf: estimate --dry-run: TMPDIR passed over: /etc/passwd is not a folder" <<<"$output"
+	grep -qE '^LLP=/tmp/memtrace-dryrun\.[A-Za-z0-9]{6}$' <<<"$output"
+	# a folder of root's own is used as it is
+	mkdir -m 0700 "$BATS_TEST_TMPDIR/mine"
+	TMPDIR=$BATS_TEST_TMPDIR/mine run "$MT" estimate --dry-run -- sh -c 'echo "LLP=$LD_LIBRARY_PATH"'
+	grep -qE "^LLP=$BATS_TEST_TMPDIR/mine/memtrace-dryrun\.[A-Za-z0-9]{6}\$" <<<"$output"
+	! grep -q 'passed over' <<<"$output"
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/mine")" ]
+}
+
+@test "--user: the command runs as that user, the dry run's stand-in readable by it and by none to change" {
+	run "$MT" -q --user nobody -- sh -c 'echo "id=$(id -u):$(id -g) home=$HOME user=$USER"'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -qx "id=$(id -u nobody):$(id -g nobody) home=$(getent passwd nobody | cut -d: -f6) user=nobody" <<<"$output"
+	run "$MT" -q --user 4242 -- sh -c 'echo "id=$(id -u):$(id -g) home=${HOME-unset}"'
+	grep -qx "id=4242:4242 home=unset" <<<"$output"
+	run "$MT" estimate --dry-run --user nobody -- sh -c 'd=${LD_LIBRARY_PATH%%:*}; echo "uid=$(id -u)"; head -c4 "$d/libcudart.so.12" | od -An -c; touch "$d/x" 2>/dev/null || echo "cannot write"'
+	echo "$output"
+	grep -qx "uid=$(id -u nobody)" <<<"$output"
+	grep -q '177   E   L   F' <<<"$output"
+	grep -qx "cannot write" <<<"$output"
+	run "$MT" -q --user no-such-user -- true
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: --user: no user 'no-such-user' in /etc/passwd (a uid in digits needs none)" ]
+	run "$MT" -q --user nobody -p 1
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: --user is whom -- COMMAND runs as: give a command (-p and --children trace processes as they run)" ]
+}

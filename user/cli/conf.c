@@ -44,6 +44,7 @@ void mt_trace_conf_from(struct mt_trace_conf *c, const struct mt_options *o)
 		.children_of = o->children_of,
 		.all = o->all,
 		.command = o->command,
+		.run_as = o->run_as.set ? &o->run_as : NULL,
 		.output = o->flight_on ? NULL : o->output,
 		.export_kind = o->export_kind,
 		.duration = o->duration,

@@ -122,7 +122,8 @@ static int do_estimate(const struct mt_options *o)
 	return mt_estimate(&c);
 }
 
-#define TRACING (MT_OPTS_TARGET | MT_OPTS_PYTHON | MT_OPTS_WATCH)
+#define TRACING \
+	(MT_OPTS_TARGET | MT_OPTS_COMMAND | MT_OPTS_PYTHON | MT_OPTS_WATCH)
 
 static const struct mt_cmd cmds[] = {
 	{ NULL, MT_MODE_TRACE,
@@ -139,9 +140,10 @@ static const struct mt_cmd cmds[] = {
 		  MT_OPTS_FILTER,
 	  script_doc, do_replay },
 	{ "estimate", MT_MODE_ESTIMATE,
-	  MT_OPTS_INPUT | MT_OPTS_ESTIMATE | MT_OPTS_DRYRUN, estimate_doc,
-	  do_estimate },
-	{ "top", MT_MODE_TOP, MT_OPTS_TARGET | MT_OPTS_PYTHON | MT_OPTS_TOP,
+	  MT_OPTS_INPUT | MT_OPTS_ESTIMATE | MT_OPTS_DRYRUN | MT_OPTS_COMMAND,
+	  estimate_doc, do_estimate },
+	{ "top", MT_MODE_TOP,
+	  MT_OPTS_TARGET | MT_OPTS_COMMAND | MT_OPTS_PYTHON | MT_OPTS_TOP,
 	  top_doc, do_trace },
 };
 

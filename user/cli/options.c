@@ -73,6 +73,7 @@ enum {
 	OPT_SIZE,
 	OPT_INTERVAL,
 	OPT_DRY_RUN,
+	OPT_USER,
 	OPT_DEVICE,
 	OPT_DEVICES,
 	OPT_FLIGHT,
@@ -300,6 +301,14 @@ static const struct argp_option top_opts[] = {
 	{ 0 },
 };
 
+static const struct argp_option command_opts[] = {
+	{ "user", OPT_USER, "USER", 0,
+	  "Run -- COMMAND as USER, a name or a uid (under sudo it runs as "
+	  "root otherwise: --user \"$SUDO_USER\")",
+	  0 },
+	{ 0 },
+};
+
 /* every mode's: -h as --help */
 static const struct argp_option root_opts[] = {
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show the help", 0 },
@@ -314,6 +323,7 @@ static const struct group {
 } groups[] = {
 	{ MT_OPTS_INPUT, "Reading a record:", input_opts },
 	{ MT_OPTS_TARGET, "What to trace:", target_opts },
+	{ MT_OPTS_COMMAND, "Running a command:", command_opts },
 	{ MT_OPTS_PYTHON, "Python attribution:", python_opts },
 	{ MT_OPTS_OUTPUT, "What is printed:", output_opts },
 	{ MT_OPTS_EXPORT, "Exports:", export_opts },
@@ -744,6 +754,21 @@ static void parse_scale(struct argp_state *state, struct mt_options *o,
  * --device PRESET|SIZE: a preset as it is; a size with an H100's compute
  * capability and multiprocessors, which decide workspaces
  */
+/* --user: looked up at once, so that a wrong name ends us before a trace */
+static void parse_user(struct argp_state *state, struct mt_options *o,
+		       const char *arg)
+{
+	char err[256];
+
+	(void)state;
+	once(o->run_as.set, "--user");
+	if (mt_run_as_lookup(arg, "/etc/passwd", "/etc/group", &o->run_as, err,
+			     sizeof(err))) {
+		mt_err("%s", err);
+		exit(2);
+	}
+}
+
 static void parse_device(struct argp_state *state, struct mt_options *o,
 			 const char *arg)
 {
@@ -867,6 +892,9 @@ static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_DRY_RUN:
 		o->dry_run = true;
+		break;
+	case OPT_USER:
+		parse_user(state, o, arg);
 		break;
 	case OPT_DEVICE:
 		once(o->has_device, "--device");
@@ -1487,6 +1515,11 @@ static int check(const struct mt_options *o, const struct mt_cmd *cmd)
 	}
 	if (o->mode == MT_MODE_ESTIMATE && check_estimate(o))
 		return 2;
+	if (o->run_as.set && !o->command) {
+		mt_err("--user is whom -- COMMAND runs as: give a command "
+		       "(-p and --children trace processes as they run)");
+		return 2;
+	}
 	if ((cmd->opts & MT_OPTS_INPUT) && !o->input && !o->dry_run) {
 		mt_err("%s needs -i FILE (a record "
 		       "made by memtrace-bpf record)",

@@ -9,6 +9,7 @@
 #include "dryrun/device.h"
 #include "record/flight.h"
 #include "estimate/estimate.h"
+#include "proc/runas.h"
 #include "python/stack.h"
 #include "trace/trace.h"
 
@@ -44,6 +45,7 @@ struct mt_options {
 	int pids[MT_MAX_PIDS];
 	int npids;
 	char **command; /* after "--", NULL-terminated; NULL if none */
+	struct mt_run_as run_as; /* --user: whom the command runs as */
 	const char *output; /* -o */
 	double duration; /* -d seconds, 0 = until the targets exit */
 	unsigned long long min_size;
@@ -95,6 +97,7 @@ enum {
 	MT_OPTS_TOP = 1 << 9, /* top: --interval */
 	MT_OPTS_DRYRUN = 1 << 10, /* estimate --dry-run, --device, --devices */
 	MT_OPTS_FLIGHT = 1 << 11, /* record --flight and its caps */
+	MT_OPTS_COMMAND = 1 << 12, /* -- COMMAND: --user */
 };
 
 /* one mode of the command line, as bpftool's { "prog", do_prog } */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include "dryrun/standin.h"
@@ -37,31 +38,132 @@ static const struct lib {
 	{ "libcudnn.so.9", mt_lib_cudnn_start, mt_lib_cudnn_end },
 };
 
-#define NLIBS (sizeof(libs) / sizeof(libs[0]))
+_Static_assert(sizeof(libs) / sizeof(libs[0]) == MT_DRYRUN_NLIBS,
+	       "MT_DRYRUN_NLIBS counts the libraries");
+#define NLIBS MT_DRYRUN_NLIBS
 
-/* a folder to make ours in: one where mapped code may run */
-static const char *parent_dir(void)
+static struct mt_dryrun_id id_of(const struct stat *st)
+{
+	return (struct mt_dryrun_id){ st->st_dev, st->st_ino };
+}
+
+static bool same_id(struct mt_dryrun_id a, struct mt_dryrun_id b)
+{
+	return a.dev == b.dev && a.ino == b.ino;
+}
+
+/*
+ * One folder of the path: another user who owns it, or may rename what
+ * it holds, could put a folder of theirs where ours was between its making
+ * and the command's loading of it, and root would run their code. Sticky
+ * and writable by all (/tmp) is safe: only the owner of an entry (us, for
+ * the folder we make) may rename it there.
+ */
+static bool folder_ok(const char *path, const struct stat *st, char *why,
+		      size_t whylen)
+{
+	if (!S_ISDIR(st->st_mode)) {
+		snprintf(why, whylen, "%s is not a folder", path);
+		return false;
+	}
+	if (st->st_uid != 0 && st->st_uid != geteuid()) {
+		snprintf(why, whylen, "%s belongs to uid %u", path,
+			 (unsigned int)st->st_uid);
+		return false;
+	}
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX)) {
+		snprintf(why, whylen,
+			 "%s is writable by other users and not sticky", path);
+		return false;
+	}
+	return true;
+}
+
+/* the folder path, up to its byte i, checked as folder_ok says */
+static bool prefix_ok(char *path, size_t i, char *why, size_t whylen)
+{
+	char c = path[i];
+	struct stat st;
+	bool ok;
+
+	path[i] = '\0';
+	ok = !lstat(i ? path : "/", &st);
+	if (!ok)
+		snprintf(why, whylen, "%s: %s", i ? path : "/",
+			 strerror(errno));
+	else
+		ok = folder_ok(i ? path : "/", &st, why, whylen);
+	path[i] = c;
+	return ok;
+}
+
+bool mt_dryrun_parent_ok(const char *path, char *real, char *why, size_t whylen)
+{
+	struct statvfs sv;
+	size_t len;
+
+	if (path[0] != '/') {
+		snprintf(why, whylen, "%s is not an absolute path", path);
+		return false;
+	}
+	if (!realpath(path, real)) {
+		snprintf(why, whylen, "%s: %s", path, strerror(errno));
+		return false;
+	}
+	/* LD_LIBRARY_PATH splits at ':' and ';' and expands $ORIGIN */
+	if (strpbrk(real, ":;$")) {
+		snprintf(why, whylen,
+			 "%s holds ':', ';' or '$', which the loader would "
+			 "not read as one folder",
+			 real);
+		return false;
+	}
+	if (statvfs(real, &sv) || (sv.f_flag & ST_NOEXEC)) {
+		snprintf(why, whylen, "%s is mounted noexec", real);
+		return false;
+	}
+	/* every folder from the root down; realpath left no link */
+	len = strlen(real);
+	if (!prefix_ok(real, 0, why, whylen))
+		return false;
+	for (size_t i = 1; i <= len; i++)
+		if ((i == len || real[i] == '/') &&
+		    !prefix_ok(real, i, why, whylen))
+			return false;
+	return true;
+}
+
+/*
+ * A folder to make ours in, resolved into real (PATH_MAX): the path is
+ * used as checked, never through a link whose target could change after
+ * the check. A TMPDIR passed over is said on stderr.
+ */
+static bool parent_dir(char *real)
 {
 	static const char *const dirs[] = { "/tmp", "/var/tmp", "/dev/shm" };
 	const char *env = getenv("TMPDIR");
-	struct statvfs sv;
+	char why[PATH_MAX + 128];
 
-	if (env && env[0] == '/' && !statvfs(env, &sv) &&
-	    !(sv.f_flag & ST_NOEXEC))
-		return env;
+	if (env && *env) {
+		if (mt_dryrun_parent_ok(env, real, why, sizeof(why)))
+			return true;
+		mt_err("estimate --dry-run: TMPDIR passed over: %s", why);
+	}
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (!statvfs(dirs[i], &sv) && !(sv.f_flag & ST_NOEXEC))
-			return dirs[i];
-	return NULL;
+		if (mt_dryrun_parent_ok(dirs[i], real, why, sizeof(why)))
+			return true;
+	return false;
 }
 
-static int write_lib(int dirfd, const struct lib *b)
+static int write_lib(int dirfd, const struct lib *b, mode_t mode,
+		     struct mt_dryrun_id *id)
 {
 	const unsigned char *p = b->start;
+	struct stat st;
 	int fd, ret = 0;
 
 	fd = openat(dirfd, b->name,
-		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0500);
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
 	while (p < b->end) {
@@ -75,6 +177,10 @@ static int write_lib(int dirfd, const struct lib *b)
 		}
 		p += n;
 	}
+	if (!ret && fstat(fd, &st))
+		ret = -errno;
+	else if (!ret)
+		*id = id_of(&st);
 	if (close(fd) && !ret)
 		ret = -errno;
 	return ret;
@@ -105,18 +211,22 @@ static int set_env(const struct mt_dryrun_device *dev, unsigned int ndev,
 }
 
 int mt_dryrun_prepare(const struct mt_dryrun_device *dev, unsigned int ndev,
-		      struct mt_dryrun_libs *l, char *err, size_t errlen)
+		      bool others_read, struct mt_dryrun_libs *l, char *err,
+		      size_t errlen)
 {
-	const char *parent = parent_dir();
+	char parent[PATH_MAX];
+	struct stat st;
 	size_t i;
-	int dirfd, ret = 0;
+	int ret = 0;
 
 	l->dir[0] = '\0';
-	if (!parent) {
+	l->dirfd = -1;
+	if (!parent_dir(parent)) {
 		snprintf(err, errlen,
 			 "no folder to put the CUDA stand-in in: /tmp, "
-			 "/var/tmp and /dev/shm are mounted noexec (set "
-			 "TMPDIR to one that is not)");
+			 "/var/tmp and /dev/shm are mounted noexec or "
+			 "writable by other users (set TMPDIR to a folder "
+			 "of yours)");
 		return -EACCES;
 	}
 	if (snprintf(l->dir, sizeof(l->dir), "%s/memtrace-dryrun.XXXXXX",
@@ -130,16 +240,30 @@ int mt_dryrun_prepare(const struct mt_dryrun_device *dev, unsigned int ndev,
 		l->dir[0] = '\0';
 		return ret;
 	}
-	dirfd = open(l->dir, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dirfd < 0) {
+	l->dirfd = open(l->dir, O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (l->dirfd < 0 || fstat(l->dirfd, &st)) {
 		ret = -errno;
 		snprintf(err, errlen, "open %s: %s", l->dir, strerror(-ret));
 		mt_dryrun_cleanup(l);
 		return ret;
 	}
+	l->id = id_of(&st);
+	/* made by us a moment ago: anything else is another's doing */
+	if (st.st_uid != geteuid() || (st.st_mode & 07777) != 0700) {
+		snprintf(err, errlen, "%s is not the folder just made", l->dir);
+		mt_dryrun_cleanup(l);
+		return -EPERM;
+	}
+	/* read, never changed, by the user a command runs as (--user) */
+	if (others_read && fchmod(l->dirfd, 0711)) {
+		ret = -errno;
+		snprintf(err, errlen, "chmod %s: %s", l->dir, strerror(-ret));
+		mt_dryrun_cleanup(l);
+		return ret;
+	}
 	for (i = 0; !ret && i < NLIBS; i++)
-		ret = write_lib(dirfd, &libs[i]);
-	close(dirfd);
+		ret = write_lib(l->dirfd, &libs[i], others_read ? 0555 : 0500,
+				&l->files[i]);
 	if (ret) {
 		snprintf(err, errlen, "write %s/%s: %s", l->dir,
 			 libs[i - 1].name, strerror(-ret));
@@ -155,31 +279,62 @@ int mt_dryrun_prepare(const struct mt_dryrun_device *dev, unsigned int ndev,
 	return ret;
 }
 
-bool mt_dryrun_ours(const struct mt_dryrun_libs *l, const char *path)
+int mt_dryrun_verify(const struct mt_dryrun_libs *l, char *err, size_t errlen)
 {
-	size_t n = strlen(l->dir);
-	const char *slash = strrchr(path, '/');
-	size_t head;
+	char path[PATH_MAX + 32];
+	struct stat st;
 
-	if (!n || !slash || !slash[1])
-		return false;
-	/* the folder is what comes before the file's name */
-	head = (size_t)(slash - path);
-	return head >= n && !strncmp(slash - n, l->dir, n);
+	if (lstat(l->dir, &st) || !same_id(id_of(&st), l->id)) {
+		snprintf(err, errlen,
+			 "%s was replaced after it was made: the command "
+			 "was not run",
+			 l->dir);
+		return -EPERM;
+	}
+	for (size_t i = 0; i < NLIBS; i++) {
+		snprintf(path, sizeof(path), "%s/%s", l->dir, libs[i].name);
+		if (stat(path, &st) || !same_id(id_of(&st), l->files[i])) {
+			snprintf(err, errlen,
+				 "%s was replaced after it was written: the "
+				 "command was not run",
+				 path);
+			return -EPERM;
+		}
+	}
+	return 0;
+}
+
+bool mt_dryrun_ours(const struct mt_dryrun_libs *l, unsigned long long dev,
+		    unsigned long long ino)
+{
+	struct mt_dryrun_id id = { dev, ino };
+
+	for (size_t i = 0; l->dir[0] && i < NLIBS; i++)
+		if (same_id(id, l->files[i]))
+			return true;
+	return false;
 }
 
 void mt_dryrun_cleanup(struct mt_dryrun_libs *l)
 {
+	struct stat st;
+
 	if (!l->dir[0])
 		return;
-	for (size_t i = 0; i < NLIBS; i++) {
-		char path[PATH_MAX + 32];
-
-		snprintf(path, sizeof(path), "%s/%s", l->dir, libs[i].name);
-		if (unlink(path) && errno != ENOENT)
-			mt_err("remove %s: %s", path, strerror(errno));
-	}
-	if (rmdir(l->dir))
+	/* through the folder held: never a file of a folder put in its place */
+	for (size_t i = 0; l->dirfd >= 0 && i < NLIBS; i++)
+		if (unlinkat(l->dirfd, libs[i].name, 0) && errno != ENOENT)
+			mt_err("remove %s/%s: %s", l->dir, libs[i].name,
+			       strerror(errno));
+	if (l->dirfd >= 0 &&
+	    (lstat(l->dir, &st) || !same_id(id_of(&st), l->id)))
+		mt_err("%s is no longer the folder the dry run made: left "
+		       "as it is",
+		       l->dir);
+	else if (rmdir(l->dir))
 		mt_err("remove %s: %s", l->dir, strerror(errno));
+	if (l->dirfd >= 0)
+		close(l->dirfd);
+	l->dirfd = -1;
 	l->dir[0] = '\0';
 }

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "proc/runas.h"
 #include "proc/target.h"
 
 /* a spawned command that could not run exits as the shell's would */
@@ -213,7 +214,8 @@ int mt_target_open(struct mt_target *t, int pid, char *err, size_t errlen)
 	return 0;
 }
 
-int mt_target_spawn(struct mt_target *t, char **argv, struct mt_hold *hold,
+int mt_target_spawn(struct mt_target *t, char **argv,
+		    const struct mt_run_as *as, struct mt_hold *hold,
 		    int gate[2], char *err, size_t errlen)
 {
 	int go[2], fail[2], pid;
@@ -233,7 +235,9 @@ int mt_target_spawn(struct mt_target *t, char **argv, struct mt_hold *hold,
 		close(fail[0]);
 		if (read(go[0], &c, 1) != 1)
 			_exit(EXIT_CANNOT_RUN);
-		execvp(argv[0], argv);
+		errno = -mt_run_as_become(as);
+		if (!errno)
+			execvp(argv[0], argv);
 		/* fail[1] closes on a successful exec: a byte means failure */
 		c = (char)errno;
 		if (write(fail[1], &c, 1) != 1)

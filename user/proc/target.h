@@ -9,6 +9,7 @@
 #include "memtrace.h"
 #include "proc/maps.h"
 #include "proc/rank.h"
+#include "proc/runas.h"
 
 struct mt_py;
 struct mt_modlog;
@@ -66,12 +67,14 @@ int mt_target_open(struct mt_target *t, int pid, char *err, size_t errlen);
 #define MT_HOLD_MAX_MS 2000
 
 /*
- * Fork argv held before its exec, with its guard, which reads hold (the
+ * Fork argv held before its exec, to run as as (NULL: as we do; a failure
+ * to become as is a failure of the exec), with its guard, which reads hold (the
  * BPF object's) to end any stop we take too long to continue. Returns 0
  * (t->pid set) or -errno. mt_target_start() lets it exec; it fails if the
  * exec did.
  */
-int mt_target_spawn(struct mt_target *t, char **argv, struct mt_hold *hold,
+int mt_target_spawn(struct mt_target *t, char **argv,
+		    const struct mt_run_as *as, struct mt_hold *hold,
 		    int gate[2], char *err, size_t errlen);
 int mt_target_start(struct mt_target *t, int gate[2], char **argv, char *err,
 		    size_t errlen);

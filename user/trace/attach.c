@@ -287,7 +287,7 @@ int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 			fprintf(a->log, "# attach pid=%d lib=%s probes=%d\n",
 				t->pid, m->path, ret);
 		if (a->on_lib)
-			a->on_lib(a->ctx, t, m->path, ret);
+			a->on_lib(a->ctx, t, m, ret);
 		newlibs++;
 	}
 	return newlibs;

@@ -31,8 +31,8 @@ struct mt_attacher {
 	size_t ngfiles;
 	FILE *log; /* "# attach" lines; NULL for none */
 	/* told of each library attached (a record keeps them); may be NULL */
-	void (*on_lib)(void *ctx, const struct mt_target *t, const char *path,
-		       int probes);
+	void (*on_lib)(void *ctx, const struct mt_target *t,
+		       const struct mt_mapping *m, int probes);
 	void *ctx;
 };
 

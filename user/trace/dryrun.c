@@ -43,8 +43,8 @@ int mt_dryrun_begin(struct mt_tracer *tr, struct mt_dryrun **dr)
 		mt_err("out of memory");
 		return 2;
 	}
-	if (mt_dryrun_prepare(&c->dev, c->devices, &(*dr)->libs, err,
-			      sizeof(err))) {
+	if (mt_dryrun_prepare(&c->dev, c->devices, tr->conf->run_as != NULL,
+			      &(*dr)->libs, err, sizeof(err))) {
 		mt_err("estimate --dry-run: %s", err);
 		free(*dr);
 		*dr = NULL;
@@ -54,18 +54,28 @@ int mt_dryrun_begin(struct mt_tracer *tr, struct mt_dryrun **dr)
 }
 
 void mt_dryrun_on_lib(struct mt_dryrun *dr, const struct mt_target *t,
-		      const char *path)
+		      const struct mt_mapping *m)
 {
-	const char *base = strrchr(path, '/');
+	const char *base = strrchr(m->path, '/');
 
-	base = base ? base + 1 : path;
+	base = base ? base + 1 : m->path;
 	if (strncmp(base, "libcudart.so", 12))
 		return;
-	if (mt_dryrun_ours(&dr->libs, path))
+	if (mt_dryrun_ours(&dr->libs, m->dev, m->inode))
 		dr->ours = true;
 	else
-		snprintf(dr->other, sizeof(dr->other), "%s", path);
+		snprintf(dr->other, sizeof(dr->other), "%s", m->path);
 	(void)t;
+}
+
+int mt_dryrun_check(const struct mt_dryrun *dr)
+{
+	char err[PATH_MAX + 128];
+
+	if (!mt_dryrun_verify(&dr->libs, err, sizeof(err)))
+		return 0;
+	mt_err("estimate --dry-run: %s", err);
+	return 2;
 }
 
 /* the line that asked: the innermost frame outside torch's own code */

@@ -19,9 +19,18 @@ struct mt_dryrun;
  */
 int mt_dryrun_begin(struct mt_tracer *tr, struct mt_dryrun **dr);
 
-/* a library attached in t: which CUDA runtime the command loaded */
+/*
+ * A library attached in t: which CUDA runtime the command loaded, ours
+ * told by the file's identity, not its name
+ */
 void mt_dryrun_on_lib(struct mt_dryrun *dr, const struct mt_target *t,
-		      const char *path);
+		      const struct mt_mapping *m);
+
+/*
+ * Just before the command starts: the stand-in is still the files written
+ * (mt_dryrun_verify). Returns 0, or 2 with the error said.
+ */
+int mt_dryrun_check(const struct mt_dryrun *dr);
 
 /* an MT_K_HOST_READ event: the host read device memory */
 void mt_dryrun_read(struct mt_tracer *tr, const struct mt_event *ev);

@@ -467,8 +467,8 @@ int mt_tracer_spawn(struct mt_tracer *tr, int gate[2])
 		       strerror(errno));
 		return 2;
 	}
-	ret = mt_target_spawn(t, tr->conf->command, &tr->skel->bss->hold, gate,
-			      err, sizeof(err));
+	ret = mt_target_spawn(t, tr->conf->command, tr->conf->run_as,
+			      &tr->skel->bss->hold, gate, err, sizeof(err));
 	tr->ntargets = 1;
 	if (ret) {
 		mt_err("%s", err);
@@ -594,15 +594,16 @@ void mt_tracer_describe(struct mt_tracer *tr)
 }
 
 /* a library attached: the record keeps it */
-void mt_tracer_on_lib(void *ctx, const struct mt_target *t, const char *path,
-		      int probes)
+void mt_tracer_on_lib(void *ctx, const struct mt_target *t,
+		      const struct mt_mapping *m, int probes)
 {
 	struct mt_tracer *tr = ctx;
+	const char *path = m->path;
 
 	mt_sink_library(mt_tracer_sink(tr, t), t->pid, path, probes);
 	if (tr->flight_dir)
 		mt_tracer_flight_lib(tr, mt_tracer_find(tr, (__u32)t->pid),
 				     path, probes);
 	if (tr->dry)
-		mt_dryrun_on_lib(tr->dry, t, path);
+		mt_dryrun_on_lib(tr->dry, t, m);
 }

@@ -376,6 +376,11 @@ static int run(struct mt_tracer *tr)
 		mt_err("ring buffer: %s", strerror(errno));
 		return 2;
 	}
+	/* the last moment before the command could load the stand-in */
+	if (tr->dry && mt_dryrun_check(tr->dry)) {
+		ring_buffer__free(rb);
+		return 2;
+	}
 	if (o->command && mt_target_start(&tr->targets[0], gate, o->command,
 					  err, sizeof(err))) {
 		mt_err("%s", err);

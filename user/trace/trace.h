@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include "dryrun/device.h"
 #include "export/output.h"
+#include "proc/runas.h"
 #include "record/flight.h"
 #include "python/stack.h"
 
@@ -23,6 +24,7 @@ struct mt_trace_conf {
 	int children_of; /* --children PID: it and its descendants */
 	bool all; /* --all: every process mapping our libraries */
 	char **command; /* after "--", NULL-terminated; NULL if none */
+	const struct mt_run_as *run_as; /* --user; NULL: as we run */
 	const char *output; /* -o: may name {pid}, {rank}, {host} */
 	const char *export_kind; /* --export: -o is then its file */
 	double duration; /* -d seconds; 0: until the targets exit */

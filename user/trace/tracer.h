@@ -100,8 +100,8 @@ void mt_tracer_scan_all(struct mt_tracer *tr);
 int mt_tracer_open_module_logs(struct mt_tracer *tr);
 void mt_tracer_describe(struct mt_tracer *tr);
 /* callbacks of the attacher and of the stack resolver */
-void mt_tracer_on_lib(void *ctx, const struct mt_target *t, const char *path,
-		      int probes);
+void mt_tracer_on_lib(void *ctx, const struct mt_target *t,
+		      const struct mt_mapping *m, int probes);
 void mt_tracer_on_modcode(void *ctx, __u32 pid, __u64 code);
 
 /* events.c: the ring buffer's callback */
