@@ -411,6 +411,7 @@ with open(sys.argv[2], "w") as out:
 	finish
 	cat "$d/head.out" "$d/trace.err"
 	[ "$MT_STATUS" -eq 141 ]
+	grep -qx "memtrace-bpf: SIGPIPE (the output's reader is gone): the trace ended there" "$d/trace.err"
 	grep -q ': cudart:cudaMalloc: .* size=5001 .* ret=0 ' "$d/head.out"
 	unprobed "$fx_PID" libcudart.so.13
 	# every call made and answered, and the target exits as it would
@@ -864,4 +865,50 @@ others_tmp() {
 	run "$MT" -q --user nobody -p 1
 	[ "$status" -eq 2 ]
 	[ "$output" = "memtrace-bpf: --user is whom -- COMMAND runs as: give a command (-p and --children trace processes as they run)" ]
+}
+
+@test "SIGHUP and SIGTERM end the trace in order: the command told, a dry run's folder removed, no verdict" {
+	local d=$BATS_TEST_TMPDIR i
+	"$MT" estimate --dry-run -- sleep 60 >"$d/out" 2>&1 &
+	MT_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		CMD_PID=$(pgrep -P "$MT_PID" -x sleep || true)
+		[ -n "$CMD_PID" ] && break
+		sleep 0.05
+	done
+	[ -n "$CMD_PID" ]
+	dir=$(ls -d /tmp/memtrace-dryrun.* | head -1)
+	sleep 1
+	kill -HUP "$MT_PID"
+	MT_STATUS=0
+	wait "$MT_PID" || MT_STATUS=$?
+	MT_PID=
+	cat "$d/out"
+	[ "$MT_STATUS" -eq 2 ]
+	grep -qx "memtrace-bpf: SIGHUP (the terminal or session is gone): the trace ended there" "$d/out"
+	grep -qx "memtrace-bpf: SIGHUP passed on to the command (pid $CMD_PID)" "$d/out"
+	grep -qx "memtrace-bpf: estimate --dry-run: the trace was ended by SIGHUP before sleep 60 ended: no estimate" "$d/out"
+	! grep -q '^Fits' "$d/out"
+	[ ! -e "$dir" ]
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$CMD_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	! kill -0 "$CMD_PID" 2>/dev/null
+	CMD_PID=
+	# a trace's command, told of a SIGTERM sent to the tracer alone
+	"$MT" -q -- sleep 60 >"$d/out" 2>&1 &
+	MT_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		CMD_PID=$(pgrep -P "$MT_PID" -x sleep || true)
+		[ -n "$CMD_PID" ] && break
+		sleep 0.05
+	done
+	sleep 1
+	kill -TERM "$MT_PID"
+	wait "$MT_PID" || true
+	MT_PID=
+	cat "$d/out"
+	grep -qx "memtrace-bpf: SIGTERM passed on to the command (pid $CMD_PID)" "$d/out"
+	grep -q '^memtrace-bpf report: ' "$d/out"
 }

@@ -9,6 +9,7 @@
  * its line, since a shape or a branch that depends on it is the
  * stand-in's, not the GPU's.
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include "dryrun/standin.h"
@@ -253,6 +254,15 @@ int mt_dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, FILE *out)
 	int ret;
 
 	mt_dryrun_cleanup(&dr->libs);
+	/* cut short: what it saw is no answer to whether the job fits */
+	if (out && tr->end_signal) {
+		mt_err("estimate --dry-run: the trace was ended by SIG%s "
+		       "before %s ended: no estimate",
+		       sigabbrev_np(tr->end_signal),
+		       command_line(tr->conf, cmd, sizeof(cmd)));
+		free(dr);
+		return 2;
+	}
 	/* another runtime alone: it served what was seen, not the stand-in */
 	if (!out || !any_device(&ses->sum) || (dr->other[0] && !dr->ours)) {
 		ret = out ? not_served(tr, dr) : 0;

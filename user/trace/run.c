@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
@@ -39,11 +40,53 @@
 #define ALL_SCAN_NS (2000 * 1000000ULL)
 
 static volatile sig_atomic_t exiting;
+/* the first signal that ended the trace; 0: it ended by itself */
+static volatile sig_atomic_t end_signal;
 
+/*
+ * SIGINT, SIGTERM, SIGHUP (the terminal or the session gone) and SIGPIPE
+ * (the reader of our output gone) all end the trace in order: the flight
+ * recorder's last dumps written, a dry run's folder removed, the probes
+ * taken out. Killed by any of them instead, we would leave half a dump
+ * and an orphaned command.
+ */
 static void on_signal(int sig)
 {
-	(void)sig;
+	if (!end_signal)
+		end_signal = sig;
 	exiting = 1;
+}
+
+/*
+ * A SIGTERM or SIGHUP sent to us alone is passed on to the command we
+ * started, as a shell's job would have had it (a terminal's Ctrl-C
+ * reaches the whole process group by itself); -p targets are never ours
+ * to signal.
+ */
+static void relay_end_signal(struct mt_tracer *tr)
+{
+	int sig = end_signal;
+
+	if (sig == SIGHUP)
+		mt_err("SIGHUP (the terminal or session is gone): the trace "
+		       "ended there");
+	if (sig == SIGPIPE)
+		mt_err("SIGPIPE (the output's reader is gone): the trace "
+		       "ended there");
+	if (sig != SIGTERM && sig != SIGHUP)
+		return;
+	for (int i = 0; i < tr->ntargets; i++) {
+		const struct mt_target *t = &tr->targets[i];
+
+		if (!t->spawned || t->exited)
+			continue;
+		if (kill(t->pid, sig))
+			mt_err("pass SIG%s on to the command (pid %d): %s",
+			       sigabbrev_np(sig), t->pid, strerror(errno));
+		else
+			mt_err("SIG%s passed on to the command (pid %d)",
+			       sigabbrev_np(sig), t->pid);
+	}
 }
 
 /* record --flight: SIGUSR1 asks for a dump of every window */
@@ -218,8 +261,11 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 		}
 		fflush(tr->out);
 		flush_sinks(tr);
-		if (reader_gone(tr))
+		/* as the SIGPIPE the next write would meet */
+		if (reader_gone(tr)) {
+			on_signal(SIGPIPE);
 			break;
+		}
 		if (end && mt_now_ns() >= end)
 			break;
 		if (mt_tracer_all_exited(tr))
@@ -530,9 +576,13 @@ int mt_trace(const struct mt_trace_conf *c)
 	} else {
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
+		signal(SIGHUP, on_signal);
+		signal(SIGPIPE, on_signal);
 		if (c->flight)
 			signal(SIGUSR1, on_usr1);
 		ret = run(&tr);
+		tr.end_signal = end_signal;
+		relay_end_signal(&tr);
 	}
 	/* the windows' last dumps, while the processes' sessions are open */
 	if (mt_tracer_flight_close(&tr))
@@ -586,5 +636,14 @@ int mt_trace(const struct mt_trace_conf *c)
 	memtrace_bpf__destroy(tr.skel);
 	mt_strpool_free(tr.names);
 	mt_strpool_free(tr.frames);
+	/*
+	 * a pipeline's writer whose reader left ends as SIGPIPE says; the
+	 * flush first, since it may be what meets the closed pipe
+	 */
+	fflush(NULL);
+	if (end_signal == SIGPIPE) {
+		signal(SIGPIPE, SIG_DFL);
+		raise(SIGPIPE);
+	}
 	return ret;
 }

@@ -35,6 +35,7 @@ struct mt_tracer {
 	struct mt_sink sink; /* every process's, or those without their own */
 	bool per_proc; /* -o names {pid} or {rank}: a sink per process */
 	bool ran; /* the trace ran: end holds its figures */
+	int end_signal; /* the signal that ended it (SIGINT...); 0: none */
 	struct mt_summary_end end;
 	struct mt_strpool *names;
 	struct mt_strpool *frames; /* stack lines, module and phase names */
