@@ -49,7 +49,7 @@ include tests/fixtures/fixtures.mk
 STANDIN_DIR := $(OUTPUT)/standin
 include user/standin/standin.mk
 
-.PHONY: all static test unit unit-asan e2e fuzz fuzz-short lint demo bench setup clean fmt npm-tools
+.PHONY: all static test unit unit-asan e2e fuzz fuzz-short lint demo bench setup roots clean fmt npm-tools
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -231,11 +231,19 @@ fmt:
 setup:
 	scripts/setup.sh
 
+# the Debian roots the container tests run in, built once per machine
+# (cached under MT_ROOTS) before BATS starts, outside its descriptors
+roots:
+	scripts/debian-root.sh trixie >/dev/null
+	scripts/debian-root.sh sid >/dev/null
+	scripts/debian-root.sh cuda >/dev/null
+
 test: setup
 	$(MAKE) lint
 	$(MAKE) unit
 	$(MAKE) unit-asan
 	$(MAKE) fuzz-short
+	$(MAKE) roots
 	$(MAKE) e2e
 
 demo: setup

@@ -64,10 +64,11 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 2
 fi
 
-# retry TRIES WHAT CMD...: CMD, tried again after a pause when it fails (a
-# registry hiccup passes in a minute); the last failure names WHAT failed
+# retry TRIES WHAT CMD...: CMD, tried again after a pause when it fails,
+# 30 s then four times longer each time (a registry hiccup passes in a
+# minute, a mirror's sync in a few); the last failure names WHAT failed
 retry() {
-	local tries=$1 what=$2 i
+	local tries=$1 what=$2 i pause=30
 	shift 2
 	for ((i = 1; ; i++)); do
 		"$@" && return 0
@@ -75,9 +76,24 @@ retry() {
 			echo "debian-root.sh: $what failed $tries times; giving up (the output above says why)" >&2
 			return 1
 		fi
-		echo "debian-root.sh: $what failed (try $i of $tries); trying again in $((i * 15)) s" >&2
-		sleep $((i * 15))
+		echo "debian-root.sh: $what failed (try $i of $tries); trying again in $pause s" >&2
+		sleep "$pause"
+		pause=$((pause * 4))
 	done
+}
+
+# close_fds: close every descriptor above 2 in this shell. A caller's
+# open descriptors reach mmdebstrap and apt: BATS leaves its fd 11 (a
+# pipe to its output) open, mmdebstrap gives apt a fd 11 of its own
+# (APT::Keep-Fds), and the inherited one broke every download under BATS
+# ("apt download failed"), never outside it.
+close_fds() {
+	local fd
+	for fd in /proc/$BASHPID/fd/*; do
+		fd=${fd##*/}
+		[ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-" 2>/dev/null
+	done
+	return 0
 }
 
 if ! command -v mmdebstrap >/dev/null; then
@@ -86,6 +102,10 @@ if ! command -v mmdebstrap >/dev/null; then
 		apt-get install -y -qq --no-install-recommends mmdebstrap >&2
 fi
 mkdir -p "$cache"
+# one archive cache for every root and every try: a retry fetches only
+# what the failed one did not, and a second root only what the first lacked
+archives=$cache/apt-archives
+mkdir -p "$archives"
 # one builder at a time per root: a second caller waits, then finds it built
 exec 9>"$root.lock"
 flock 9
@@ -107,14 +127,25 @@ if [ ! -x "$root/usr/bin/python3" ]; then
 	fi
 	# apt retries each download itself; a whole run is tried again when
 	# one still fails ("apt download failed"). sid's Release file can be
-	# past its Valid-Until date between pushes.
+	# past its Valid-Until date between pushes. The archives come in from
+	# the cache and go back to it: the essential set's once extracted (a
+	# run that fails later keeps them; essential/unlink skipped so that
+	# they stay), all of them at the end.
 	build() {
 		rm -rf "$root.tmp"
-		mmdebstrap --variant=apt --components="$components" \
-			"${include[@]}" \
-			--aptopt='Acquire::Check-Valid-Until "false"' \
-			--aptopt='Acquire::Retries "5"' \
-			"$dist" "$root.tmp" "$mirror" >&2
+		(
+			close_fds
+			exec mmdebstrap --variant=apt --components="$components" \
+				"${include[@]}" \
+				--aptopt='Acquire::Check-Valid-Until "false"' \
+				--aptopt='Acquire::Retries "5"' \
+				--skip=essential/unlink \
+				--setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
+				--setup-hook="sync-in $archives /var/cache/apt/archives/" \
+				--extract-hook="sync-out /var/cache/apt/archives $archives" \
+				--customize-hook="sync-out /var/cache/apt/archives $archives" \
+				"$dist" "$root.tmp" "$mirror" >&2
+		)
 	}
 	if ! retry 3 "mmdebstrap of the $suite root (downloading and unpacking its packages from $mirror)" build; then
 		rm -rf "$root.tmp"
