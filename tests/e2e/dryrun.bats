@@ -50,7 +50,7 @@ dry_key() {
 	[ "$(dry_key peak_allocated)" = "$alloc" ]
 	[ "$(dry_key peak_reserved)" = "$res" ]
 	grep -q '^memtrace-bpf estimate --dry-run: /usr/bin/python3 .* on 1 stand-in H100-80GB (79.6 GiB, compute capability 9.0, 132 multiprocessors)' <<<"$output"
-	grep -q '^Fits       yes: no allocation failed$' <<<"$output"
+	grep -q '^Fits       yes: no allocation failed, and the command ended with exit 0$' <<<"$output"
 	grep -qE '^# attach pid=[0-9]+ lib=/tmp/memtrace-dryrun\.[A-Za-z0-9]+/libcudart\.so\.12 ' <<<"$output"
 	# the report follows, with the GPU's tables only
 	grep -q '^cuda:0 c10: .* at the peak' <<<"$output"
@@ -77,11 +77,34 @@ dry_key() {
 	[ "$status" -eq 1 ]
 	grep -qE '^# OOM retry pid=[0-9]+ .* failed num_alloc_retries=1$' <<<"$output"
 	grep -qE '^Fits       no: [1-9][0-9]* allocations failed for want of memory, after [1-9][0-9]* retries' <<<"$output"
+	# the verdict before the OOM blocks, which the trace printed first
+	fits=$(grep -n '^Fits ' <<<"$output" | cut -d: -f1)
+	first_oom=$(grep -n '^# OOM pid=' <<<"$output" | head -1 | cut -d: -f1)
+	[ "$fits" -lt "$first_oom" ]
 	# the failing request and what made it: head's backward
 	grep -qE '^# OOM pid=[0-9]+ tid=[0-9]+ dev=cuda:0 at [0-9.]+ s: c10:oom size=33554432 \(32.0 MiB\): the caching allocator gave up$' <<<"$output"
 	grep -A1 ': c10:oom size=' <<<"$output" | grep -qx '#   module=head phase=backward node=AddmmBackward0'
 	grep -qE '^OOMs       1 allocation failed for want of memory, the allocator retried 1 and gave up 1 time' <<<"$output"
 	grep -q 'torch.OutOfMemoryError: CUDA out of memory.* GPU 0 has a total capacity of 64.00 MiB' <<<"$output"
+}
+
+@test "dry run: a command that fails or dies is no verdict: Fits unknown, exit 3" {
+	# hostile round four and issue 34: a script that raised got "Fits yes"
+	stage_dry
+	printf '%s\n' 'import torch' 'x = torch.empty(1 << 20, device="cuda")' \
+		'raise SystemExit("crash.py: a bug after the first allocation")' \
+		>"$ROOT_CUDA$STAGE/crash.py"
+	dry -- /usr/bin/python3 @STAGE@/crash.py
+	[ "$status" -eq 3 ]
+	grep -qx 'crash.py: a bug after the first allocation' <<<"$output"
+	grep -qx 'Fits       unknown: the command failed (exit 1; its own output says why) before it ran out of memory or ended: the figures below are up to the failure' <<<"$output"
+	! grep -q '^Fits       yes' <<<"$output"
+	[ "$(dry_key peak_allocated)" = 4194304 ]
+	printf '%s\n' 'import os, signal, torch' 'x = torch.empty(1 << 20, device="cuda")' \
+		'os.kill(os.getpid(), signal.SIGSEGV)' >"$ROOT_CUDA$STAGE/crash.py"
+	dry -- /usr/bin/python3 @STAGE@/crash.py
+	[ "$status" -eq 3 ]
+	grep -q '^Fits       unknown: the command failed (killed by SIGSEGV; ' <<<"$output"
 }
 
 @test "dry run: the host's reads of device values are counted and their lines named" {

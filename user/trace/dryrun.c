@@ -9,9 +9,11 @@
  * its line, since a shape or a branch that depends on it is the
  * stand-in's, not the GPU's.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include "dryrun/standin.h"
 #include "event/format.h"
 #include "lib/err.h"
@@ -21,9 +23,14 @@
 
 #define MAX_LINES 32 /* lines of host reads kept, the first seen */
 #define SHOWN_LINES 5 /* and printed, the most frequent */
+#define CMD_SHOWN 1024 /* bytes of the command line shown */
 
 struct mt_dryrun {
 	struct mt_dryrun_libs libs;
+	/* the trace's output, held so that the verdict comes first */
+	FILE *out, *held;
+	char *held_buf;
+	size_t held_len;
 	bool ours; /* the stand-in's runtime was attached */
 	char other[PATH_MAX]; /* another libcudart the command loaded */
 	struct read_line {
@@ -33,6 +40,14 @@ struct mt_dryrun {
 	size_t nlines;
 	__u64 reads, unplaced; /* host reads; those of no line kept */
 };
+
+/* where the trace prints: its own lines and its session's */
+static void set_out(struct mt_tracer *tr, FILE *f)
+{
+	tr->out = f;
+	tr->sink.out = f;
+	tr->sink.ses->out = f;
+}
 
 int mt_dryrun_begin(struct mt_tracer *tr, struct mt_dryrun **dr)
 {
@@ -51,7 +66,34 @@ int mt_dryrun_begin(struct mt_tracer *tr, struct mt_dryrun **dr)
 		*dr = NULL;
 		return 2;
 	}
+	(*dr)->held = open_memstream(&(*dr)->held_buf, &(*dr)->held_len);
+	if (!(*dr)->held) {
+		mt_err("estimate --dry-run: hold the output: %s",
+		       strerror(errno));
+		mt_dryrun_cleanup(&(*dr)->libs);
+		free(*dr);
+		*dr = NULL;
+		return 2;
+	}
+	(*dr)->out = tr->out;
+	set_out(tr, (*dr)->held);
 	return 0;
+}
+
+/* the trace's output back where it was, and what was held written there */
+static void release_out(struct mt_tracer *tr, struct mt_dryrun *dr)
+{
+	if (!dr->held)
+		return;
+	set_out(tr, dr->out);
+	if (fclose(dr->held))
+		mt_err("estimate --dry-run: hold the output: %s",
+		       strerror(errno));
+	else if (dr->held_len &&
+		 fwrite(dr->held_buf, 1, dr->held_len, dr->out) != dr->held_len)
+		mt_err("estimate --dry-run: write: %s", strerror(errno));
+	free(dr->held_buf);
+	dr->held = NULL;
 }
 
 void mt_dryrun_on_lib(struct mt_dryrun *dr, const struct mt_target *t,
@@ -127,7 +169,7 @@ static int by_count(const void *pa, const void *pb)
 	return (a->count < b->count) - (a->count > b->count);
 }
 
-/* the command as typed, its words cut at 60 characters, into buf */
+/* the command as typed, cut at CMD_SHOWN bytes, into buf */
 static const char *command_line(const struct mt_trace_conf *c, char *buf,
 				size_t len)
 {
@@ -149,7 +191,7 @@ static const char *command_line(const struct mt_trace_conf *c, char *buf,
 /* no CUDA memory seen: say why, as far as the libraries loaded tell */
 static int not_served(const struct mt_tracer *tr, const struct mt_dryrun *dr)
 {
-	char buf[64];
+	char buf[CMD_SHOWN];
 	const char *cmd = command_line(tr->conf, buf, sizeof(buf));
 
 	if (dr->other[0])
@@ -245,31 +287,82 @@ static bool any_device(const struct mt_summary *sum)
 	return false;
 }
 
-int mt_dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, FILE *out)
+/*
+ * How the command ended, into buf: "" when it exited 0 (or was not seen
+ * to end), else "exit 1" or "killed by SIGSEGV"
+ */
+static const char *command_failure(const struct mt_tracer *tr, char *buf,
+				   size_t len)
+{
+	const struct mt_target *t = &tr->targets[0];
+
+	buf[0] = '\0';
+	if (!tr->ntargets || !t->spawned || !t->has_status)
+		return buf;
+	if (WIFEXITED(t->status) && WEXITSTATUS(t->status))
+		snprintf(buf, len, "exit %d", WEXITSTATUS(t->status));
+	else if (WIFSIGNALED(t->status))
+		snprintf(buf, len, "killed by SIG%s",
+			 sigabbrev_np(WTERMSIG(t->status)) ?: "?");
+	return buf;
+}
+
+/* the verdict, the first line: fits, does not fit, or the run failed */
+static int print_verdict(const struct mt_oom_counts *oom, const char *failed,
+			 FILE *out)
+{
+	if (oom->failures) {
+		fprintf(out,
+			"Fits       no: %llu allocations failed for want of "
+			"memory, after %llu retries of the allocator (OOMs "
+			"below)\n",
+			(unsigned long long)oom->failures,
+			(unsigned long long)oom->retries);
+		return 1;
+	}
+	if (failed[0]) {
+		fprintf(out,
+			"Fits       unknown: the command failed (%s; its own "
+			"output says why) before it ran out of memory or "
+			"ended: the figures below are up to the failure\n",
+			failed);
+		return MT_DRYRUN_FAILED;
+	}
+	fprintf(out, "Fits       yes: no allocation failed, and the command "
+		     "ended with exit 0\n");
+	return 0;
+}
+
+int mt_dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, bool ran)
 {
 	const struct mt_dryrun_conf *c = tr->conf->dryrun;
 	const struct mt_session *ses = tr->sink.ses;
 	struct mt_oom_counts oom;
-	char mem[32], cmd[64];
+	char mem[32], cmd[CMD_SHOWN], failed[64];
+	FILE *out = dr->out;
 	int ret;
 
 	mt_dryrun_cleanup(&dr->libs);
 	/* cut short: what it saw is no answer to whether the job fits */
-	if (out && tr->end_signal) {
+	if (ran && tr->end_signal) {
 		mt_err("estimate --dry-run: the trace was ended by SIG%s "
 		       "before %s ended: no estimate",
 		       sigabbrev_np(tr->end_signal),
 		       command_line(tr->conf, cmd, sizeof(cmd)));
+		release_out(tr, dr);
 		free(dr);
 		return 2;
 	}
 	/* another runtime alone: it served what was seen, not the stand-in */
-	if (!out || !any_device(&ses->sum) || (dr->other[0] && !dr->ours)) {
-		ret = out ? not_served(tr, dr) : 0;
+	if (!ran || !any_device(&ses->sum) || (dr->other[0] && !dr->ours)) {
+		ret = ran ? not_served(tr, dr) : 0;
+		release_out(tr, dr);
 		free(dr);
 		return ret;
 	}
 	mt_oom_counts(ses->oom, &oom);
+	ret = print_verdict(&oom, command_failure(tr, failed, sizeof(failed)),
+			    out);
 	fprintf(out,
 		"memtrace-bpf estimate --dry-run: %s on %u stand-in %s (%s, "
 		"compute capability %u.%u, %u multiprocessors): PyTorch's own "
@@ -279,19 +372,11 @@ int mt_dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, FILE *out)
 		mt_format_bytes(mem, sizeof(mem), c->dev.mem), c->dev.cc_major,
 		c->dev.cc_minor, c->dev.sms);
 	print_devices(&ses->sum, c, out);
-	if (oom.failures)
-		fprintf(out,
-			"Fits       no: %llu allocations failed for want of "
-			"memory, after %llu retries of the allocator (OOMs "
-			"below)\n",
-			(unsigned long long)oom.failures,
-			(unsigned long long)oom.retries);
-	else
-		fprintf(out, "Fits       yes: no allocation failed\n");
 	print_reads(dr, out);
 	fprintf(out, "Not counted the CUDA context and the libraries' own "
 		     "memory, outside PyTorch's allocator (some hundreds of "
 		     "MiB on a GPU)\n\n");
+	release_out(tr, dr);
 	free(dr);
-	return oom.failures ? 1 : 0;
+	return ret;
 }

@@ -6,6 +6,7 @@
 #ifndef __TRACE_DRYRUN_H
 #define __TRACE_DRYRUN_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include "memtrace.h"
 #include "proc/target.h"
@@ -35,13 +36,19 @@ int mt_dryrun_check(const struct mt_dryrun *dr);
 /* an MT_K_HOST_READ event: the host read device memory */
 void mt_dryrun_read(struct mt_tracer *tr, const struct mt_event *ev);
 
+/* a dry run whose command failed without running out of memory */
+#define MT_DRYRUN_FAILED 3
+
 /*
- * The stand-in removed, and the dry run's own lines into out, before the
- * report: the device, each device's peaks, what the host read (out NULL:
- * the trace never ran, nothing to say). Returns the exit status: 0, 1 when
- * the device ran out of memory, 2 after a one-line error when the command
- * was no CUDA PyTorch program the stand-in served. Frees dr.
+ * The stand-in removed, and the dry run's own lines, before the report:
+ * the verdict first, then the device, each device's peaks, what the host
+ * read, and what the trace printed meanwhile (its OOM blocks), held until
+ * then (ran false: the trace never ran, nothing to say). Returns the exit
+ * status: 0 when it fits, 1 when the device ran out of memory,
+ * MT_DRYRUN_FAILED when the command failed otherwise (its figures are up
+ * to the failure), 2 after a one-line error when the command was no CUDA
+ * PyTorch program the stand-in served or the trace was cut short. Frees dr.
  */
-int mt_dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, FILE *out);
+int mt_dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, bool ran);
 
 #endif /* __TRACE_DRYRUN_H */

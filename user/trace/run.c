@@ -616,7 +616,7 @@ int mt_trace(const struct mt_trace_conf *c)
 	if (tr.ran)
 		hint_quiet(&tr);
 	if (tr.dry)
-		dry = mt_dryrun_end(&tr, tr.dry, tr.ran ? tr.out : NULL);
+		dry = mt_dryrun_end(&tr, tr.dry, tr.ran);
 	/*
 	 * the shared summary only if it has something (-o FILE{rank}); top
 	 * left its last frame instead
