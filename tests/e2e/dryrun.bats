@@ -126,7 +126,12 @@ dry_key() {
 	[ "$output" = "memtrace-bpf: no device preset 'X100' (there are: H100-80GB, H100-PCIe, H200, A100-80GB, A100-40GB, L40S, L4, A10G, RTX4090, T4; or a size, e.g. 24GiB)" ]
 	dry -- /bin/true
 	[ "$status" -eq 2 ]
-	grep -qx "memtrace-bpf: estimate --dry-run: /bin/true loaded no CUDA runtime: it is no CUDA PyTorch program (a CPU-only torch, or none)" <<<"$output"
+	grep -qx "memtrace-bpf: estimate --dry-run: /bin/true loaded no CUDA runtime: it is no CUDA PyTorch program (a CPU-only torch, or none), or it runs one in a child process (bash -c \"python3 x.py; ...\"), which a dry run does not follow: run python3 itself" <<<"$output"
+	# Python's own error, not "no CUDA PyTorch program" (issue 34, item 6)
+	dry -- /usr/bin/python3 @STAGE@/missing.py
+	[ "$status" -eq 2 ]
+	grep -q "can't open file '$STAGE/missing.py'" <<<"$output"
+	grep -qx "memtrace-bpf: estimate --dry-run: /usr/bin/python3 $STAGE/missing.py failed (exit 2; its own output says why) before it allocated CUDA memory: nothing to estimate" <<<"$output"
 	# Debian 12's own torch, 1.13, is a CPU build
 	run "$ROOT/.output/static/memtrace-bpf" estimate --dry-run -- /usr/bin/python3 -c 'import torch; torch.ones(2)'
 	[ "$status" -eq 2 ]

@@ -188,11 +188,33 @@ static const char *command_line(const struct mt_trace_conf *c, char *buf,
 	return buf;
 }
 
+/*
+ * How the command ended, into buf: "" when it exited 0 (or was not seen
+ * to end), else "exit 1" or "killed by SIGSEGV"
+ */
+static const char *command_failure(const struct mt_tracer *tr, char *buf,
+				   size_t len)
+{
+	const struct mt_target *t = &tr->targets[0];
+
+	buf[0] = '\0';
+	if (!tr->ntargets || !t->spawned || !t->has_status)
+		return buf;
+	if (WIFEXITED(t->status) && WEXITSTATUS(t->status))
+		snprintf(buf, len, "exit %d", WEXITSTATUS(t->status));
+	else if (WIFSIGNALED(t->status))
+		snprintf(buf, len, "killed by SIG%s",
+			 sigabbrev_np(WTERMSIG(t->status)) ?: "?");
+	return buf;
+}
+
 /* no CUDA memory seen: say why, as far as the libraries loaded tell */
 static int not_served(const struct mt_tracer *tr, const struct mt_dryrun *dr)
 {
 	char buf[CMD_SHOWN];
 	const char *cmd = command_line(tr->conf, buf, sizeof(buf));
+
+	char failed[64];
 
 	if (dr->other[0])
 		mt_err("estimate --dry-run: %s loaded the CUDA runtime %s, "
@@ -200,9 +222,17 @@ static int not_served(const struct mt_tracer *tr, const struct mt_dryrun *dr)
 		       "CUDA 12 build, or finds its runtime ahead of "
 		       "LD_LIBRARY_PATH (README: Dry run)",
 		       cmd, dr->other);
+	else if (command_failure(tr, failed, sizeof(failed))[0])
+		mt_err("estimate --dry-run: %s failed (%s; its own output "
+		       "says why) before it allocated CUDA memory: nothing "
+		       "to estimate",
+		       cmd, failed);
 	else if (!dr->ours)
 		mt_err("estimate --dry-run: %s loaded no CUDA runtime: it is "
-		       "no CUDA PyTorch program (a CPU-only torch, or none)",
+		       "no CUDA PyTorch program (a CPU-only torch, or none), "
+		       "or it runs one in a child process (bash -c \"python3 "
+		       "x.py; ...\"), which a dry run does not follow: run "
+		       "python3 itself",
 		       cmd);
 	else
 		mt_err("estimate --dry-run: %s allocated no CUDA memory "
@@ -285,26 +315,6 @@ static bool any_device(const struct mt_summary *sum)
 		if (is_device(&sum->devs[i]))
 			return true;
 	return false;
-}
-
-/*
- * How the command ended, into buf: "" when it exited 0 (or was not seen
- * to end), else "exit 1" or "killed by SIGSEGV"
- */
-static const char *command_failure(const struct mt_tracer *tr, char *buf,
-				   size_t len)
-{
-	const struct mt_target *t = &tr->targets[0];
-
-	buf[0] = '\0';
-	if (!tr->ntargets || !t->spawned || !t->has_status)
-		return buf;
-	if (WIFEXITED(t->status) && WEXITSTATUS(t->status))
-		snprintf(buf, len, "exit %d", WEXITSTATUS(t->status));
-	else if (WIFSIGNALED(t->status))
-		snprintf(buf, len, "killed by SIG%s",
-			 sigabbrev_np(WTERMSIG(t->status)) ?: "?");
-	return buf;
 }
 
 /* the verdict, the first line: fits, does not fit, or the run failed */
