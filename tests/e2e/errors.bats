@@ -301,3 +301,18 @@ refused() {
 	[ "$status" -eq 2 ]
 	[ "$output" = "memtrace-bpf: --export given twice ('folded', then 'folded'): give one" ]
 }
+
+@test "a chroot without /proc or /sys: says which is missing, not 'not root' or 'no uprobe support'" {
+	# issue 34: inside a chroot without /sys the tool blamed the kernel
+	local r=$BATS_TEST_TMPDIR/bare
+	mkdir -p "$r/bin" "$r/proc" "$r/sys"
+	cp "$ROOT/.output/static/memtrace-bpf" "$r/bin/"
+	run chroot "$r" /bin/memtrace-bpf -p 1
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: no procfs at /proc (a chroot or a container without it): the processes are read there; mount it (mount -t proc proc /proc) or run memtrace-bpf outside" ]
+	mount -t proc proc "$r/proc"
+	run chroot "$r" /bin/memtrace-bpf -p 1
+	umount "$r/proc"
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: no sysfs at /sys (a chroot or a container without it): the uprobes and the kernel's BTF are found there; mount it (mount -t sysfs sysfs /sys) or run memtrace-bpf outside" ]
+}

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <bpf/libbpf.h>
 #include "trace/preflight.h"
 
@@ -35,6 +37,7 @@ static bool has(unsigned long long caps, int cap)
 int mt_preflight(char *err, size_t errlen)
 {
 	unsigned long long caps = 0;
+	struct statfs fs;
 
 	/*
 	 * CAP_BPF and CAP_PERFMON are not enough: since the fix of
@@ -47,12 +50,32 @@ int mt_preflight(char *err, size_t errlen)
 	 * directory is its owner's, mode 0500); the target is not known
 	 * yet here, so the open says that (proc/mapfile.c).
 	 */
+	/* without procfs the capabilities below cannot even be read */
+	if (statfs("/proc", &fs) || fs.f_type != PROC_SUPER_MAGIC) {
+		snprintf(err, errlen,
+			 "no procfs at /proc (a chroot or a container without "
+			 "it): the processes are read there; mount it (mount "
+			 "-t proc proc /proc) or run memtrace-bpf outside");
+		return -ENOENT;
+	}
 	if (effective_caps(&caps) || !has(caps, CAP_SYS_ADMIN)) {
 		snprintf(err, errlen,
 			 "needs root, or CAP_SYS_ADMIN (and CAP_SYS_PTRACE "
 			 "and CAP_DAC_READ_SEARCH for another user's "
 			 "process): run it with sudo");
 		return -EPERM;
+	}
+	/*
+	 * A chroot or a container without sysfs lacks the file below for
+	 * another reason than the kernel: say which (issue 34, item 6)
+	 */
+	if (statfs("/sys", &fs) || fs.f_type != SYSFS_MAGIC) {
+		snprintf(err, errlen,
+			 "no sysfs at /sys (a chroot or a container without "
+			 "it): the uprobes and the kernel's BTF are found "
+			 "there; mount it (mount -t sysfs sysfs /sys) or run "
+			 "memtrace-bpf outside");
+		return -ENOENT;
 	}
 	if (access("/sys/bus/event_source/devices/uprobe/type", R_OK)) {
 		snprintf(err, errlen,
