@@ -122,14 +122,31 @@ bound="${binds[*]}"
 unset IFS
 ldpath="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 [ -z "$last" ] || ldpath="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$lib"
+# The mount points of --bind are made in the shared root, where they would
+# stay: a watcher, forked before the exec (which keeps the command's pid
+# for a tracer), waits for the command's end, then unmounts them in this
+# mount namespace and removes the folders it made, deepest first.
 exec unshare --mount --propagation private -- /bin/sh -c '
-r=$1 bound=$2
+r=$1 bound=$2 made=
 shift 2
 mount -t proc proc "$r/proc" && mount -t tmpfs -o mode=1777 shm "$r/dev/shm" || exit 97
 IFS=:
 for d in $bound; do
+	p=$d
+	while [ -n "$p" ] && [ ! -e "$r$p" ]; do
+		made="$made$r$p:"
+		p=${p%/*}
+	done
 	mkdir -p "$r$d" && mount --bind "$d" "$r$d" || exit 97
 done
 unset IFS
+if [ -n "$made" ]; then
+	(
+		while kill -0 $$ 2>/dev/null; do sleep 0.2; done
+		IFS=:
+		for d in $bound; do umount "$r$d" 2>/dev/null; done
+		for d in $made; do rmdir "$d" 2>/dev/null; done
+	) </dev/null >/dev/null 2>&1 &
+fi
 exec chroot "$r" "$@"' sh "$root" "$bound" \
 	env LD_LIBRARY_PATH="$ldpath" "${env[@]}" "$@"
