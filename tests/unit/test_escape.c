@@ -88,6 +88,25 @@ static void test_utf8(void **state)
 			    "\\xf4\\x90\\x80\\x80");
 }
 
+/* whether a string can go as it is where UTF-8 is required */
+static void test_utf8_valid(void **state)
+{
+	(void)state;
+	assert_true(mt_utf8_valid("", 0));
+	assert_true(mt_utf8_valid("a\x1b\n", 3));
+	assert_true(mt_utf8_valid("\xc3\xa9\xf0\x9f\x98\x80", 6));
+	/* a C1 control is UTF-8, if no text to print */
+	assert_true(mt_utf8_valid("\xc2\x9b", 2));
+	assert_false(mt_utf8_valid("a\xff", 2));
+	assert_false(mt_utf8_valid("\xc0\xaf", 2));
+	assert_false(mt_utf8_valid("\xed\xa0\x80", 3));
+	/* cut short by its length, whatever follows */
+	assert_false(mt_utf8_valid("\xc3\xa9", 1));
+	assert_true(mt_utf8_valid("\xc3\xa9", 2));
+	/* a NUL within the length is a byte like another */
+	assert_true(mt_utf8_valid("a\0b", 3));
+}
+
 static void test_cut(void **state)
 {
 	char buf[8];
@@ -218,6 +237,7 @@ int main(void)
 		cmocka_unit_test(test_ordinary_unchanged),
 		cmocka_unit_test(test_controls),
 		cmocka_unit_test(test_utf8),
+		cmocka_unit_test(test_utf8_valid),
 		cmocka_unit_test(test_cut),
 		cmocka_unit_test(test_room),
 		cmocka_unit_test(test_any_bytes),

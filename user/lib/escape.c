@@ -5,12 +5,11 @@
 #include "lib/escape.h"
 
 /*
- * The length of the printable UTF-8 character at s, 0 where s holds none:
- * an ASCII byte, a byte that starts no valid sequence (overlong forms,
- * surrogates, past U+10FFFF, a sequence cut short, by its NUL too) or a C1
- * control. Reads no further than the first byte that fails.
+ * The length of the UTF-8 character at s (left > 0 bytes there), 0 where
+ * s starts none: an ASCII byte, a byte that starts no valid sequence
+ * (overlong forms, surrogates, past U+10FFFF) or a sequence cut short.
  */
-static size_t utf8_len(const unsigned char *s)
+static size_t utf8_len(const unsigned char *s, size_t left)
 {
 	unsigned char lo = 0x80, hi = 0xBF;
 	size_t n;
@@ -18,6 +17,8 @@ static size_t utf8_len(const unsigned char *s)
 	if (s[0] < 0xC2 || s[0] > 0xF4)
 		return 0;
 	n = s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
+	if (n > left)
+		return 0;
 	if (s[0] == 0xE0)
 		lo = 0xA0; /* overlong */
 	else if (s[0] == 0xED)
@@ -31,10 +32,27 @@ static size_t utf8_len(const unsigned char *s)
 	for (size_t i = 2; i < n; i++)
 		if ((s[i] & 0xC0) != 0x80)
 			return 0;
-	/* U+0080..U+009F: C1 controls, CSI among them */
-	if (s[0] == 0xC2 && s[1] < 0xA0)
-		return 0;
 	return n;
+}
+
+/* the printable UTF-8 character at s: not U+0080..U+009F, C1 controls */
+static size_t printable_len(const unsigned char *s, size_t left)
+{
+	size_t n = utf8_len(s, left);
+
+	return n == 2 && s[0] == 0xC2 && s[1] < 0xA0 ? 0 : n;
+}
+
+bool mt_utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0, k; i < n; i += k) {
+		k = p[i] < 0x80 ? 1 : utf8_len(p + i, n - i);
+		if (!k)
+			return false;
+	}
+	return true;
 }
 
 /* how many bytes from s stand for themselves, as one copy: ASCII */
@@ -69,11 +87,12 @@ static const char *escape_of(unsigned char c, char esc[5])
 size_t mt_escape(char *buf, size_t len, const char *s, enum mt_esc_how how)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	size_t total = 0, pos = 0;
+	size_t total = 0, pos = 0, left = strlen(s);
 	bool full = !len;
 
 	while (*p) {
-		size_t run = plain_run(p, how), step = run ? run : utf8_len(p);
+		size_t run = plain_run(p, how),
+		       step = run ? run : printable_len(p, left);
 		const char *piece = (const char *)p;
 		size_t n = step;
 		char esc[5];
@@ -96,6 +115,7 @@ size_t mt_escape(char *buf, size_t len, const char *s, enum mt_esc_how how)
 		}
 		total += n;
 		p += step;
+		left -= step;
 	}
 	if (len)
 		buf[pos] = '\0';

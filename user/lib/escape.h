@@ -17,6 +17,7 @@
 #ifndef __ESCAPE_H
 #define __ESCAPE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum mt_esc_how {
@@ -46,5 +47,11 @@ struct mt_esc {
  * when the room is full (a line of hostile names, never an ordinary one).
  */
 const char *mt_esc(struct mt_esc *e, const char *s, enum mt_esc_how how);
+
+/*
+ * s (n bytes) is valid UTF-8, C1 controls included: what a format that
+ * holds text as UTF-8 (a pickle's strings) can carry as it is
+ */
+bool mt_utf8_valid(const char *s, size_t n);
 
 #endif /* __ESCAPE_H */
