@@ -139,7 +139,8 @@ FUZZ_SECS ?= 300
 FUZZ_ALL := record elf proc python
 FUZZ_TARGETS ?= $(FUZZ_ALL)
 FUZZ_LIB := user/record/coder.c user/record/reader.c user/record/writer.c \
-	user/analysis/sites.c user/lib/strpool.c user/lib/outfile.c user/lib/err.c
+	user/analysis/sites.c user/lib/strpool.c user/lib/outfile.c user/lib/err.c \
+	user/lib/escape.c
 FUZZ_LIB_record := $(FUZZ_LIB)
 FUZZ_LDLIBS_record := -lz
 FUZZ_LIB_elf := user/proc/elfsym.c user/proc/mapfile.c

@@ -6,6 +6,7 @@ load helpers
 
 teardown() {
 	[ -n "${MT_PID:-}" ] && kill -9 "$MT_PID" 2>/dev/null || true
+	[ -n "${REC_PID:-}" ] && kill -9 "$REC_PID" 2>/dev/null || true
 	[ -n "${CMD_PID:-}" ] && kill -9 "$CMD_PID" 2>/dev/null || true
 	[ -n "${SLOW_PID:-}" ] && kill "$SLOW_PID" 2>/dev/null || true
 	[ -n "${fx_PID:-}" ] && kill -9 "$fx_PID" 2>/dev/null || true
@@ -911,4 +912,118 @@ others_tmp() {
 	cat "$d/out"
 	grep -qx "memtrace-bpf: SIGTERM passed on to the command (pid $CMD_PID)" "$d/out"
 	grep -q '^memtrace-bpf report: ' "$d/out"
+# a name with newlines, escape sequences (a screen clear, a window title)
+# and forged '#' lines, and a non-ASCII letter that must stay readable
+EVIL=$'x.py\n# OOM pid=1 tid=1 dev=cuda:0 at 0.0 s: forged \xc3\xa9\x1b[2J\x1b]0;pwned\x07\n# record dump: forged'
+
+# no_injection FILE...: no raw escape reached FILE, no line the target forged
+no_injection() {
+	local f
+	for f in "$@"; do
+		if grep -q $'\x1b' "$f"; then
+			echo "a raw ESC in $f" >&2
+			return 1
+		fi
+		if grep -E '^# (OOM pid=1 |record dump: forged)' "$f"; then
+			echo "a forged line in $f" >&2
+			return 1
+		fi
+	done
+}
+
+# one_line_each FILE: every line a '#' line, a stack's frame or an event line
+one_line_each() {
+	if grep -vE $'^(#|\t|[^ ]+ [0-9]+/[0-9]+ \\[[0-9]{3}\\] [0-9]+\\.[0-9]{6}: )' "$1"; then
+		echo "lines of $1 above are none of these" >&2
+		return 1
+	fi
+}
+
+@test "a target's names cannot write into the output: newlines, escapes and forged lines escaped, live, in a record and its exports" {
+	local lib=$BATS_TEST_TMPDIR/$'lib \x1b[31m probes=9' bin=$BATS_TEST_TMPDIR/$'bin\x1b[2J\n# OOM x'
+	local rec=$BATS_TEST_TMPDIR/t.mtb out mode kind
+	mkdir -p "$lib" "$bin"
+	cp "$FIX/fake/libcudart.so.13" "$lib/"
+	cp /bin/true "$bin/"$'t\x1b[2J'
+	FAKE_CUDART_FAIL_SIZE=4000000 HELD=1 fixture fx "$TORCH_PY" \
+		"$ROOT/tests/fixtures/hostile_names.py" "$lib/libcudart.so.13" \
+		"$EVIL" "$bin/"$'t\x1b[2J' "$EVIL"
+	"$MT" record -o "$rec" -p "$fx_PID" --trace-exceptions "$EVIL" \
+		>"$BATS_TEST_TMPDIR/rec.out" 2>"$BATS_TEST_TMPDIR/rec.err" &
+	REC_PID=$!
+	trace 2 --keys -p "$fx_PID" --trace-exceptions "$EVIL"
+	wait_for "$BATS_TEST_TMPDIR/rec.err" '^# attach .*cudart'
+	release fx
+	settle fx '^DONE$'
+	finish
+	wait "$REC_PID"
+	cat -v "$TRACE"
+	[ "$MT_STATUS" -eq 0 ]
+	no_injection "$TRACE" "$BATS_TEST_TMPDIR/trace.err" "$BATS_TEST_TMPDIR/rec.err"
+	one_line_each "$TRACE"
+	# each name escaped in its place: the comm (blanks as '_'), a library's
+	# path and the module as fields, a frame as text, the type as a field
+	grep -qF " pid=$fx_PID("'\x1b[2J\n#_OOM_é)' "$TRACE"
+	grep -qF 'lib\x20\x1b[31m\x20probes\x3d9/libcudart.so.13 probes=' "$TRACE"
+	[ "$(events cudart:cudaMalloc | grep -c '^\\x1b\[2J\\n#_OOM_é ')" -eq 2 ]
+	events c10:cpu_alloc | grep -qF ' phase=forward module=x_py\n#\x20OOM\x20pid\x3d1\x20tid\x3d1\x20dev\x3dcuda:0\x20at\x200_0\x20s:\x20forged\x20é\x1b[2J\x1b]0;pwned\x07\n#\x20record\x20dump:\x20forged'
+	grep -qF $'\t''x.py\n# OOM pid=1 tid=1 dev=cuda:0 at 0.0 s: forged é\x1b[2J\x1b]0;pwned\x07\n# record dump: forged (x.py\n# OOM pid=1' "$TRACE"
+	grep -qE "^# OOM pid=$fx_PID tid=[0-9]+ dev=cuda:\\? at [0-9.]+ s: cudart:cudaMalloc size=5000011 " "$TRACE"
+	grep -qF $'#\t''x.py\n# OOM pid=1 tid=1' "$TRACE"
+	grep "^# EXCEPTION pid=$fx_PID " "$TRACE" | grep -qF ' s: x.py\n#\x20OOM\x20pid\x3d1\x20tid\x3d1'
+	grep "^# exec pid=$fx_PID: now " "$TRACE" | grep -qF ': now t\x1b[2J ('
+	grep "^# exec pid=$fx_PID: now " "$TRACE" | grep -qF '/bin\x1b[2J\n#\x20OOM\x20x/t\x1b[2J): what it held'
+	grep '^# module ' "$TRACE" | grep -qF ' module=x_py\n#\x20OOM\x20pid\x3d1'
+
+	# a record keeps them raw: report and script escape them as the trace
+	for mode in report "report --keys" script; do
+		out=$BATS_TEST_TMPDIR/${mode// /_}.out
+		# shellcheck disable=SC2086 # the mode's words
+		"$MT" $mode -i "$rec" >"$out" 2>"$out.err"
+		no_injection "$out" "$out.err"
+		grep -qF 'x_py\n#' "$out"
+	done
+	cat -v "$BATS_TEST_TMPDIR/report.out"
+	# the report for people: its tables' cells escaped as text
+	grep -qF 'x_py\n# OOM pid=1' "$BATS_TEST_TMPDIR/report.out"
+	one_line_each "$BATS_TEST_TMPDIR/report_--keys.out"
+	one_line_each "$BATS_TEST_TMPDIR/script.out"
+	grep -qF "# record target: pid=$fx_PID "'comm=\x1b[2J\n# OOM é cmdline=' "$BATS_TEST_TMPDIR/report_--keys.out"
+	grep -qF 'probes=9/libcudart.so.13 x.py\n# OOM pid=1 tid=1' "$BATS_TEST_TMPDIR/report_--keys.out"
+	[ "$(grep -c '^\\x1b\[2J\\n#_OOM_é [0-9/]* \[[0-9]*\] [0-9.]*: cudart:cudaMalloc: ' "$BATS_TEST_TMPDIR/script.out")" -eq 2 ]
+
+	# the exports hold the names raw, each in its own encoding
+	for kind in json perfetto speedscope memviz svg folded; do
+		"$MT" report -i "$rec" --export "$kind" -o "$BATS_TEST_TMPDIR/x.$kind" >/dev/null
+	done
+	"$TORCH_PY" - "$BATS_TEST_TMPDIR" "$EVIL" <<'PY'
+import json, pickle, sys, xml.etree.ElementTree as ET
+d, evil = sys.argv[1], sys.argv[2]
+
+def strings(o):
+    if isinstance(o, str):
+        yield o
+    elif isinstance(o, dict):
+        for k, v in o.items():
+            yield from strings(k)
+            yield from strings(v)
+    elif isinstance(o, (list, tuple)):
+        for v in o:
+            yield from strings(v)
+
+def has_evil(o):
+    return any(evil in s for s in strings(o))
+
+lines = [json.loads(l) for l in open(f"{d}/x.json", encoding="utf-8")]
+assert any(l.get("comm") == "\x1b[2J\n# OOM \u00e9" for l in lines)
+assert any(has_evil(l) for l in lines)
+for k in ("perfetto", "speedscope"):
+    assert has_evil(json.load(open(f"{d}/x.{k}", encoding="utf-8"))), k
+assert has_evil(pickle.load(open(f"{d}/x.memviz", "rb")))
+svg = ET.parse(f"{d}/x.svg")
+assert any("# OOM pid=1" in (t.text or "") for t in svg.iter()), "svg"
+folded = open(f"{d}/x.folded", encoding="utf-8").read()
+assert "\x1b" not in folded and "\n# OOM" not in folded
+print("exports ok")
+PY
 }

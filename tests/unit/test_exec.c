@@ -194,13 +194,25 @@ static void test_exec_line(void **state)
 	FILE *f = open_memstream(&text, &len);
 
 	assert_non_null(f);
-	/* a comm of 16 bytes has no NUL: no more is read */
+	/* a comm of 16 bytes has no NUL: no more is read, as in event lines */
 	mt_session_print_exec(f, A, "python3.12456789XYZ",
 			      "/usr/bin/python3.12", &freed);
 	assert_int_equal(fclose(f), 0);
-	assert_string_equal(text, "# exec pid=100: now python3.1245678 "
+	assert_string_equal(text, "# exec pid=100: now python3.12456789 "
 				  "(/usr/bin/python3.12): what it held before "
 				  "is freed: allocs=3 bytes=4512\n");
+	free(text);
+
+	/* a name the program chose stays in its place on one line */
+	f = open_memstream(&text, &len);
+	assert_non_null(f);
+	mt_session_print_exec(f, A, "t\x1b[2J\n# OOM", "/x\n# OOM pid=1 (y)",
+			      &freed);
+	assert_int_equal(fclose(f), 0);
+	assert_string_equal(text,
+			    "# exec pid=100: now t\\x1b[2J\\n#_OOM "
+			    "(/x\\n#\\x20OOM\\x20pid\\x3d1\\x20(y)): what it "
+			    "held before is freed: allocs=3 bytes=4512\n");
 	free(text);
 }
 

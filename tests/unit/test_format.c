@@ -250,6 +250,44 @@ static void test_comm(void **state)
 		    "caller=l.so\n");
 }
 
+/* what the target named cannot add a line, a field or a terminal control */
+static void test_hostile_names(void **state)
+{
+	struct mt_event ev = event(MT_K_CUDA_FREE);
+	const struct mt_attrib a = {
+		.phase = "forward",
+		.module = "enc\n# OOM pid=1 x=y",
+		.node = "N\x1b[2J",
+		.rank = 3,
+	};
+	struct mt_attrib raised = a;
+	char buf[512], comm[MT_FORMAT_COMM_LEN];
+	struct mt_call r;
+
+	ev.args[0] = 0x10;
+	ev.flags = MT_EV_RET;
+	memcpy(ev.comm, "a\x1b[2J\nb c\xc3\xa9",
+	       sizeof("a\x1b[2J\nb c\xc3\xa9"));
+	assert_true(mt_decode(&ev, 0, &r));
+	assert_true(mt_format_event(buf, sizeof(buf), &r, "lib x.so", &a) > 0);
+	assert_string_equal(
+		buf, "a\\x1b[2J\\nb_c\xc3\xa9 4242/4243 [003] 12345.678901: "
+		     "cudart:cudaFree: ptr=0x10 size=? dev=cuda:0 ret=0 "
+		     "caller=lib\\x20x.so phase=forward "
+		     "module=enc\\n#\\x20OOM\\x20pid\\x3d1\\x20x\\x3dy "
+		     "node=N\\x1b[2J rank=3\n");
+	/* the exception's type, for python:raise */
+	raised.detail = "E\rrank=9";
+	ev = event(MT_K_PY_RAISE);
+	assert_true(mt_decode(&ev, 0, &r));
+	assert_true(mt_format_event(buf, sizeof(buf), &r, NULL, &raised) > 0);
+	assert_non_null(strstr(buf, " type=E\\rrank\\x3d9 caller=? "));
+	/* a comm of 16 bytes, each escaped: 4 bytes a byte */
+	memset(ev.comm, 0x1b, MT_COMM_LEN);
+	assert_int_equal(strlen(mt_format_comm(comm, sizeof(comm), ev.comm)),
+			 4 * MT_COMM_LEN);
+}
+
 static void test_header_fields(void **state)
 {
 	struct mt_event ev = event(MT_K_CUDA_FREE);
@@ -389,6 +427,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_thread_device),
 		cmocka_unit_test(test_free_size_from_live_table),
 		cmocka_unit_test(test_comm),
+		cmocka_unit_test(test_hostile_names),
 		cmocka_unit_test(test_header_fields),
 		cmocka_unit_test(test_unknown_caller),
 		cmocka_unit_test(test_buffer_too_small),

@@ -139,6 +139,27 @@ static void test_misuse(void **state)
 	free(c.data);
 }
 
+/* a str that is not UTF-8 (a library's file name): '?' for its bytes */
+static void test_not_utf8(void **state)
+{
+	static const char want[] = "\x80\x02](X\x04\x00\x00\x00"
+				   "a?\nb"
+				   "X\x03\x00\x00\x00"
+				   "\x1b\xc3\xa9"
+				   "e.";
+	struct mt_pickle p;
+	struct buf b;
+
+	(void)state;
+	buf_open(&b, &p);
+	mt_pk_list(&p);
+	mt_pk_str(&p, "a\xff\nb");
+	/* UTF-8, a control in it: as it is */
+	mt_pk_str(&p, "\x1b\xc3\xa9");
+	mt_pk_end(&p);
+	buf_check(&b, &p, want, sizeof(want) - 1);
+}
+
 /* Python's own pickle reads what we write */
 static void test_python_loads(void **state)
 {
@@ -164,6 +185,8 @@ static void test_python_loads(void **state)
 		mt_pk_uint(&p, 0x7f0000000000ULL + (__u64)i);
 		mt_pk_str(&p, "name");
 		mt_pk_str(&p, "f\xc3\xa9");
+		mt_pk_str(&p, "lib");
+		mt_pk_str(&p, "lib\xff.so");
 		mt_pk_end(&p);
 	}
 	mt_pk_end(&p);
@@ -182,6 +205,7 @@ int main(void)
 		cmocka_unit_test(test_memo_and_long1),
 		cmocka_unit_test(test_batches),
 		cmocka_unit_test(test_misuse),
+		cmocka_unit_test(test_not_utf8),
 		cmocka_unit_test(test_python_loads),
 	};
 

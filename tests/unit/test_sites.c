@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include "analysis/sites.h"
 
@@ -87,11 +88,48 @@ static void test_overflow_when_full(void **state)
 	mt_sites_free(s);
 }
 
+/* what a site's lines print of the names its process gave, escaped */
+static void test_print(void **state)
+{
+	const char *fr[] = { "f\n# OOM pid=1 (x.py\x1b[2J:1)", "g (b.py:2)" };
+	const struct mt_site site = {
+		.event = "c10:cpu_alloc",
+		.module = "enc\n# leak",
+		.phase = "forward",
+		.node = "N x=1",
+		.recompute = true,
+		.truncated = true,
+		.depth = 2,
+		.frames = fr,
+	};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	(void)state;
+	assert_non_null(f);
+	mt_site_print_keys(&site, f);
+	fputc('\n', f);
+	mt_site_print_keys(NULL, f);
+	fputc('\n', f);
+	mt_site_print_stack(&site, "#\t", f);
+	assert_int_equal(fclose(f), 0);
+	assert_string_equal(text,
+			    " event=c10:cpu_alloc module=enc\\n#\\x20leak "
+			    "phase=forward node=N\\x20x\\x3d1 recompute\n"
+			    " event=- module=- phase=- node=-\n"
+			    "#\tf\\n# OOM pid=1 (x.py\\x1b[2J:1)\n"
+			    "#\tg (b.py:2)\n"
+			    "#\t[truncated at 2 frames]\n");
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_intern_across_growth),
 		cmocka_unit_test(test_overflow_when_full),
+		cmocka_unit_test(test_print),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

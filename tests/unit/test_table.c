@@ -55,10 +55,31 @@ static void test_width(void **state)
 	mt_table_free(t);
 }
 
+/* a cell the target named prints escaped, measured as it prints */
+static void test_escaped_cells(void **state)
+{
+	const char *r1[] = { "1", "2 B", "m\n# OOM\x1b[2J" };
+	const char *r2[] = { "3", "4 B", "caf\xc3\xa9" };
+	struct mt_table *t = mt_table_new(cols, 3);
+	char *s;
+
+	(void)state;
+	assert_non_null(t);
+	assert_int_equal(mt_table_add(t, MT_TONE_PLAIN, r1), 0);
+	assert_int_equal(mt_table_add(t, MT_TONE_PLAIN, r2), 0);
+	s = format(t, 200);
+	assert_string_equal(s, "PID  NOW  NAME\n"
+			       "  1  2 B  m\\n# OOM\\x1b[2J\n"
+			       "  3  4 B  caf\xc3\xa9\n");
+	free(s);
+	mt_table_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_width),
+		cmocka_unit_test(test_escaped_cells),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

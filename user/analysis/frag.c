@@ -11,6 +11,7 @@
 #include "event/format.h"
 #include "analysis/frag.h"
 #include "analysis/sites.h"
+#include "lib/escape.h"
 
 #define FRAG_DEVS 64 /* (process, device) accounts */
 #define FRAG_PHASES 16 /* per account, the last one collects the rest */
@@ -269,13 +270,15 @@ static void print_dev(const struct frag_dev *d, __u64 t0, FILE *out)
 	/* one phase, no phase: the lines would repeat the mean above */
 	for (int i = 0; i < d->nphases; i++) {
 		const struct frag_phase *p = &d->phases[i];
+		struct mt_esc e = { 0 };
 
 		if (d->nphases == 1 && !p->phase)
 			break;
 		fprintf(out,
 			"# frag pid=%u dev=%s phase=%s time=%.3fs waste_mean=%.0f ratio_mean=%.1f%%\n",
-			d->pid, dev, p->phase ? p->phase : "-", p->ns / 1e9,
-			mean(p->waste_ns, p->ns, 0),
+			d->pid, dev,
+			mt_esc(&e, p->phase ? p->phase : "-", MT_ESC_FIELD),
+			p->ns / 1e9, mean(p->waste_ns, p->ns, 0),
 			100 * mean(p->ratio_ns, p->ns, 0));
 	}
 	print_series(d, dev, out);
@@ -476,9 +479,7 @@ static void print_segments(const struct mt_livetable *live, __u64 t0, FILE *out)
 			(uint64_t)g->blocks, (uint64_t)unused(g),
 			g->e->event ? g->e->event : "?", since(g->e->ts, t0));
 		if (site)
-			fprintf(out, " module=%s phase=%s",
-				site->module ? site->module : "-",
-				site->phase ? site->phase : "-");
+			mt_site_print_module(site, out);
 		fputc('\n', out);
 	}
 	if (shown < low)

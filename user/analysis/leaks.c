@@ -290,11 +290,6 @@ static double boundary_seconds(const struct leak_pid *p)
 	       1e9 / RUN;
 }
 
-static const char *or_dash(const char *s)
-{
-	return s ? s : "-";
-}
-
 static void print_leak(const struct leak *k, bool stacks, FILE *out)
 {
 	const struct mt_site *site = k->s->site;
@@ -318,18 +313,10 @@ static void print_leak(const struct leak *k, bool stacks, FILE *out)
 	for (int i = 0; i <= RUN; i++)
 		fprintf(out, "%s%" PRIu64, i ? "," : "",
 			(uint64_t)sample(k->s, k->p, i)->count);
-	fprintf(out, " event=%s module=%s phase=%s node=%s%s\n",
-		site ? or_dash(site->event) : "-",
-		site ? or_dash(site->module) : "-",
-		site ? or_dash(site->phase) : "-",
-		site ? or_dash(site->node) : "-",
-		site && site->recompute ? " recompute" : "");
-	if (!stacks || !site)
-		return;
-	for (int i = 0; i < site->depth; i++)
-		fprintf(out, "#\t%s\n", site->frames[i]);
-	if (site->truncated)
-		fprintf(out, "#\t[truncated at %d frames]\n", site->depth);
+	mt_site_print_keys(site, out);
+	fputc('\n', out);
+	if (stacks && site)
+		mt_site_print_stack(site, "#\t", out);
 }
 
 size_t mt_leaks_count(const struct mt_leaks *l, __u32 pid)

@@ -6,6 +6,7 @@
 #include "event/cudaerr.h"
 #include "event/format.h"
 #include "analysis/oom.h"
+#include "lib/escape.h"
 
 #define PENDING 64 /* threads followed through a retry at once, by tid */
 #define TOP_SITES 5
@@ -99,15 +100,16 @@ static void pick_top(struct mt_site *site, void *ctx)
 
 static void print_site_line(const struct mt_site *s, FILE *out)
 {
+	struct mt_esc e = { 0 };
 	char b[32];
 
-	fprintf(out,
-		"#     %s in %" PRIu64 " allocations: %s module=%s phase=%s",
+	fprintf(out, "#     %s in %" PRIu64 " allocations: %s",
 		mt_format_bytes(b, sizeof(b), s->live_bytes),
-		(uint64_t)s->live_count, s->event ? s->event : "?",
-		s->module ? s->module : "-", s->phase ? s->phase : "-");
+		(uint64_t)s->live_count,
+		mt_esc(&e, s->event ? s->event : "?", MT_ESC_FIELD));
+	mt_site_print_module(s, out);
 	if (s->depth)
-		fprintf(out, " at %s", s->frames[0]);
+		fprintf(out, " at %s", mt_esc(&e, s->frames[0], MT_ESC_TEXT));
 	fprintf(out, "\n");
 }
 
@@ -131,17 +133,18 @@ static void print_block(const struct mt_call *r, const struct mt_site *site,
 		fprintf(out, ": the caching allocator gave up\n");
 	else
 		fprintf(out, " failed: %s (%d)\n", err ? err : "error", r->ret);
-	fprintf(out, "#   module=%s phase=%s",
-		site->module ? site->module : "-",
-		site->phase ? site->phase : "-");
-	if (site->node)
-		fprintf(out, " node=%s", site->node);
+	fprintf(out, "#  ");
+	mt_site_print_module(site, out);
+	if (site->node) {
+		struct mt_esc e = { 0 };
+
+		fprintf(out, " node=%s", mt_esc(&e, site->node, MT_ESC_FIELD));
+	}
 	fprintf(out, "\n");
 	print_state(r, sum, out);
 	if (stacks && site->depth) {
 		fprintf(out, "#   stack:\n");
-		for (int i = 0; i < site->depth; i++)
-			fprintf(out, "#\t%s\n", site->frames[i]);
+		mt_site_print_stack(site, "#\t", out);
 	}
 	mt_sites_foreach(sites, pick_top, &top);
 	if (top.n)
@@ -183,15 +186,15 @@ static void follow_retry(struct mt_oom *o, const struct mt_call *r,
 static void print_raise(const struct mt_call *r, const struct mt_site *site,
 			__u64 t0, bool stacks, FILE *out)
 {
+	struct mt_esc e = { 0 };
+
 	fprintf(out, "# EXCEPTION pid=%u tid=%u at %.6f s: %s raised",
 		r->ev->pid, r->ev->tid, (double)(r->ev->ts - t0) / 1e9,
-		site->detail ? site->detail : "?");
-	fprintf(out, " module=%s phase=%s\n", site->module ? site->module : "-",
-		site->phase ? site->phase : "-");
-	if (!stacks)
-		return;
-	for (int i = 0; i < site->depth; i++)
-		fprintf(out, "#\t%s\n", site->frames[i]);
+		mt_esc(&e, site->detail ? site->detail : "?", MT_ESC_FIELD));
+	mt_site_print_module(site, out);
+	fputc('\n', out);
+	if (stacks)
+		mt_site_print_stack(site, "#\t", out);
 }
 
 void mt_oom_event(struct mt_oom *o, const struct mt_call *r,

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "event/format.h"
 #include "analysis/ops.h"
+#include "lib/escape.h"
 
 /* an operator: a node class, an innermost frame, or a call and library */
 struct op {
@@ -97,6 +98,7 @@ static size_t merge(struct op *v, size_t n)
 void mt_ops_print(struct mt_sites *sites, size_t top, FILE *out)
 {
 	struct ops o = { 0 };
+	struct mt_esc e;
 	char b[32];
 	size_t n, shown = 0;
 
@@ -118,13 +120,15 @@ void mt_ops_print(struct mt_sites *sites, size_t top, FILE *out)
 				p->pid, top);
 		if (shown++ >= top)
 			continue;
+		e.used = 0;
 		fprintf(out,
 			"# op bytes=%" PRIu64 " (%s) allocs=%" PRIu64
 			" %s: %s\n",
 			(uint64_t)p->bytes,
 			mt_format_bytes(b, sizeof(b), p->bytes),
-			(uint64_t)p->allocs, p->where ? p->where : "?",
-			p->what ? p->what : "?");
+			(uint64_t)p->allocs,
+			mt_esc(&e, p->where ? p->where : "?", MT_ESC_TEXT),
+			mt_esc(&e, p->what ? p->what : "?", MT_ESC_TEXT));
 	}
 	free(o.v);
 }

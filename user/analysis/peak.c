@@ -417,11 +417,6 @@ static int by_account_then_bytes(const void *pa, const void *pb)
 	return ix < iy ? -1 : ix > iy;
 }
 
-static const char *or_dash(const char *s)
-{
-	return s ? s : "-";
-}
-
 /* what the bytes of a space are to a reader of the allocator's stats */
 static const char *space_role(enum mt_space sp)
 {
@@ -441,20 +436,13 @@ static void print_group(const struct group *x, bool stacks, FILE *out)
 	const struct mt_site *s = x->site;
 	char b[32];
 
-	fprintf(out,
-		"#   %s bytes=%" PRIu64 " count=%" PRIu64
-		" event=%s module=%s phase=%s node=%s%s\n",
+	fprintf(out, "#   %s bytes=%" PRIu64 " count=%" PRIu64,
 		mt_format_bytes(b, sizeof(b), x->bytes), (uint64_t)x->bytes,
-		(uint64_t)x->count, s ? or_dash(s->event) : "-",
-		s ? or_dash(s->module) : "-", s ? or_dash(s->phase) : "-",
-		s ? or_dash(s->node) : "-",
-		s && s->recompute ? " recompute" : "");
-	if (!stacks || !s)
-		return;
-	for (int i = 0; i < s->depth; i++)
-		fprintf(out, "#\t%s\n", s->frames[i]);
-	if (s->truncated)
-		fprintf(out, "#\t[truncated at %d frames]\n", s->depth);
+		(uint64_t)x->count);
+	mt_site_print_keys(s, out);
+	fputc('\n', out);
+	if (stacks && s)
+		mt_site_print_stack(s, "#\t", out);
 }
 
 /* how to print the accounts of a view */

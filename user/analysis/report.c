@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "event/format.h"
+#include "lib/escape.h"
 #include "lib/grow.h"
 #include "lib/hashing.h"
 #include "lib/hashtab.h"
@@ -387,11 +388,14 @@ static void heading(const struct report *rp, const char *title)
 
 /*
  * A headline: a label (or blanks) and its text in a tone, the text
- * wrapped at blanks to the width, its later lines under its first.
+ * escaped (it may name the target's modules and files), wrapped at blanks
+ * to the width, its later lines under its first.
  */
 static void headline(const struct report *rp, const char *label,
-		     enum mt_table_tone tone, const char *text)
+		     enum mt_table_tone tone, const char *raw)
 {
+	struct mt_esc e = { 0 };
+	const char *text = mt_esc(&e, raw, MT_ESC_TEXT);
 	size_t w = rp->st.width > LABEL_WIDTH + 1 + MT_TABLE_MIN_ELIDED ?
 			   rp->st.width - LABEL_WIDTH - 1 :
 			   MT_TABLE_MIN_ELIDED;

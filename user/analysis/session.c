@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "event/format.h"
+#include "lib/escape.h"
 #include "analysis/ops.h"
 #include "analysis/report.h"
 #include "analysis/sample.h"
@@ -197,10 +198,14 @@ void mt_session_exec(struct mt_session *s, __u32 pid, __u64 ts,
 void mt_session_print_exec(FILE *out, __u32 pid, const char *comm,
 			   const char *exe, const struct mt_exec_freed *freed)
 {
+	char c[MT_FORMAT_COMM_LEN];
+	struct mt_esc e = { 0 };
+
 	fprintf(out,
-		"# exec pid=%u: now %.*s (%s): what it held before is freed: "
+		"# exec pid=%u: now %s (%s): what it held before is freed: "
 		"allocs=%" PRIu64 " bytes=%" PRIu64 "\n",
-		pid, MT_COMM_LEN - 1, comm, exe, (uint64_t)freed->allocs,
+		pid, mt_format_comm(c, sizeof(c), comm),
+		mt_esc(&e, exe, MT_ESC_FIELD), (uint64_t)freed->allocs,
 		(uint64_t)freed->bytes);
 }
 
@@ -301,7 +306,8 @@ static void print_event(struct mt_session *s, const struct mt_call *r,
 		.detail = site->detail,
 		.recompute = site->recompute,
 	};
-	char line[1024];
+	/* the longest names the target can give, each escaped (4 bytes a byte) */
+	char line[16384];
 	int n;
 
 	if (s->conf.min_size &&
@@ -312,10 +318,7 @@ static void print_event(struct mt_session *s, const struct mt_call *r,
 		fwrite(line, 1, (size_t)n, s->out);
 	if (s->conf.no_stack)
 		return;
-	for (int i = 0; i < site->depth; i++)
-		fprintf(s->out, "\t%s\n", site->frames[i]);
-	if (site->truncated)
-		fprintf(s->out, "\t[truncated at %d frames]\n", site->depth);
+	mt_site_print_stack(site, "\t", s->out);
 }
 
 bool mt_session_event(struct mt_session *s, struct mt_call *r,

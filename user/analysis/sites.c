@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/escape.h"
 #include "lib/hashing.h"
 #include "lib/hashtab.h"
 #include "analysis/sites.h"
@@ -220,6 +222,47 @@ static bool own_frame(const char *frame)
 	const char *file = strrchr(frame, '(');
 
 	return file && file[1] == '/' && !strstr(file, "/lib/python");
+}
+
+void mt_site_print_stack(const struct mt_site *site, const char *prefix,
+			 FILE *out)
+{
+	struct mt_esc e;
+
+	for (int i = 0; i < site->depth; i++) {
+		e.used = 0;
+		fprintf(out, "%s%s\n", prefix,
+			mt_esc(&e, site->frames[i] ? site->frames[i] : "?",
+			       MT_ESC_TEXT));
+	}
+	if (site->truncated)
+		fprintf(out, "%s[truncated at %d frames]\n", prefix,
+			site->depth);
+}
+
+void mt_site_print_module(const struct mt_site *site, FILE *out)
+{
+	struct mt_esc e = { 0 };
+
+	fprintf(out, " module=%s phase=%s",
+		mt_esc(&e, site && site->module ? site->module : "-",
+		       MT_ESC_FIELD),
+		mt_esc(&e, site && site->phase ? site->phase : "-",
+		       MT_ESC_FIELD));
+}
+
+void mt_site_print_keys(const struct mt_site *site, FILE *out)
+{
+	struct mt_esc e = { 0 };
+
+	fprintf(out, " event=%s",
+		mt_esc(&e, site && site->event ? site->event : "-",
+		       MT_ESC_FIELD));
+	mt_site_print_module(site, out);
+	e.used = 0;
+	fprintf(out, " node=%s%s",
+		mt_esc(&e, site && site->node ? site->node : "-", MT_ESC_FIELD),
+		site && site->recompute ? " recompute" : "");
 }
 
 const char *mt_site_own_frame(const struct mt_site *site)

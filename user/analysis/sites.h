@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <linux/types.h>
 
 struct mt_site {
@@ -52,6 +53,23 @@ bool mt_site_is_overflow(const struct mt_site *site);
  * site-packages) nor the standard library's; NULL when there is none.
  */
 const char *mt_site_own_frame(const struct mt_site *site);
+
+/*
+ * site's stack, innermost first, a frame a line after prefix ("\t", "#\t"),
+ * escaped as text (the target named its functions and files), then
+ * "[truncated at N frames]" where the walk cut it
+ */
+void mt_site_print_stack(const struct mt_site *site, const char *prefix,
+			 FILE *out);
+
+/*
+ * " module= phase=" of site, escaped as fields (lib/escape.h), "-" for
+ * what it lacks (both when site is NULL)
+ */
+void mt_site_print_module(const struct mt_site *site, FILE *out);
+
+/* the same as " event= module= phase= node=", and " recompute" where it was */
+void mt_site_print_keys(const struct mt_site *site, FILE *out);
 
 /* at most max sites; then every new one shares the overflow site */
 struct mt_sites *mt_sites_new(size_t max);

@@ -7,6 +7,7 @@
 #include "event/format.h"
 #include "analysis/sample.h"
 #include "analysis/summary.h"
+#include "lib/escape.h"
 #include "lib/grow.h"
 
 static struct mt_kind_stat *kind_stat(struct mt_summary *s, const char *event)
@@ -437,15 +438,17 @@ static void print_modules(struct mt_summary *s, FILE *out)
 	qsort(s->mods, s->nmods, sizeof(*s->mods), by_bytes_alloc_desc);
 	for (size_t i = 0; i < s->nmods; i++) {
 		const struct mt_module_stat *m = &s->mods[i];
+		struct mt_esc e = { 0 };
 
 		fprintf(out,
 			"# module pid=%u phase=%s module=%s allocs=%" PRIu64
 			" frees=%" PRIu64 " bytes_allocated=%" PRIu64
 			" bytes_freed=%" PRIu64 " net=%" PRId64
 			" peak=%" PRIu64,
-			m->pid, m->phase, m->module, (uint64_t)m->allocs,
-			(uint64_t)m->frees, (uint64_t)m->bytes_alloc,
-			(uint64_t)m->bytes_freed,
+			m->pid, mt_esc(&e, m->phase, MT_ESC_FIELD),
+			mt_esc(&e, m->module, MT_ESC_FIELD),
+			(uint64_t)m->allocs, (uint64_t)m->frees,
+			(uint64_t)m->bytes_alloc, (uint64_t)m->bytes_freed,
 			(int64_t)(m->bytes_alloc - m->bytes_freed),
 			(uint64_t)m->own_peak);
 		/* time between a thread's events inside it: none, no figure */
@@ -461,12 +464,16 @@ static void print_modules(struct mt_summary *s, FILE *out)
 				(uint64_t)m->unpaired);
 		fputc('\n', out);
 	}
-	for (size_t i = 0; i < s->nphases; i++)
+	for (size_t i = 0; i < s->nphases; i++) {
+		struct mt_esc e = { 0 };
+
 		fprintf(out, "# phase pid=%u phase=%s peak=%" PRIu64 "%s\n",
-			s->phases[i].pid, s->phases[i].phase,
+			s->phases[i].pid,
+			mt_esc(&e, s->phases[i].phase, MT_ESC_FIELD),
 			(uint64_t)s->phases[i].peak,
 			s->phases[i].incomplete ? " incomplete=live_table" :
 						  "");
+	}
 }
 
 /* live allocations at exit, grouped by what a reader acts on */
@@ -547,6 +554,7 @@ static void print_live(const struct mt_livetable *live,
 	fputc('\n', out);
 	for (i = 0; i < g.n && i < top; i++) {
 		const struct live_group *v = &g.v[i];
+		struct mt_esc e = { 0 };
 
 		fprintf(out,
 			"# live pid=%u event=%s size=%" PRIu64
@@ -554,8 +562,8 @@ static void print_live(const struct mt_livetable *live,
 			"\n",
 			v->pid, v->event, (uint64_t)v->size,
 			mt_format_dev(dev, sizeof(dev), v->dev_type, v->dev),
-			v->caller ? v->caller : "?", (uint64_t)v->count,
-			(uint64_t)(v->size * v->count));
+			mt_esc(&e, v->caller ? v->caller : "?", MT_ESC_FIELD),
+			(uint64_t)v->count, (uint64_t)(v->size * v->count));
 	}
 	if (i < g.n)
 		fprintf(out, "# live ... %zu more groups\n", g.n - i);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "event/format.h"
+#include "lib/escape.h"
 #include "lib/grow.h"
 #include "lib/table.h"
 #include "analysis/peak.h"
@@ -233,13 +234,15 @@ static void put_text(struct frame *f, const char *text)
 static void __attribute__((format(printf, 2, 3)))
 put_line(struct frame *f, const char *fmt, ...)
 {
+	struct mt_esc e = { 0 };
 	char line[LINE_MAX_LEN];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	put_text(f, line);
+	/* it may name the target (its comm): escaped, as the tables' cells */
+	put_text(f, mt_esc(&e, line, MT_ESC_TEXT));
 }
 
 /*

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "event/format.h"
 #include "analysis/watch.h"
+#include "lib/escape.h"
 
 #define WATCH_ACCOUNTS 64 /* (process, device) pairs watched */
 #define WATCH_SAMPLES 256 /* per pair; older ones leave the fit */
@@ -490,14 +491,17 @@ static void print_alert(const struct mt_watch *w, const struct account *a,
 			a->pid, dev);
 	for (int i = 0; i < a->ntop; i++) {
 		const struct mt_site *s = a->top[i].site;
+		struct mt_esc e = { 0 };
 
-		fprintf(out,
-			"# ALERT pid=%u %s growing +%s event=%s module=%s phase=%s frame=%s\n",
-			a->pid, dev,
+		fprintf(out, "# ALERT pid=%u %s growing +%s event=%s", a->pid,
+			dev,
 			mt_format_bytes(bytes, sizeof(bytes), a->top[i].bytes),
-			s->event ? s->event : "?", s->module ? s->module : "-",
-			s->phase ? s->phase : "-",
-			s->depth > 0 ? s->frames[0] : "-");
+			mt_esc(&e, s->event ? s->event : "?", MT_ESC_FIELD));
+		mt_site_print_module(s, out);
+		/* the rest of the line: a frame has blanks */
+		fprintf(out, " frame=%s\n",
+			mt_esc(&e, s->depth > 0 ? s->frames[0] : "-",
+			       MT_ESC_TEXT));
 	}
 	fprintf(out,
 		"# ALERT pid=%u %s advice: reduce the batch size (activations grow with it)\n",

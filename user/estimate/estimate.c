@@ -19,6 +19,7 @@
 #include "event/kinds.h"
 #include "record/iter.h"
 #include "lib/err.h"
+#include "lib/escape.h"
 
 #define MAX_DEVS 16
 #define CPU_DEV MAX_DEVS /* the slot of the CPU run */
@@ -395,12 +396,14 @@ static void print_groups(FILE *out, const char *dev, const char *kind,
 	qsort(gs->g, gs->n, sizeof(gs->g[0]), cmp_group);
 	for (size_t i = 0; i < gs->n && i < TOP_GROUPS; i++) {
 		const struct group *g = &gs->g[i];
+		struct mt_esc e = { 0 };
 
 		fprintf(out,
 			"# estimate %s %s=%s allocs=%llu bytes=%llu "
 			"peak_allocated=%llu peak_reserved=%llu ooms=%llu "
 			"(%s, %s reserved)\n",
-			dev, kind, g->name, (unsigned long long)g->allocs,
+			dev, kind, mt_esc(&e, g->name, MT_ESC_FIELD),
+			(unsigned long long)g->allocs,
 			(unsigned long long)g->bytes,
 			(unsigned long long)g->peak_allocated,
 			(unsigned long long)g->peak_reserved,
@@ -414,6 +417,7 @@ static void print_oom(FILE *out, const char *dev, const struct dev *d,
 		      const struct mt_am_conf *c)
 {
 	const struct mt_site *s = d->oom_site;
+	struct mt_esc e = { 0 };
 	char b1[32], b2[32];
 
 	fprintf(out,
@@ -428,12 +432,12 @@ static void print_oom(FILE *out, const char *dev, const struct dev *d,
 		(unsigned long long)d->oom_st.allocated,
 		(unsigned long long)d->oom_st.reserved,
 		(unsigned long long)c->device_mem,
-		s && s->phase ? s->phase : "-",
-		s && s->module ? s->module : "-",
+		mt_esc(&e, s && s->phase ? s->phase : "-", MT_ESC_FIELD),
+		mt_esc(&e, s && s->module ? s->module : "-", MT_ESC_FIELD),
 		bytes(b1, sizeof(b1), d->oom_size),
 		bytes(b2, sizeof(b2), d->oom_st.reserved));
-	for (int i = 0; s && i < s->depth; i++)
-		fprintf(out, "#\t%s\n", s->frames[i] ? s->frames[i] : "?");
+	if (s)
+		mt_site_print_stack(s, "#\t", out);
 }
 
 /* 1 if --check found a mismatch on this device */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include "event/cudaerr.h"
 #include "event/format.h"
+#include "lib/escape.h"
 
 struct out {
 	char *buf;
@@ -94,7 +95,7 @@ const char *mt_format_bytes(char *buf, size_t len, unsigned long long bytes)
 	return buf;
 }
 
-static void put_comm(struct out *o, const char *comm)
+const char *mt_format_comm(char *buf, size_t len, const char *comm)
 {
 	char c[MT_COMM_LEN + 1];
 	size_t i;
@@ -103,7 +104,23 @@ static void put_comm(struct out *o, const char *comm)
 	for (i = 0; i < MT_COMM_LEN && comm[i]; i++)
 		c[i] = (comm[i] == ' ' || comm[i] == '\t') ? '_' : comm[i];
 	c[i] = '\0';
-	put(o, "%s", i ? c : "?");
+	mt_escape(buf, len, i ? c : "?", MT_ESC_FIELD);
+	return buf;
+}
+
+/* " key=value", the value escaped: the target's name stays one field */
+static void put_field(struct out *o, const char *key, const char *value)
+{
+	size_t n;
+
+	put(o, " %s=", key);
+	if (o->overflow)
+		return;
+	n = mt_escape(o->buf + o->pos, o->len - o->pos, value, MT_ESC_FIELD);
+	if (n >= o->len - o->pos)
+		o->overflow = true;
+	else
+		o->pos += n;
 }
 
 int mt_format_event(char *buf, size_t len, const struct mt_call *r,
@@ -111,9 +128,9 @@ int mt_format_event(char *buf, size_t len, const struct mt_call *r,
 {
 	const struct mt_event *ev = r->ev;
 	struct out o = { .buf = buf, .len = len };
-	char dev[32];
+	char dev[32], comm[MT_FORMAT_COMM_LEN];
 
-	put_comm(&o, ev->comm);
+	put(&o, "%s", mt_format_comm(comm, sizeof(comm), ev->comm));
 	put(&o, " %u/%u [%03u] %" PRIu64 ".%06" PRIu64 ": %s:", ev->pid,
 	    ev->tid, ev->cpu, (uint64_t)(ev->ts / 1000000000ULL),
 	    (uint64_t)(ev->ts % 1000000000ULL / 1000), r->event);
@@ -144,14 +161,14 @@ int mt_format_event(char *buf, size_t len, const struct mt_call *r,
 	if (r->has_handle)
 		put(&o, " handle=0x%" PRIx64, (uint64_t)r->handle);
 	if (a && a->detail)
-		put(&o, " type=%s", a->detail);
-	put(&o, " caller=%s", caller ? caller : "?");
+		put_field(&o, "type", a->detail);
+	put_field(&o, "caller", caller ? caller : "?");
 	if (a && a->phase)
-		put(&o, " phase=%s", a->phase);
+		put_field(&o, "phase", a->phase);
 	if (a && a->module)
-		put(&o, " module=%s", a->module);
+		put_field(&o, "module", a->module);
 	if (a && a->node)
-		put(&o, " node=%s", a->node);
+		put_field(&o, "node", a->node);
 	if (a && a->rank >= 0)
 		put(&o, " rank=%d", a->rank);
 	put(&o, "\n");

@@ -21,11 +21,20 @@ struct mt_attrib {
  * Format r as one line, newline included:
  *   <comm> <pid>/<tid> [<cpu>] <secs>.<usecs>: <event>: key=value ...
  * caller is the calling library's basename (NULL: unknown); a adds phase=
- * and module= (NULL: not known). Returns the length, or -1 if buf is too
- * small.
+ * and module= (NULL: not known). The comm and the values the target named
+ * (caller, type, phase, module, node) are escaped (lib/escape.h). Returns
+ * the length, or -1 if buf is too small.
  */
 int mt_format_event(char *buf, size_t len, const struct mt_call *r,
 		    const char *caller, const struct mt_attrib *a);
+
+/*
+ * A thread's name (at most MT_COMM_LEN bytes, NUL-ended or not) as every
+ * line prints it: one token, its blanks as '_', the rest escaped as a
+ * field (lib/escape.h); "?" when empty. Returns buf.
+ */
+#define MT_FORMAT_COMM_LEN (4 * MT_COMM_LEN + 1)
+const char *mt_format_comm(char *buf, size_t len, const char *comm);
 
 /* "cuda:0", "cuda:?", "host", "cpu" or "-" */
 const char *mt_format_dev(char *buf, size_t len, enum mt_dev_type type,

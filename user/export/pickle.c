@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "export/pickle.h"
+#include "lib/escape.h"
 
 /* protocol 2 opcodes (Lib/pickletools.py) */
 #define OP_PROTO 0x80
@@ -131,7 +132,15 @@ void mt_pk_strn(struct mt_pickle *p, const char *s, size_t n)
 	}
 	put1(p, OP_BINUNICODE);
 	put_le(p, n, 4);
-	put(p, s, n);
+	/*
+	 * Python refuses a pickle whose str is not UTF-8, and a library's
+	 * file name need not be: its bytes above 0x7f as '?', as jsonw.c does
+	 */
+	if (mt_utf8_valid(s, n))
+		put(p, s, n);
+	else
+		for (size_t i = 0; i < n; i++)
+			put1(p, (unsigned char)s[i] < 0x80 ? s[i] : '?');
 	end_value(p);
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
+#include "lib/escape.h"
 #include "lib/grow.h"
 #include "lib/table.h"
 
@@ -48,6 +49,20 @@ void mt_table_free(struct mt_table *t)
 	free(t);
 }
 
+/*
+ * A copy of a cell, escaped: a module or a file the target named reaches
+ * the terminal as text (and is measured as it will be printed)
+ */
+static char *escaped(const char *cell)
+{
+	size_t n = mt_escape(NULL, 0, cell, MT_ESC_TEXT) + 1;
+	char *s = malloc(n);
+
+	if (s)
+		mt_escape(s, n, cell, MT_ESC_TEXT);
+	return s;
+}
+
 int mt_table_add(struct mt_table *t, enum mt_table_tone tone,
 		 const char *const *cells)
 {
@@ -61,7 +76,7 @@ int mt_table_add(struct mt_table *t, enum mt_table_tone tone,
 	memset(r, 0, sizeof(*r));
 	r->tone = tone;
 	for (size_t j = 0; j < t->ncols; j++) {
-		r->cells[j] = strdup(cells[j] ? cells[j] : "");
+		r->cells[j] = escaped(cells[j] ? cells[j] : "");
 		if (!r->cells[j]) {
 			while (j--)
 				free(r->cells[j]);

@@ -64,8 +64,9 @@ struct mt_table *mt_table_new(const struct mt_table_col *cols, size_t ncols);
 void mt_table_free(struct mt_table *t);
 
 /*
- * A row of ncols cells (NULL: empty), copied. 0, -ENOMEM, or -ENOSPC
- * past MT_TABLE_MAX_ROWS.
+ * A row of ncols cells (NULL: empty), copied escaped as text (lib/escape.h):
+ * callers pass the target's names raw. 0, -ENOMEM, or -ENOSPC past
+ * MT_TABLE_MAX_ROWS.
  */
 int mt_table_add(struct mt_table *t, enum mt_table_tone tone,
 		 const char *const *cells);

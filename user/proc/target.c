@@ -130,7 +130,8 @@ static int spawn_guard(struct mt_target *t, char *err, size_t errlen)
 
 static void read_comm(struct mt_target *t)
 {
-	char path[64];
+	char path[64], comm[sizeof(t->comm)];
+	size_t n;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", t->pid);
@@ -138,8 +139,16 @@ static void read_comm(struct mt_target *t)
 	f = fopen(path, "re");
 	if (!f)
 		return;
-	if (fgets(t->comm, sizeof(t->comm), f))
-		t->comm[strcspn(t->comm, "\n")] = '\0';
+	/* the name, then a newline: a name may hold one of its own */
+	n = fread(comm, 1, sizeof(comm), f);
+	if (n && comm[n - 1] == '\n')
+		n--;
+	if (n == sizeof(t->comm))
+		n--;
+	if (n) {
+		memcpy(t->comm, comm, n);
+		t->comm[n] = '\0';
+	}
 	fclose(f);
 }
 

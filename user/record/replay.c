@@ -6,6 +6,7 @@
 #include "record/iter.h"
 #include "record/replay.h"
 #include "lib/err.h"
+#include "lib/escape.h"
 #include "lib/outfile.h"
 
 struct replay {
@@ -26,13 +27,23 @@ static bool dump_key(const char *key)
 	return !strcmp(key, "dump") || !strcmp(key, "window");
 }
 
+/*
+ * The header's lines, escaped: their values hold what the target named
+ * (its comm and command line, its libraries' paths), kept raw in the record
+ */
 static void print_meta(const struct replay *rp, bool dump)
 {
 	const char *key, *value;
+	struct mt_esc e;
 
-	for (size_t i = 0; mt_reader_meta(rp->it.rd, i, &key, &value); i++)
-		if (dump_key(key) == dump)
-			fprintf(rp->out, "# record %s: %s\n", key, value);
+	for (size_t i = 0; mt_reader_meta(rp->it.rd, i, &key, &value); i++) {
+		if (dump_key(key) != dump)
+			continue;
+		e.used = 0;
+		fprintf(rp->out, "# record %s: %s\n",
+			mt_esc(&e, key, MT_ESC_FIELD),
+			mt_esc(&e, value, MT_ESC_TEXT));
+	}
 }
 
 /*

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "lib/err.h"
+#include "lib/escape.h"
 #include "trace/attach.h"
 #include "proc/elfsym.h"
 #include "proc/mapfile.h"
@@ -283,9 +284,12 @@ int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 		t->libs |= 1u << lib;
 		if (a->global && a->ngfiles < MT_MAX_GLOBAL_FILES)
 			a->gfiles[a->ngfiles++] = t->files[t->nfiles - 1];
-		if (a->log)
+		if (a->log) {
+			struct mt_esc e = { 0 };
+
 			fprintf(a->log, "# attach pid=%d lib=%s probes=%d\n",
-				t->pid, m->path, ret);
+				t->pid, mt_esc(&e, m->path, MT_ESC_FIELD), ret);
+		}
 		if (a->on_lib)
 			a->on_lib(a->ctx, t, m, ret);
 		newlibs++;

@@ -17,6 +17,7 @@
 #include "dryrun/standin.h"
 #include "event/format.h"
 #include "lib/err.h"
+#include "lib/escape.h"
 #include "python/stack.h"
 #include "trace/dryrun.h"
 #include "trace/tracer.h"
@@ -259,9 +260,11 @@ static void print_reads(struct mt_dryrun *dr, FILE *out)
 		"depends on one is the stand-in's, not the GPU's\n",
 		(unsigned long long)dr->reads);
 	for (size_t i = 0; i < shown; i++) {
+		struct mt_esc e = { 0 };
+
 		fprintf(out, "%11s%llu at %s\n", "",
 			(unsigned long long)dr->lines[i].count,
-			dr->lines[i].line);
+			mt_esc(&e, dr->lines[i].line, MT_ESC_TEXT));
 		rest -= dr->lines[i].count;
 	}
 	if (rest)
@@ -350,6 +353,7 @@ int mt_dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, bool ran)
 	struct mt_oom_counts oom;
 	char mem[32], cmd[CMD_SHOWN], failed[64];
 	FILE *out = dr->out;
+	struct mt_esc e = { 0 };
 	int ret;
 
 	mt_dryrun_cleanup(&dr->libs);
@@ -377,8 +381,9 @@ int mt_dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, bool ran)
 		"memtrace-bpf estimate --dry-run: %s on %u stand-in %s (%s, "
 		"compute capability %u.%u, %u multiprocessors): PyTorch's own "
 		"caching allocator decided, no kernel ran\n",
-		command_line(tr->conf, cmd, sizeof(cmd)), c->devices,
-		c->dev.name ? c->dev.name : "device",
+		mt_esc(&e, command_line(tr->conf, cmd, sizeof(cmd)),
+		       MT_ESC_TEXT),
+		c->devices, c->dev.name ? c->dev.name : "device",
 		mt_format_bytes(mem, sizeof(mem), c->dev.mem), c->dev.cc_major,
 		c->dev.cc_minor, c->dev.sms);
 	print_devices(&ses->sum, c, out);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "trace/modlog.h"
+#include "lib/escape.h"
 #include "lib/hashing.h"
 #include "lib/hashtab.h"
 #include "lib/outfile.h"
@@ -154,9 +155,11 @@ static void put(struct mt_modlog *ml, const char *module, enum stage st,
 		__u64 ts, const struct figures *f)
 {
 	const char *name = module;
+	struct mt_esc e;
 
 	if (ml->start != WHOLE)
 		return;
+	e.used = 0;
 	/* named as named_modules() does: from under the root */
 	if (ml->root && within(ml->root, module, true))
 		name += strlen(ml->root) + 1;
@@ -164,8 +167,8 @@ static void put(struct mt_modlog *ml, const char *module, enum stage st,
 		"step=%lu module=%s stage=%s allocated_mib=%.3f "
 		"reserved_mib=%.3f max_allocated_mib=%.3f "
 		"max_reserved_mib=%.3f",
-		ml->step, name, stage_names[st], f->allocated / MIB,
-		f->reserved / MIB, f->max_allocated / MIB,
+		ml->step, mt_esc(&e, name, MT_ESC_FIELD), stage_names[st],
+		f->allocated / MIB, f->reserved / MIB, f->max_allocated / MIB,
 		f->max_reserved / MIB);
 	if (ml->with_time)
 		fprintf(ml->f, " time=%llu.%06llu",

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "event/format.h"
 #include "proc/follow.h"
 #include "proc/procinfo.h"
 #include "memtrace.h" /* the types of its globals, before the skeleton */
@@ -248,7 +249,7 @@ void mt_tracer_exec_tick(struct mt_tracer *tr)
 static void open_proc_sink(struct mt_tracer *tr, struct mt_target *t,
 			   const struct mt_rank *r)
 {
-	char path[4096];
+	char path[4096], comm[MT_FORMAT_COMM_LEN];
 
 	if (mt_path_expand(tr->conf->output, t->pid, r, path, sizeof(path))) {
 		mt_err("-o %s: name too long", tr->conf->output);
@@ -266,7 +267,8 @@ static void open_proc_sink(struct mt_tracer *tr, struct mt_target *t,
 	mt_sink_describe(t->sink, t, tr->conf->command);
 	if (!tr->conf->quiet && !t->sink->rec)
 		fprintf(t->sink->out, "# memtrace-bpf %s: pid=%d(%s)\n",
-			MT_VERSION, t->pid, t->comm);
+			MT_VERSION, t->pid,
+			mt_format_comm(comm, sizeof(comm), t->comm));
 }
 
 /* a process that ran before it was traced: its report says what it hides */
@@ -328,7 +330,7 @@ struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
 {
 	const __u8 one = 1;
 	struct mt_target *t = mt_tracer_find(tr, (__u32)pid);
-	char err[512];
+	char err[512], comm[MT_FORMAT_COMM_LEN];
 
 	if (t)
 		return t;
@@ -348,7 +350,7 @@ struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
 		mt_err("follow pid %d: %s", pid, strerror(errno));
 	if (tr->att.log)
 		fprintf(tr->att.log, "# follow pid=%d comm=%s (%s)\n", pid,
-			t->comm, how);
+			mt_format_comm(comm, sizeof(comm), t->comm), how);
 	mt_tracer_rescan(tr, t);
 	return t;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <bpf/libbpf.h>
+#include "event/format.h"
 #include "python/autograd.h"
 #include "memtrace.h" /* the types of its globals, before the skeleton */
 #include "memtrace.skel.h"
@@ -178,10 +179,13 @@ static void report_lost_causes(const struct mt_tracer *tr)
 
 static void print_header(struct mt_tracer *tr)
 {
+	char comm[MT_FORMAT_COMM_LEN];
+
 	fprintf(tr->out, "# memtrace-bpf %s:", MT_VERSION);
 	for (int i = 0; i < tr->ntargets; i++)
 		fprintf(tr->out, " pid=%d(%s)", tr->targets[i].pid,
-			tr->targets[i].comm);
+			mt_format_comm(comm, sizeof(comm),
+				       tr->targets[i].comm));
 	fprintf(tr->out, "\n");
 }
 
