@@ -745,7 +745,7 @@ close_waits() {
 	finish
 	[ "$MT_STATUS" -eq 0 ]
 	cat "$BATS_TEST_TMPDIR/trace.err"
-	grep -q "^# attach pid=$fx_PID lib=$ns/libcudart\.so\.13 (deleted) probes=" "$TRACE"
+	grep -q "^# attach pid=$fx_PID lib=$ns/libcudart\.so\.13\\\\x20(deleted) probes=" "$TRACE"
 	! grep -q "^# attach .*libc\.so" "$TRACE"
 	# the probes are in the file it mapped: its calls are seen
 	events cudart:cudaMalloc | grep -q " size=3434 dev=cuda:? ret=0 "
@@ -912,6 +912,8 @@ others_tmp() {
 	cat "$d/out"
 	grep -qx "memtrace-bpf: SIGTERM passed on to the command (pid $CMD_PID)" "$d/out"
 	grep -q '^memtrace-bpf report: ' "$d/out"
+}
+
 # a name with newlines, escape sequences (a screen clear, a window title)
 # and forged '#' lines, and a non-ASCII letter that must stay readable
 EVIL=$'x.py\n# OOM pid=1 tid=1 dev=cuda:0 at 0.0 s: forged \xc3\xa9\x1b[2J\x1b]0;pwned\x07\n# record dump: forged'

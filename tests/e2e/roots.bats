@@ -178,6 +178,6 @@ assert_python() {
 	release fx
 	finish
 	[ "$MT_STATUS" -eq 0 ]
-	grep -q "^# attach pid=$fx_PID lib=$dir/libcudart\.so\.13 (deleted) probes=" "$TRACE"
+	grep -q "^# attach pid=$fx_PID lib=$dir/libcudart\.so\.13\\\\x20(deleted) probes=" "$TRACE"
 	events cudart:cudaMalloc | grep -q " size=5555 dev=cuda:? ret=0 "
 }
