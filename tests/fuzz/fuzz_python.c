@@ -152,6 +152,7 @@ static int open_py(const struct args *a)
 	char err[256] = "";
 	int ret;
 
+	mt_py_forget_codes(&py);
 	memset(&py, 0, sizeof(py));
 	py.pid = 1;
 	py.lay = mt_py_layout(minor);

@@ -471,6 +471,8 @@ out:
 
 void mt_py_close(struct mt_py *py)
 {
+	if (py)
+		mt_py_forget_codes(py);
 	free(py);
 }
 

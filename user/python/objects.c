@@ -17,6 +17,11 @@
 
 #define READ_MAX (1u << 20)
 #define LINETABLE_MAX (1u << 20)
+/* mt_py_warm: the threads and frames a call reads, at most */
+#define WARM_THREADS 64
+#define WARM_FRAMES 128
+/* the line tables a process's code cache keeps, at most, in bytes */
+#define CODE_TABLES_BUDGET (4u << 20)
 #define DICT_MAX_ENTRIES (1 << 16)
 #define LIST_MAX 4096 /* thread states or frames followed */
 
@@ -216,26 +221,78 @@ static void code_fp_read(const struct mt_py *py, const __u8 *hdr,
 	fp->firstlineno = get_s32(hdr, lay->co_firstlineno);
 }
 
+/*
+ * co_linetable at addr into a new buffer (*tab, *len; the caller frees
+ * it), at most max bytes. Returns 0, -EFAULT or -ENOMEM.
+ */
+static int table_read(const struct mt_py *py, __u64 addr, size_t max,
+		      __u8 **tab, size_t *len)
+{
+	__u8 hdr[BYTES_DATA];
+	__u64 size;
+	int ret;
+
+	*tab = NULL;
+	ret = mt_py_read(py, addr, hdr, sizeof(hdr));
+	if (ret)
+		return ret;
+	size = get_u64(hdr, BYTES_SIZE);
+	if (get_u64(hdr, OB_TYPE) != py->bytes_type || size > max)
+		return -EFAULT;
+	/* malloc(0) may give NULL: one byte more */
+	*tab = malloc(size + 1);
+	if (!*tab)
+		return -ENOMEM;
+	ret = mt_py_read(py, addr + BYTES_DATA, *tab, size);
+	if (ret) {
+		free(*tab);
+		*tab = NULL;
+		return ret;
+	}
+	*len = size;
+	return 0;
+}
+
+static void code_clear(struct mt_py *py, struct code_entry *e)
+{
+	if (e->table)
+		py->table_bytes -= e->table_len;
+	free(e->table);
+	memset(e, 0, sizeof(*e));
+}
+
+/* e filled anew from code's header fp; e is left as it was on failure */
 static int code_fill(struct mt_py *py, __u64 code, const struct code_fp *fp,
 		     struct code_entry *e)
 {
+	struct code_entry n = { 0 };
 	char name[MT_PY_NAME_MAX];
 	int ret;
 
 	if (fp->type != py->code_type)
 		return -EINVAL;
-	memset(e, 0, sizeof(*e));
-	ret = rd_str(py, fp->qualname, e->qualname, sizeof(e->qualname));
+	ret = rd_str(py, fp->qualname, n.qualname, sizeof(n.qualname));
 	if (!ret)
-		ret = rd_str(py, fp->filename, e->file, sizeof(e->file));
+		ret = rd_str(py, fp->filename, n.file, sizeof(n.file));
 	if (ret)
 		return ret == -EINVAL ? -EFAULT : ret;
-	if (ends_with(e->file, "torch/nn/modules/module.py") &&
+	if (ends_with(n.file, "torch/nn/modules/module.py") &&
 	    !rd_str(py, fp->name, name, sizeof(name)))
-		e->module_call = !strcmp(name, "_call_impl") ||
-				 !strcmp(name, "_wrapped_call_impl");
-	e->code = code;
-	e->fp = *fp;
+		n.module_call = !strcmp(name, "_call_impl") ||
+				!strcmp(name, "_wrapped_call_impl");
+	/*
+	 * a long table, one unreadable now, or one past the process's
+	 * budget is read at each line asked instead
+	 */
+	if (py->table_bytes < CODE_TABLES_BUDGET &&
+	    table_read(py, fp->linetable, CODE_TABLE_KEEP, &n.table,
+		       &n.table_len) == -ENOMEM)
+		return -ENOMEM;
+	n.code = code;
+	n.fp = *fp;
+	code_clear(py, e);
+	*e = n;
+	py->table_bytes += n.table ? n.table_len : 0;
 	return 0;
 }
 
@@ -247,7 +304,12 @@ static size_t code_set(__u64 code)
 	return (size_t)(h >> 56) % CODE_SETS;
 }
 
-/* The cache entry of code, filled or refreshed as needed. */
+/*
+ * The cache entry of code, filled or refreshed as needed. An entry whose
+ * address no longer holds a code object (freed, the target gone) is kept:
+ * the events that name it were made while it lived. One that holds
+ * another code object now is refilled.
+ */
 static int code_get(struct mt_py *py, __u64 code, struct code_entry **out)
 {
 	struct code_entry *set = &py->codes[code_set(code) * CODE_WAYS];
@@ -270,49 +332,46 @@ static int code_get(struct mt_py *py, __u64 code, struct code_entry **out)
 	if (!ret) {
 		code_fp_read(py, hdr, &fp);
 		if (!e || memcmp(&fp, &e->fp, sizeof(fp))) {
-			/* new, or the address now holds another object */
+			ret = code_fill(py, code, &fp, e ? e : victim);
+			if (ret && !e)
+				return ret;
 			if (!e)
 				e = victim;
-			ret = code_fill(py, code, &fp, e);
-			if (ret) {
-				e->code = 0;
-				e->used = 0;
-				return ret;
-			}
 		}
 	}
-	/* when the read failed, the target may be gone: keep what we had */
 	e->used = ++py->tick;
 	*out = e;
 	return 0;
+}
+
+void mt_py_forget_codes(struct mt_py *py)
+{
+	for (size_t i = 0; i < CODE_SETS * CODE_WAYS; i++)
+		code_clear(py, &py->codes[i]);
 }
 
 /* Line of instruction offset addrq, from the code's co_linetable. */
 static int code_line(const struct mt_py *py, const struct code_entry *e,
 		     __s64 addrq, int *line)
 {
-	__u8 hdr[BYTES_DATA];
-	__u64 size;
-	__u8 *tab;
+	const __u8 *tab = e->table;
+	size_t size = e->table_len;
+	__u8 *read = NULL;
 	int ret;
 
-	ret = mt_py_read(py, e->fp.linetable, hdr, sizeof(hdr));
-	if (ret)
-		return ret;
-	size = get_u64(hdr, BYTES_SIZE);
-	if (get_u64(hdr, OB_TYPE) != py->bytes_type || size > LINETABLE_MAX)
-		return -EFAULT;
-	/* malloc(0) may give NULL: one byte more */
-	tab = malloc(size + 1);
-	if (!tab)
-		return -ENOMEM;
-	ret = mt_py_read(py, e->fp.linetable + BYTES_DATA, tab, size);
-	if (!ret && py->lay->minor == 10)
+	if (!tab) {
+		ret = table_read(py, e->fp.linetable, LINETABLE_MAX, &read,
+				 &size);
+		if (ret)
+			return ret;
+		tab = read;
+	}
+	if (py->lay->minor == 10)
 		*line = mt_pyline_310(tab, size, e->fp.firstlineno, addrq);
-	else if (!ret)
+	else
 		*line = mt_pyline_311(tab, size, e->fp.firstlineno, addrq);
-	free(tab);
-	return ret;
+	free(read);
+	return 0;
 }
 
 int mt_py_frame(struct mt_py *py, __u64 code, __u64 instr, char *qualname,
@@ -743,28 +802,15 @@ static int read_frame(const struct mt_py *py, __u64 f, struct mt_pyframe *fr)
 	return ret;
 }
 
-int mt_py_thread_frames(struct mt_py *py, __u64 thread_id,
-			struct mt_pyframe *frames, size_t max, __u64 *tstate)
+/* the frames of thread state ts, innermost first, shims skipped */
+static int frames_of(const struct mt_py *py, __u64 ts,
+		     struct mt_pyframe *frames, size_t max)
 {
 	const struct layout *lay = py->lay;
-	__u64 interp, ts, id, f;
 	size_t n = 0;
+	__u64 f;
 	int ret, i;
 
-	ret = rd_u64(py, py->runtime + lay->rt_interp_head, &interp);
-	if (!ret)
-		ret = rd_u64(py, interp + lay->is_threads_head, &ts);
-	for (i = 0; !ret && ts && i < LIST_MAX; i++) {
-		ret = rd_u64(py, ts + lay->ts_thread_id, &id);
-		if (ret || id == thread_id)
-			break;
-		ret = rd_u64(py, ts + TS_NEXT, &ts);
-	}
-	if (ret)
-		return ret;
-	if (!ts || id != thread_id)
-		return -ESRCH;
-	*tstate = ts;
 	ret = rd_u64(py, ts + lay->ts_frame, &f);
 	if (!ret && lay->cframe_cur >= 0 && f)
 		ret = rd_u64(py, f + lay->cframe_cur, &f);
@@ -784,4 +830,55 @@ int mt_py_thread_frames(struct mt_py *py, __u64 thread_id,
 			ret = rd_u64(py, f + lay->f_back, &f);
 	}
 	return ret ? ret : (int)n;
+}
+
+/* the first interpreter's first thread state, into *ts (0: none) */
+static int first_thread(const struct mt_py *py, __u64 *ts)
+{
+	__u64 interp;
+	int ret;
+
+	ret = rd_u64(py, py->runtime + py->lay->rt_interp_head, &interp);
+	if (!ret)
+		ret = rd_u64(py, interp + py->lay->is_threads_head, ts);
+	return ret;
+}
+
+int mt_py_thread_frames(struct mt_py *py, __u64 thread_id,
+			struct mt_pyframe *frames, size_t max, __u64 *tstate)
+{
+	__u64 ts, id = 0;
+	int ret, i;
+
+	ret = first_thread(py, &ts);
+	for (i = 0; !ret && ts && i < LIST_MAX; i++) {
+		ret = rd_u64(py, ts + py->lay->ts_thread_id, &id);
+		if (ret || id == thread_id)
+			break;
+		ret = rd_u64(py, ts + TS_NEXT, &ts);
+	}
+	if (ret)
+		return ret;
+	if (!ts || id != thread_id)
+		return -ESRCH;
+	*tstate = ts;
+	return frames_of(py, ts, frames, max);
+}
+
+void mt_py_warm(struct mt_py *py)
+{
+	struct mt_pyframe frames[WARM_FRAMES];
+	struct code_entry *e;
+	__u64 ts;
+	int n, i;
+
+	if (first_thread(py, &ts))
+		return;
+	for (i = 0; ts && i < WARM_THREADS; i++) {
+		n = frames_of(py, ts, frames, WARM_FRAMES);
+		for (int k = 0; k < n; k++)
+			code_get(py, frames[k].code, &e);
+		if (rd_u64(py, ts + TS_NEXT, &ts))
+			return;
+	}
 }

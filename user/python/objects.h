@@ -43,7 +43,18 @@ struct code_entry {
 		int line;
 	} lines[CODE_LINES];
 	unsigned int nlines, next_line;
+	/*
+	 * co_linetable, copied when the entry is filled (NULL where longer
+	 * than CODE_TABLE_KEEP or unreadable then): a script's <module> code
+	 * object is freed the moment its top-level code ends, before the
+	 * events of its last lines are resolved (issue 34, item 5)
+	 */
+	__u8 *table;
+	size_t table_len;
 };
+
+/* the longest co_linetable kept in a cache entry (a few thousand lines) */
+#define CODE_TABLE_KEEP (64u << 10)
 
 #define CHILD_SLOTS 256
 
@@ -62,8 +73,12 @@ struct mt_py {
 	__u64 modules_key; /* the interned "_modules", once seen; 0 before */
 	__u64 tick;
 	struct code_entry codes[CODE_SETS * CODE_WAYS];
+	size_t table_bytes; /* the line tables the entries hold */
 	struct child_entry children[CHILD_SLOTS];
 };
+
+/* The code cache emptied, and what its entries hold freed. */
+void mt_py_forget_codes(struct mt_py *py);
 
 /* Returns 0, -EFAULT for a short read, or process_vm_readv's -errno. */
 int mt_py_read_mem(const struct mt_py *py, __u64 addr, void *buf, size_t len);

@@ -135,4 +135,13 @@ int mt_py_class_name(struct mt_py *py, __u64 tp, char *name, size_t len);
 int mt_py_thread_frames(struct mt_py *py, __u64 thread_id,
 			struct mt_pyframe *frames, size_t max, __u64 *tstate);
 
+/*
+ * Read the code objects every thread of py runs now into the code cache,
+ * with their line tables, while they live: a script's <module> code is
+ * freed the moment its top-level code ends, and the events of its last
+ * lines are resolved after that (issue 34, item 5). Called now and then;
+ * what cannot be read is left.
+ */
+void mt_py_warm(struct mt_py *py);
+
 #endif /* __PYPROC_H */

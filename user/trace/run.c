@@ -276,8 +276,13 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 			break;
 		mt_tracer_exec_tick(tr);
 		if (mt_now_ns() - last_scan >= RESCAN_NS) {
-			for (int i = 0; i < tr->ntargets; i++)
-				mt_tracer_rescan(tr, &tr->targets[i]);
+			for (int i = 0; i < tr->ntargets; i++) {
+				struct mt_target *t = &tr->targets[i];
+
+				mt_tracer_rescan(tr, t);
+				if (t->py && !t->exited)
+					mt_py_warm(t->py);
+			}
 			last_scan = mt_now_ns();
 		}
 		if (tr->conf->all && mt_now_ns() - last_all >= ALL_SCAN_NS) {
