@@ -20,6 +20,8 @@ teardown() {
 	[ -n "${MT_PID:-}" ] && kill "$MT_PID" 2>/dev/null || true
 	[ -n "${FL_PID:-}" ] && kill "$FL_PID" 2>/dev/null || true
 	[ -n "${CG:-}" ] && rmdir "$CG" 2>/dev/null || true
+	[ -n "${LOOP_PID:-}" ] && kill "$LOOP_PID" 2>/dev/null || true
+	[ -n "${SMALL:-}" ] && umount "$SMALL" 2>/dev/null || true
 }
 
 # the event lines of script -i FILE as "ts pid/tid event first-field size"
@@ -57,7 +59,7 @@ dump_of() {
 	cat "$BATS_TEST_TMPDIR/flight.err"
 	read -r size line < <(sed -nE 's/^oom size=([0-9]+) line=([0-9]+)$/\1 \2/p' "$BATS_TEST_TMPDIR/fx.out")
 	dump=$(dump_of oom)
-	[[ $dump == */flight-*-[0-9][0-9][0-9][0-9]-pid$fx_PID-rank0-oom.mtb ]]
+	[[ $dump == */flight-*-by[0-9]*-[0-9][0-9][0-9][0-9]-pid$fx_PID-rank0-oom.mtb ]]
 	grep -q "^memtrace-bpf: flight: dumped $dump: out of memory in pid $fx_PID (rank 0)" "$BATS_TEST_TMPDIR/flight.err"
 	run "$MT" report -i "$dump"
 	echo "$output"
@@ -219,7 +221,7 @@ for k, v in w.items():
 	FL_PID=
 	cat "$BATS_TEST_TMPDIR/flight.err"
 	[ "$(grep -c '^memtrace-bpf: flight: dumped .*-asked\.mtb: asked for: SIGUSR1 to the tracer$' "$BATS_TEST_TMPDIR/flight.err")" -eq 5 ]
-	[ "$(grep -c '^memtrace-bpf: flight: removed .*, the oldest dump: 4 dumps and [0-9]* bytes are over --flight-dumps 3 ' "$BATS_TEST_TMPDIR/flight.err")" -eq 2 ]
+	[ "$(grep -c '^memtrace-bpf: flight: removed .*, the oldest asked dump (end dumps go first, oom last): 4 dumps and [0-9]* bytes are over --flight-dumps 3 ' "$BATS_TEST_TMPDIR/flight.err")" -eq 2 ]
 	[ "$(ls "$DIR" | wc -l)" -eq 3 ]
 	ls "$DIR" | grep -q -- '-0005-'
 	! ls "$DIR" | grep -q -- '-0001-'
@@ -229,7 +231,7 @@ for k, v in w.items():
 	done
 }
 
-@test "flight: bad input is one line and exit 2; a full disk stops dumping, never the command" {
+@test "flight: bad input is one line and exit 2; a full disk fails a dump, never the command" {
 	run "$MT" record --flight 0 -o "$BATS_TEST_TMPDIR" -- /bin/true
 	[ "$status" -eq 2 ]
 	[ "$output" = "memtrace-bpf: invalid window (at least 1 s): '0' (see --help)" ]
@@ -257,11 +259,15 @@ for k, v in w.items():
 		print("done", flush=True)
 	EOF
 	run "$MT" record --flight 1h --flight-at-end -o "$BATS_TEST_TMPDIR/small" -- "$TORCH_PY" "$BATS_TEST_TMPDIR/many.py"
+	# nothing left there, not even the partial dump under its hidden name
+	left=$(ls -A "$BATS_TEST_TMPDIR/small")
 	umount "$BATS_TEST_TMPDIR/small"
+	[ -z "$left" ]
 	echo "$output"
 	[ "$status" -eq 2 ]
 	grep -qx done <<<"$output"
-	grep -qE '^memtrace-bpf: flight: write .*/small/flight-.*-end\.mtb: No space left on device: the partial dump removed, no more dumps$' <<<"$output"
+	grep -qE '^memtrace-bpf: flight: write .*/small/flight-.*-end\.mtb: No space left on device: the partial dump removed; the next trigger dumps again$' <<<"$output"
+	grep -qx "memtrace-bpf: flight: 0 dumps written in $BATS_TEST_TMPDIR/small; 1 failed (above)" <<<"$output"
 }
 
 # two gloo ranks launched as cuda.bats launches them (Debian's torchrun
@@ -329,4 +335,94 @@ for k, v in w.items():
 	run "$MT" record --flight 10s --alert-pct 50 -o "$DIR" -- /bin/true
 	[ "$status" -eq 2 ]
 	[[ $output == "memtrace-bpf: --flight --alert-pct PCT dumps when a process's reserved memory crosses PCT % of --device-mem: give both" ]]
+}
+
+# a CPU job that allocates until the file stop is there; its pid first
+loop_job() {
+	cat >"$BATS_TEST_TMPDIR/loop.py" <<-'EOF'
+		import os, sys, time, torch
+		print(os.getpid(), flush=True)
+		while not os.path.exists(sys.argv[1]):
+		    torch.ones(1 << 16)
+		    time.sleep(0.001)
+	EOF
+	"$TORCH_PY" "$BATS_TEST_TMPDIR/loop.py" "$BATS_TEST_TMPDIR/stop" >"$BATS_TEST_TMPDIR/loop.out" &
+	wait_for "$BATS_TEST_TMPDIR/loop.out" '^[0-9]+$' 60
+	LOOP_PID=$(head -1 "$BATS_TEST_TMPDIR/loop.out")
+}
+
+@test "flight: two recorders on one process, SIGUSR1 to both in the same second: six whole dumps, each under a name of its own" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	loop_job
+	"$MT" record --flight 10s -o "$DIR" -p "$LOOP_PID" >"$BATS_TEST_TMPDIR/a.out" 2>&1 &
+	FL_PID=$!
+	"$MT" record --flight 10s -o "$DIR" -p "$LOOP_PID" >"$BATS_TEST_TMPDIR/b.out" 2>&1 &
+	MT_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/a.out" '^# python pid=' 60
+	wait_for "$BATS_TEST_TMPDIR/b.out" '^# python pid=' 60
+	sleep 1
+	for i in 1 2 3; do
+		kill -USR1 "$FL_PID" "$MT_PID"
+		sleep 0.2
+	done
+	for f in a b; do
+		for ((i = 0; i < 600; i++)); do
+			[ "$(grep -c 'flight: dumped ' "$BATS_TEST_TMPDIR/$f.out")" -ge 3 ] && break
+			sleep 0.05
+		done
+	done
+	touch "$BATS_TEST_TMPDIR/stop"
+	a=$FL_PID b=$MT_PID
+	wait "$FL_PID"
+	FL_PID=
+	wait "$MT_PID"
+	MT_PID=
+	cat "$BATS_TEST_TMPDIR/a.out" "$BATS_TEST_TMPDIR/b.out"
+	[ "$(grep -c "^memtrace-bpf: flight: dumped $DIR/flight-.*-asked\.mtb: asked for: SIGUSR1 to the tracer$" "$BATS_TEST_TMPDIR/a.out")" -eq 3 ]
+	[ "$(grep -c "^memtrace-bpf: flight: dumped $DIR/flight-.*-asked\.mtb: asked for: SIGUSR1 to the tracer$" "$BATS_TEST_TMPDIR/b.out")" -eq 3 ]
+	[ "$(ls -A "$DIR" | wc -l)" -eq 6 ]
+	# each tracer's names carry its pid; each dump reads whole
+	[ "$(ls "$DIR" | grep -c -- "-by$a-")" -eq 3 ]
+	[ "$(ls "$DIR" | grep -c -- "-by$b-")" -eq 3 ]
+	for f in "$DIR"/*.mtb; do
+		run "$MT" report -i "$f"
+		[ "$status" -eq 0 ]
+		[[ ${lines[0]} == "# record dump: asked for: SIGUSR1 to the tracer" ]]
+		! grep -qi 'warning\|error\|end block' <<<"$output"
+	done
+}
+
+@test "flight: a moment of full disk fails one dump; the next trigger dumps" {
+	DIR=$BATS_TEST_TMPDIR/small
+	mkdir "$DIR"
+	mount -t tmpfs -o size=4m tmpfs "$DIR"
+	SMALL=$DIR
+	# the disk full, as another writer fills it
+	dd if=/dev/zero of="$DIR/filler" bs=64k 2>/dev/null || true
+	loop_job
+	"$MT" record --flight 1s -o "$DIR" -p "$LOOP_PID" >"$BATS_TEST_TMPDIR/fl.out" 2>&1 &
+	FL_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/fl.out" '^# python pid=' 60
+	sleep 1
+	kill -USR1 "$FL_PID"
+	wait_for "$BATS_TEST_TMPDIR/fl.out" 'flight: write ' 30
+	# the room back
+	rm "$DIR/filler"
+	kill -USR1 "$FL_PID"
+	wait_for "$BATS_TEST_TMPDIR/fl.out" 'flight: dumped ' 30
+	touch "$BATS_TEST_TMPDIR/stop"
+	status=0
+	wait "$FL_PID" || status=$?
+	FL_PID=
+	left=$(ls -A "$DIR")
+	umount "$DIR"
+	SMALL=
+	cat "$BATS_TEST_TMPDIR/fl.out"
+	[ "$status" -eq 2 ]
+	grep -qE "^memtrace-bpf: flight: write $DIR/flight-.*-asked\.mtb: No space left on device: the partial dump removed; the next trigger dumps again$" "$BATS_TEST_TMPDIR/fl.out"
+	grep -qE "^memtrace-bpf: flight: dumped $DIR/flight-.*-asked\.mtb: asked for: SIGUSR1 to the tracer$" "$BATS_TEST_TMPDIR/fl.out"
+	grep -qx "memtrace-bpf: flight: 1 dump written in $DIR; 1 failed (above)" "$BATS_TEST_TMPDIR/fl.out"
+	[ "$(wc -w <<<"$left")" -eq 1 ]
+	[[ $left == flight-*-asked.mtb ]]
 }

@@ -366,8 +366,7 @@ void mt_tracer_flight_tick(struct mt_tracer *tr, __u64 now)
 
 int mt_tracer_flight_close(struct mt_tracer *tr)
 {
-	unsigned int n;
-	bool failed;
+	unsigned int n, failed;
 
 	if (!tr->flight_dir)
 		return 0;
@@ -390,8 +389,12 @@ int mt_tracer_flight_close(struct mt_tracer *tr)
 	mt_flight_dir_reap(tr->flight_dir, true);
 	n = mt_flight_dir_dumps(tr->flight_dir);
 	failed = mt_flight_dir_failed(tr->flight_dir);
-	mt_err("flight: %u dump%s written in %s%s", n, n == 1 ? "" : "s",
-	       tr->conf->flight->dir, failed ? "; dumping failed (above)" : "");
+	if (failed)
+		mt_err("flight: %u dump%s written in %s; %u failed (above)", n,
+		       n == 1 ? "" : "s", tr->conf->flight->dir, failed);
+	else
+		mt_err("flight: %u dump%s written in %s", n, n == 1 ? "" : "s",
+		       tr->conf->flight->dir);
 	mt_flight_dir_close(tr->flight_dir);
 	tr->flight_dir = NULL;
 	return failed ? 2 : 0;
