@@ -21,6 +21,7 @@ teardown() {
 	[ -n "${FL_PID:-}" ] && kill "$FL_PID" 2>/dev/null || true
 	[ -n "${CG:-}" ] && rmdir "$CG" 2>/dev/null || true
 	[ -n "${LOOP_PID:-}" ] && kill "$LOOP_PID" 2>/dev/null || true
+	[ -n "${FORKER_PID:-}" ] && kill "$FORKER_PID" 2>/dev/null || true
 	[ -n "${SMALL:-}" ] && umount "$SMALL" 2>/dev/null || true
 }
 
@@ -393,6 +394,26 @@ loop_job() {
 	done
 }
 
+@test "flight: a SIGUSR1 before any process has a window is said, not dropped" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	"$MT" record --flight 10s -o "$DIR" -- "$TORCH_PY" -c 'import torch' >"$BATS_TEST_TMPDIR/fl.out" 2>&1 &
+	FL_PID=$!
+	# as soon as it takes SIGUSR1 (SigCgt bit 10): long before the
+	# command has loaded PyTorch
+	for ((i = 0; i < 200; i++)); do
+		mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$FL_PID/status" 2>/dev/null || true)
+		[ -n "$mask" ] && (((0x$mask >> 9) & 1)) && break
+		sleep 0.01
+	done
+	kill -USR1 "$FL_PID"
+	wait "$FL_PID"
+	FL_PID=
+	cat "$BATS_TEST_TMPDIR/fl.out"
+	grep -qx 'memtrace-bpf: flight: SIGUSR1: no process followed has had an event yet (or every one is gone and dumped): nothing to dump' "$BATS_TEST_TMPDIR/fl.out"
+	[ -z "$(ls -A "$DIR")" ]
+}
+
 @test "flight: a moment of full disk fails one dump; the next trigger dumps" {
 	DIR=$BATS_TEST_TMPDIR/small
 	mkdir "$DIR"
@@ -425,4 +446,69 @@ loop_job() {
 	grep -qx "memtrace-bpf: flight: 1 dump written in $DIR; 1 failed (above)" "$BATS_TEST_TMPDIR/fl.out"
 	[ "$(wc -w <<<"$left")" -eq 1 ]
 	[[ $left == flight-*-asked.mtb ]]
+}
+
+# a parent that forks its children one after another once the file go is
+# there: argument N children, each allocating; the last one SIGKILLs itself
+forker() {
+	cat >"$BATS_TEST_TMPDIR/forker.py" <<-'EOF'
+		import os, signal, sys, time, torch
+		go, n, events = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+		print(os.getpid(), flush=True)
+		while not os.path.exists(go):
+		    time.sleep(0.01)
+		for i in range(n):
+		    pid = os.fork()
+		    if pid == 0:
+		        for j in range(events // 2):
+		            torch.ones(16)
+		        time.sleep(0.03)
+		        if i == n - 1:
+		            keep = torch.ones(1 << 12)
+		            time.sleep(0.2)
+		            os.kill(os.getpid(), signal.SIGKILL)
+		        os._exit(0)
+		    os.waitpid(pid, 0)
+		    print("child", i, pid, flush=True)
+		    if len(sys.argv) > 4:
+		        time.sleep(float(sys.argv[4]))
+		print("all done", flush=True)
+	EOF
+}
+
+@test "flight: a child's window is freed once it is gone and dumped (--flight-at-end: at its end): six children one after another" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	forker
+	# 100 k events each, 3 s apart: a child's window is freed a second
+	# after it is seen gone
+	"$TORCH_PY" "$BATS_TEST_TMPDIR/forker.py" "$BATS_TEST_TMPDIR/go" 6 100000 3 >"$BATS_TEST_TMPDIR/forker.out" &
+	FORKER_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/forker.out" '^[0-9]+$' 60
+	parent=$(head -1 "$BATS_TEST_TMPDIR/forker.out")
+	"$MT" record --flight 1h --flight-at-end -o "$DIR" --children "$parent" >"$BATS_TEST_TMPDIR/fl.out" 2>"$BATS_TEST_TMPDIR/fl.err" &
+	FL_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/fl.err" "^# python pid=$parent " 60
+	touch "$BATS_TEST_TMPDIR/go"
+	# the tracer's memory 2 s after the first child and after the last
+	wait_for "$BATS_TEST_TMPDIR/forker.out" '^child 0 ' 120
+	sleep 2
+	rss1=$(awk '/^VmRSS:/ { print $2 }' "/proc/$FL_PID/status")
+	wait_for "$BATS_TEST_TMPDIR/forker.out" '^child 5 ' 300
+	sleep 2
+	rss6=$(awk '/^VmRSS:/ { print $2 }' "/proc/$FL_PID/status")
+	wait "$FL_PID"
+	FL_PID=
+	cat "$BATS_TEST_TMPDIR/fl.err"
+	echo "VmRSS after the first child: $rss1 KiB; after the sixth: $rss6 KiB"
+	# a window of 100 k events is 16 MiB (168 bytes an event): five
+	# more kept would be 80 MiB more
+	[ "$((rss6 - rss1))" -lt 16384 ]
+	# each process's end dump at its end, the parent's too; the last
+	# child, killed, has its signal dump instead
+	for pid in $parent $(awk '$1 == "child" && $2 < 5 { print $3 }' "$BATS_TEST_TMPDIR/forker.out"); do
+		grep -qE "^memtrace-bpf: flight: dumped $DIR/flight-.*-pid$pid-rank0-end\.mtb: pid $pid \(rank 0\) ended \(--flight-at-end\)$" "$BATS_TEST_TMPDIR/fl.err"
+	done
+	dump_of signal
+	[ "$(ls "$DIR" | wc -l)" -eq 7 ]
 }
