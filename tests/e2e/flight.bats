@@ -476,6 +476,38 @@ forker() {
 	EOF
 }
 
+@test "flight: --children follows a parent's 300 children one after another (slots of the gone reused): the 300th, killed, is dumped" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	forker
+	"$TORCH_PY" "$BATS_TEST_TMPDIR/forker.py" "$BATS_TEST_TMPDIR/go" 300 2 >"$BATS_TEST_TMPDIR/forker.out" &
+	FORKER_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/forker.out" '^[0-9]+$' 60
+	parent=$(head -1 "$BATS_TEST_TMPDIR/forker.out")
+	"$MT" record --flight 10s -o "$DIR" --children "$parent" >"$BATS_TEST_TMPDIR/fl.out" 2>"$BATS_TEST_TMPDIR/fl.err" &
+	FL_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/fl.err" "^# python pid=$parent " 60
+	touch "$BATS_TEST_TMPDIR/go"
+	wait_for "$BATS_TEST_TMPDIR/forker.out" '^all done$' 300
+	wait "$FL_PID"
+	FL_PID=
+	cat "$BATS_TEST_TMPDIR/fl.out"
+	grep -v '^# \(follow\|attach\|python\)' "$BATS_TEST_TMPDIR/fl.err" || true
+	last=$(awk '$1 == "child" && $2 == 299 { print $3 }' "$BATS_TEST_TMPDIR/forker.out")
+	[ -n "$last" ]
+	# every child followed (one gone before the tracer saw its fork is
+	# not: a loaded machine's margin)
+	n=$(grep -c '^# follow pid=[0-9]* comm=.* (forked)$' "$BATS_TEST_TMPDIR/fl.err")
+	echo "children followed: $n of 300"
+	[ "$n" -ge 295 ]
+	grep -q "^# follow pid=$last comm=.* (forked)$" "$BATS_TEST_TMPDIR/fl.err"
+	! grep -q '^# lost processes=' "$BATS_TEST_TMPDIR/fl.out"
+	dump=$(dump_of signal)
+	[[ $dump == */flight-*-pid$last-rank0-signal.mtb ]]
+	grep -qx "memtrace-bpf: flight: dumped $dump: pid $last (rank 0) was killed by SIGKILL (Killed)" "$BATS_TEST_TMPDIR/fl.err"
+	[ "$(ls "$DIR" | wc -l)" -eq 1 ]
+}
+
 @test "flight: a child's window is freed once it is gone and dumped (--flight-at-end: at its end): six children one after another" {
 	DIR=$BATS_TEST_TMPDIR/dumps
 	mkdir "$DIR"
