@@ -393,9 +393,9 @@ static void dump_asked(struct mt_tracer *tr)
 		any = true;
 	}
 	if (!any)
-		mt_err("flight: SIGUSR1: no process followed has had an event "
-		       "yet (or every one is gone and dumped): nothing to "
-		       "dump");
+		mt_err("flight: SIGUSR1: no process followed has a window yet "
+		       "(none attached, or every one gone and dumped): "
+		       "nothing to dump");
 }
 
 void mt_tracer_flight_tick(struct mt_tracer *tr, __u64 now)
