@@ -20,6 +20,9 @@ teardown() {
 	[ -n "${MT_PID:-}" ] && kill "$MT_PID" 2>/dev/null || true
 	[ -n "${FL_PID:-}" ] && kill "$FL_PID" 2>/dev/null || true
 	[ -n "${CG:-}" ] && rmdir "$CG" 2>/dev/null || true
+	[ -n "${LOOP_PID:-}" ] && kill "$LOOP_PID" 2>/dev/null || true
+	[ -n "${FORKER_PID:-}" ] && kill "$FORKER_PID" 2>/dev/null || true
+	[ -n "${SMALL:-}" ] && umount "$SMALL" 2>/dev/null || true
 }
 
 # the event lines of script -i FILE as "ts pid/tid event first-field size"
@@ -57,7 +60,7 @@ dump_of() {
 	cat "$BATS_TEST_TMPDIR/flight.err"
 	read -r size line < <(sed -nE 's/^oom size=([0-9]+) line=([0-9]+)$/\1 \2/p' "$BATS_TEST_TMPDIR/fx.out")
 	dump=$(dump_of oom)
-	[[ $dump == */flight-*-[0-9][0-9][0-9][0-9]-pid$fx_PID-rank0-oom.mtb ]]
+	[[ $dump == */flight-*-by[0-9]*-[0-9][0-9][0-9][0-9]-pid$fx_PID-rank0-oom.mtb ]]
 	grep -q "^memtrace-bpf: flight: dumped $dump: out of memory in pid $fx_PID (rank 0)" "$BATS_TEST_TMPDIR/flight.err"
 	run "$MT" report -i "$dump"
 	echo "$output"
@@ -219,7 +222,7 @@ for k, v in w.items():
 	FL_PID=
 	cat "$BATS_TEST_TMPDIR/flight.err"
 	[ "$(grep -c '^memtrace-bpf: flight: dumped .*-asked\.mtb: asked for: SIGUSR1 to the tracer$' "$BATS_TEST_TMPDIR/flight.err")" -eq 5 ]
-	[ "$(grep -c '^memtrace-bpf: flight: removed .*, the oldest dump: 4 dumps and [0-9]* bytes are over --flight-dumps 3 ' "$BATS_TEST_TMPDIR/flight.err")" -eq 2 ]
+	[ "$(grep -c '^memtrace-bpf: flight: removed .*, the oldest asked dump (end dumps go first, oom last): 4 dumps and [0-9]* bytes are over --flight-dumps 3 ' "$BATS_TEST_TMPDIR/flight.err")" -eq 2 ]
 	[ "$(ls "$DIR" | wc -l)" -eq 3 ]
 	ls "$DIR" | grep -q -- '-0005-'
 	! ls "$DIR" | grep -q -- '-0001-'
@@ -229,7 +232,7 @@ for k, v in w.items():
 	done
 }
 
-@test "flight: bad input is one line and exit 2; a full disk stops dumping, never the command" {
+@test "flight: bad input is one line and exit 2; a full disk fails a dump, never the command" {
 	run "$MT" record --flight 0 -o "$BATS_TEST_TMPDIR" -- /bin/true
 	[ "$status" -eq 2 ]
 	[ "$output" = "memtrace-bpf: invalid window (at least 1 s): '0' (see --help)" ]
@@ -257,11 +260,15 @@ for k, v in w.items():
 		print("done", flush=True)
 	EOF
 	run "$MT" record --flight 1h --flight-at-end -o "$BATS_TEST_TMPDIR/small" -- "$TORCH_PY" "$BATS_TEST_TMPDIR/many.py"
+	# nothing left there, not even the partial dump under its hidden name
+	left=$(ls -A "$BATS_TEST_TMPDIR/small")
 	umount "$BATS_TEST_TMPDIR/small"
+	[ -z "$left" ]
 	echo "$output"
 	[ "$status" -eq 2 ]
 	grep -qx done <<<"$output"
-	grep -qE '^memtrace-bpf: flight: write .*/small/flight-.*-end\.mtb: No space left on device: the partial dump removed, no more dumps$' <<<"$output"
+	grep -qE '^memtrace-bpf: flight: write .*/small/flight-.*-end\.mtb: No space left on device: the partial dump removed; the next trigger dumps again$' <<<"$output"
+	grep -qx "memtrace-bpf: flight: 0 dumps written in $BATS_TEST_TMPDIR/small; 1 failed (above)" <<<"$output"
 }
 
 # two gloo ranks launched as cuda.bats launches them (Debian's torchrun
@@ -329,4 +336,217 @@ for k, v in w.items():
 	run "$MT" record --flight 10s --alert-pct 50 -o "$DIR" -- /bin/true
 	[ "$status" -eq 2 ]
 	[[ $output == "memtrace-bpf: --flight --alert-pct PCT dumps when a process's reserved memory crosses PCT % of --device-mem: give both" ]]
+}
+
+# a CPU job that allocates until the file stop is there; its pid first
+loop_job() {
+	cat >"$BATS_TEST_TMPDIR/loop.py" <<-'EOF'
+		import os, sys, time, torch
+		print(os.getpid(), flush=True)
+		while not os.path.exists(sys.argv[1]):
+		    torch.ones(1 << 16)
+		    time.sleep(0.001)
+	EOF
+	"$TORCH_PY" "$BATS_TEST_TMPDIR/loop.py" "$BATS_TEST_TMPDIR/stop" >"$BATS_TEST_TMPDIR/loop.out" &
+	wait_for "$BATS_TEST_TMPDIR/loop.out" '^[0-9]+$' 60
+	LOOP_PID=$(head -1 "$BATS_TEST_TMPDIR/loop.out")
+}
+
+@test "flight: two recorders on one process, SIGUSR1 to both in the same second: six whole dumps, each under a name of its own" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	loop_job
+	"$MT" record --flight 10s -o "$DIR" -p "$LOOP_PID" >"$BATS_TEST_TMPDIR/a.out" 2>&1 &
+	FL_PID=$!
+	"$MT" record --flight 10s -o "$DIR" -p "$LOOP_PID" >"$BATS_TEST_TMPDIR/b.out" 2>&1 &
+	MT_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/a.out" '^# python pid=' 60
+	wait_for "$BATS_TEST_TMPDIR/b.out" '^# python pid=' 60
+	sleep 1
+	for i in 1 2 3; do
+		kill -USR1 "$FL_PID" "$MT_PID"
+		sleep 0.2
+	done
+	for f in a b; do
+		for ((i = 0; i < 600; i++)); do
+			[ "$(grep -c 'flight: dumped ' "$BATS_TEST_TMPDIR/$f.out")" -ge 3 ] && break
+			sleep 0.05
+		done
+	done
+	touch "$BATS_TEST_TMPDIR/stop"
+	a=$FL_PID b=$MT_PID
+	wait "$FL_PID"
+	FL_PID=
+	wait "$MT_PID"
+	MT_PID=
+	cat "$BATS_TEST_TMPDIR/a.out" "$BATS_TEST_TMPDIR/b.out"
+	[ "$(grep -c "^memtrace-bpf: flight: dumped $DIR/flight-.*-asked\.mtb: asked for: SIGUSR1 to the tracer$" "$BATS_TEST_TMPDIR/a.out")" -eq 3 ]
+	[ "$(grep -c "^memtrace-bpf: flight: dumped $DIR/flight-.*-asked\.mtb: asked for: SIGUSR1 to the tracer$" "$BATS_TEST_TMPDIR/b.out")" -eq 3 ]
+	[ "$(ls -A "$DIR" | wc -l)" -eq 6 ]
+	# each tracer's names carry its pid; each dump reads whole
+	[ "$(ls "$DIR" | grep -c -- "-by$a-")" -eq 3 ]
+	[ "$(ls "$DIR" | grep -c -- "-by$b-")" -eq 3 ]
+	for f in "$DIR"/*.mtb; do
+		run "$MT" report -i "$f"
+		[ "$status" -eq 0 ]
+		[[ ${lines[0]} == "# record dump: asked for: SIGUSR1 to the tracer" ]]
+		! grep -qi 'warning\|error\|end block' <<<"$output"
+	done
+}
+
+@test "flight: a SIGUSR1 as soon as the tracer takes it is said or dumped, never dropped" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	"$MT" record --flight 10s -o "$DIR" -- "$TORCH_PY" -c 'import torch' >"$BATS_TEST_TMPDIR/fl.out" 2>&1 &
+	FL_PID=$!
+	# as soon as it takes SIGUSR1 (SigCgt bit 10): long before the
+	# command has loaded PyTorch
+	for ((i = 0; i < 200; i++)); do
+		mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$FL_PID/status" 2>/dev/null || true)
+		[ -n "$mask" ] && (((0x$mask >> 9) & 1)) && break
+		sleep 0.01
+	done
+	kill -USR1 "$FL_PID"
+	wait "$FL_PID"
+	FL_PID=
+	cat "$BATS_TEST_TMPDIR/fl.out"
+	said=$(grep -cx 'memtrace-bpf: flight: SIGUSR1: no process followed has a window yet (none attached, or every one gone and dumped): nothing to dump' "$BATS_TEST_TMPDIR/fl.out" || true)
+	dumped=$(grep -c '^memtrace-bpf: flight: dumped .*-asked\.mtb: asked for: SIGUSR1 to the tracer$' "$BATS_TEST_TMPDIR/fl.out" || true)
+	# the line, as a rule; the dump of the window made at the command's
+	# first library load when the tracer's first turn came after it (a
+	# loaded machine: seen once)
+	echo "said $said, dumped $dumped"
+	[ "$((said + dumped))" -eq 1 ]
+	[ "$(ls -A "$DIR" | wc -l)" -eq "$dumped" ]
+}
+
+@test "flight: a moment of full disk fails one dump; the next trigger dumps" {
+	DIR=$BATS_TEST_TMPDIR/small
+	mkdir "$DIR"
+	mount -t tmpfs -o size=4m tmpfs "$DIR"
+	SMALL=$DIR
+	# the disk full, as another writer fills it
+	dd if=/dev/zero of="$DIR/filler" bs=64k 2>/dev/null || true
+	loop_job
+	"$MT" record --flight 1s -o "$DIR" -p "$LOOP_PID" >"$BATS_TEST_TMPDIR/fl.out" 2>&1 &
+	FL_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/fl.out" '^# python pid=' 60
+	sleep 1
+	kill -USR1 "$FL_PID"
+	wait_for "$BATS_TEST_TMPDIR/fl.out" 'flight: write ' 30
+	# the room back
+	rm "$DIR/filler"
+	kill -USR1 "$FL_PID"
+	wait_for "$BATS_TEST_TMPDIR/fl.out" 'flight: dumped ' 30
+	touch "$BATS_TEST_TMPDIR/stop"
+	status=0
+	wait "$FL_PID" || status=$?
+	FL_PID=
+	left=$(ls -A "$DIR")
+	umount "$DIR"
+	SMALL=
+	cat "$BATS_TEST_TMPDIR/fl.out"
+	[ "$status" -eq 2 ]
+	grep -qE "^memtrace-bpf: flight: write $DIR/flight-.*-asked\.mtb: No space left on device: the partial dump removed; the next trigger dumps again$" "$BATS_TEST_TMPDIR/fl.out"
+	grep -qE "^memtrace-bpf: flight: dumped $DIR/flight-.*-asked\.mtb: asked for: SIGUSR1 to the tracer$" "$BATS_TEST_TMPDIR/fl.out"
+	grep -qx "memtrace-bpf: flight: 1 dump written in $DIR; 1 failed (above)" "$BATS_TEST_TMPDIR/fl.out"
+	[ "$(wc -w <<<"$left")" -eq 1 ]
+	[[ $left == flight-*-asked.mtb ]]
+}
+
+# a parent that forks its children one after another once the file go is
+# there: argument N children, each allocating; the last one SIGKILLs itself
+forker() {
+	cat >"$BATS_TEST_TMPDIR/forker.py" <<-'EOF'
+		import os, signal, sys, time, torch
+		go, n, events = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+		print(os.getpid(), flush=True)
+		while not os.path.exists(go):
+		    time.sleep(0.01)
+		for i in range(n):
+		    pid = os.fork()
+		    if pid == 0:
+		        for j in range(events // 2):
+		            torch.ones(16)
+		        time.sleep(0.03)
+		        if i == n - 1:
+		            keep = torch.ones(1 << 12)
+		            time.sleep(0.2)
+		            os.kill(os.getpid(), signal.SIGKILL)
+		        os._exit(0)
+		    os.waitpid(pid, 0)
+		    print("child", i, pid, flush=True)
+		    if len(sys.argv) > 4:
+		        time.sleep(float(sys.argv[4]))
+		print("all done", flush=True)
+	EOF
+}
+
+@test "flight: --children follows a parent's 300 children one after another (slots of the gone reused): the 300th, killed, is dumped" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	forker
+	"$TORCH_PY" "$BATS_TEST_TMPDIR/forker.py" "$BATS_TEST_TMPDIR/go" 300 2 >"$BATS_TEST_TMPDIR/forker.out" &
+	FORKER_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/forker.out" '^[0-9]+$' 60
+	parent=$(head -1 "$BATS_TEST_TMPDIR/forker.out")
+	"$MT" record --flight 10s -o "$DIR" --children "$parent" >"$BATS_TEST_TMPDIR/fl.out" 2>"$BATS_TEST_TMPDIR/fl.err" &
+	FL_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/fl.err" "^# python pid=$parent " 60
+	touch "$BATS_TEST_TMPDIR/go"
+	wait_for "$BATS_TEST_TMPDIR/forker.out" '^all done$' 300
+	wait "$FL_PID"
+	FL_PID=
+	cat "$BATS_TEST_TMPDIR/fl.out"
+	grep -v '^# \(follow\|attach\|python\)' "$BATS_TEST_TMPDIR/fl.err" || true
+	last=$(awk '$1 == "child" && $2 == 299 { print $3 }' "$BATS_TEST_TMPDIR/forker.out")
+	[ -n "$last" ]
+	# every child followed (one gone before the tracer saw its fork is
+	# not: a loaded machine's margin)
+	n=$(grep -c '^# follow pid=[0-9]* comm=.* (forked)$' "$BATS_TEST_TMPDIR/fl.err")
+	echo "children followed: $n of 300"
+	[ "$n" -ge 295 ]
+	grep -q "^# follow pid=$last comm=.* (forked)$" "$BATS_TEST_TMPDIR/fl.err"
+	! grep -q '^# lost processes=' "$BATS_TEST_TMPDIR/fl.out"
+	dump=$(dump_of signal)
+	[[ $dump == */flight-*-pid$last-rank0-signal.mtb ]]
+	grep -qx "memtrace-bpf: flight: dumped $dump: pid $last (rank 0) was killed by SIGKILL (Killed)" "$BATS_TEST_TMPDIR/fl.err"
+	[ "$(ls "$DIR" | wc -l)" -eq 1 ]
+}
+
+@test "flight: a child's window is freed once it is gone and dumped (--flight-at-end: at its end): six children one after another" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	forker
+	# 100 k events each, 3 s apart: a child's window is freed a second
+	# after it is seen gone
+	"$TORCH_PY" "$BATS_TEST_TMPDIR/forker.py" "$BATS_TEST_TMPDIR/go" 6 100000 3 >"$BATS_TEST_TMPDIR/forker.out" &
+	FORKER_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/forker.out" '^[0-9]+$' 60
+	parent=$(head -1 "$BATS_TEST_TMPDIR/forker.out")
+	"$MT" record --flight 1h --flight-at-end -o "$DIR" --children "$parent" >"$BATS_TEST_TMPDIR/fl.out" 2>"$BATS_TEST_TMPDIR/fl.err" &
+	FL_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/fl.err" "^# python pid=$parent " 60
+	touch "$BATS_TEST_TMPDIR/go"
+	# the tracer's memory 2 s after the first child and after the last
+	wait_for "$BATS_TEST_TMPDIR/forker.out" '^child 0 ' 120
+	sleep 2
+	rss1=$(awk '/^VmRSS:/ { print $2 }' "/proc/$FL_PID/status")
+	wait_for "$BATS_TEST_TMPDIR/forker.out" '^child 5 ' 300
+	sleep 2
+	rss6=$(awk '/^VmRSS:/ { print $2 }' "/proc/$FL_PID/status")
+	wait "$FL_PID"
+	FL_PID=
+	cat "$BATS_TEST_TMPDIR/fl.err"
+	echo "VmRSS after the first child: $rss1 KiB; after the sixth: $rss6 KiB"
+	# a window of 100 k events is 16 MiB (168 bytes an event): five
+	# more kept would be 80 MiB more
+	[ "$((rss6 - rss1))" -lt 16384 ]
+	# each process's end dump at its end, the parent's too; the last
+	# child, killed, has its signal dump instead
+	for pid in $parent $(awk '$1 == "child" && $2 < 5 { print $3 }' "$BATS_TEST_TMPDIR/forker.out"); do
+		grep -qE "^memtrace-bpf: flight: dumped $DIR/flight-.*-pid$pid-rank0-end\.mtb: pid $pid \(rank 0\) ended \(--flight-at-end\)$" "$BATS_TEST_TMPDIR/fl.err"
+	done
+	dump_of signal
+	[ "$(ls "$DIR" | wc -l)" -eq 7 ]
 }

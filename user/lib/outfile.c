@@ -201,6 +201,19 @@ int mt_create_output(const char *path, mode_t mode, char *err, size_t errlen)
 	return fd;
 }
 
+int mt_create_new_at(int dfd, const char *name, mode_t mode, const char *shown)
+{
+	int fd = openat(dfd, name,
+			O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY |
+				O_CLOEXEC,
+			mode);
+
+	if (fd < 0)
+		return -errno;
+	give_to_sudo_user(fd, shown);
+	return fd;
+}
+
 FILE *mt_create_output_file(const char *path, mode_t mode, char *err,
 			    size_t errlen)
 {

@@ -34,6 +34,15 @@
  */
 int mt_create_output(const char *path, mode_t mode, char *err, size_t errlen);
 
+/*
+ * NAME made new in the directory dfd, with MODE less the umask: never an
+ * existing file nor a link (O_EXCL), and under sudo the user's who ran it
+ * as mt_create_output's are (shown names it in the line that says when it
+ * cannot be). The descriptor (close-on-exec), or a negative errno
+ * (-EEXIST: the name is taken).
+ */
+int mt_create_new_at(int dfd, const char *name, mode_t mode, const char *shown);
+
 /* the same as a stdio stream; NULL with errno and err set on failure */
 FILE *mt_create_output_file(const char *path, mode_t mode, char *err,
 			    size_t errlen);

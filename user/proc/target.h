@@ -35,6 +35,8 @@ struct mt_target {
 	struct mt_hold *hold; /* spawned: its stops at library loads */
 	bool told_late; /* the guard's continuing it was said */
 	bool exited;
+	/* when the tracer saw it gone (CLOCK_MONOTONIC ns); 0: not yet */
+	__u64 gone_ns;
 	bool has_status; /* spawned and reaped: status is waitpid's */
 	int status;
 	struct mt_maps maps; /* executable mappings, for callers */

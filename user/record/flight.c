@@ -17,9 +17,20 @@
  * in the tracer, a large window kept it from the BPF ring buffer long
  * enough for it to drop events). The copy costs only the pages the tracer
  * writes meanwhile.
+ *
+ * The folder is opened once and every file in it made, renamed and
+ * removed relative to that descriptor: a folder swapped for a symbolic
+ * link mid-run would otherwise take the next dumps elsewhere, and the caps
+ * would "remove" paths that no longer hold them. A dump's name carries the
+ * tracer's pid (two recorders on one folder wrote each other's files),
+ * is made with O_EXCL, and the dump is written under a hidden name
+ * (".NAME.part") given its own only once it is whole, without replacing
+ * anything: a writer killed midway, or a full disk, leaves no file that
+ * looks like a dump.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +45,7 @@
 #include "lib/grow.h"
 #include "lib/hashing.h"
 #include "lib/hashtab.h"
+#include "lib/outfile.h"
 
 enum what { FL_OTHER, FL_ALLOC, FL_FREE };
 
@@ -89,65 +101,111 @@ struct mt_flight {
 	bool no_memory; /* an event not kept for want of memory */
 };
 
+/*
+ * How long the caps keep a dump, by its tag: the lowest goes first. What
+ * ended a process (an OOM most of all) says what no later dump can, and
+ * the end of a trace or a process is the least news.
+ */
+static const struct fl_kind {
+	const char *tag;
+	int keep;
+} kinds[] = {
+	{ "end", 0 },	 { "usage", 1 },   { "asked", 1 },
+	{ "signal", 2 }, { "oomkill", 3 }, { "oom", 3 },
+};
+
+/* a tag not in kinds: kept as asked's */
+#define KEEP_OTHER 1
+
 struct fl_dump {
-	char *path;
+	char *name; /* in the folder */
 	__u64 bytes;
+	int keep; /* kinds' */
+	char tag[16];
 };
 
 /* dumps being written at once, at most: one more waits for the oldest */
 #define FL_WRITERS 4
 
+/* names tried for a dump when those before were taken */
+#define FL_NAME_TRIES 100
+
 /* a dump a child process writes */
 struct fl_writer {
 	pid_t pid;
-	char *path, *why;
+	char *name, *why, *tag;
 };
 
 struct mt_flight_dir {
 	const struct mt_flight_conf *c;
+	int dfd; /* the folder, opened once: never looked up by path again */
 	struct fl_dump *dumps; /* kept now, oldest first */
 	size_t n, cap;
 	__u64 total;
 	unsigned int begun; /* dumps begun: the number in the next name */
-	unsigned int written;
-	bool stopped; /* a write failed: no more dumps */
+	unsigned int written, failed;
 	struct fl_writer writers[FL_WRITERS]; /* the oldest first */
 	size_t nwriters;
 };
+
+/*
+ * A file made and removed in the folder: root passes access(2) on /proc
+ * too. 0 or -errno.
+ */
+static int probe_write(int dfd)
+{
+	char name[64];
+	int fd;
+
+	snprintf(name, sizeof(name), ".memtrace-flight-%d.probe",
+		 (int)getpid());
+	fd = openat(dfd, name,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (close(fd) || unlinkat(dfd, name, 0))
+		return -errno;
+	return 0;
+}
 
 struct mt_flight_dir *mt_flight_dir_open(const struct mt_flight_conf *c,
 					 char *err, size_t errlen)
 {
 	struct mt_flight_dir *d;
-	char probe[4096];
 	struct stat st;
-	int fd;
+	int fd, ret;
 
-	if (stat(c->dir, &st) || !S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "--flight: -o %s is no folder (%s)",
-			 c->dir, errno ? strerror(errno) : "not a directory");
+	fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* a link refused: ENOTDIR (O_DIRECTORY's word for it) or ELOOP */
+	if (fd < 0 && (errno == ENOTDIR || errno == ELOOP) &&
+	    !lstat(c->dir, &st) && S_ISLNK(st.st_mode)) {
+		snprintf(err, errlen,
+			 "--flight: -o %s is a symbolic link: give the folder "
+			 "it leads to (the folder is opened once, not followed "
+			 "at each dump)",
+			 c->dir);
 		return NULL;
 	}
-	/* a file made and removed: root passes access(2) on /proc too */
-	if (snprintf(probe, sizeof(probe), "%s/.memtrace-flight-XXXXXX",
-		     c->dir) >= (int)sizeof(probe)) {
-		snprintf(err, errlen, "--flight: -o %s: name too long", c->dir);
-		return NULL;
-	}
-	fd = mkstemp(probe);
 	if (fd < 0) {
-		snprintf(err, errlen, "--flight: cannot write in -o %s: %s",
+		snprintf(err, errlen, "--flight: -o %s is no folder (%s)",
 			 c->dir, strerror(errno));
 		return NULL;
 	}
-	close(fd);
-	unlink(probe);
+	ret = probe_write(fd);
+	if (ret) {
+		snprintf(err, errlen, "--flight: cannot write in -o %s: %s",
+			 c->dir, strerror(-ret));
+		close(fd);
+		return NULL;
+	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
 		snprintf(err, errlen, "out of memory");
+		close(fd);
 		return NULL;
 	}
 	d->c = c;
+	d->dfd = fd;
 	return d;
 }
 
@@ -156,9 +214,9 @@ unsigned int mt_flight_dir_dumps(const struct mt_flight_dir *d)
 	return d->written;
 }
 
-bool mt_flight_dir_failed(const struct mt_flight_dir *d)
+unsigned int mt_flight_dir_failed(const struct mt_flight_dir *d)
 {
-	return d->stopped;
+	return d->failed;
 }
 
 void mt_flight_dir_close(struct mt_flight_dir *d)
@@ -167,44 +225,74 @@ void mt_flight_dir_close(struct mt_flight_dir *d)
 		return;
 	mt_flight_dir_reap(d, true);
 	for (size_t i = 0; i < d->n; i++)
-		free(d->dumps[i].path);
+		free(d->dumps[i].name);
 	free(d->dumps);
+	if (close(d->dfd))
+		mt_err("flight: close -o %s: %s", d->c->dir, strerror(errno));
 	free(d);
 }
 
-/* the oldest dumps go while the folder holds more than its caps allow */
+static int keep_of(const char *tag)
+{
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strcmp(kinds[i].tag, tag))
+			return kinds[i].keep;
+	return KEEP_OTHER;
+}
+
+/* the dump the caps remove first: of the kind kept least, the oldest */
+static size_t victim(const struct mt_flight_dir *d)
+{
+	size_t v = 0;
+
+	for (size_t i = 1; i < d->n; i++)
+		if (d->dumps[i].keep < d->dumps[v].keep)
+			v = i;
+	return v;
+}
+
+/* dumps go, as victim() picks them, while there are more than the caps */
 static void enforce_caps(struct mt_flight_dir *d)
 {
 	const struct mt_flight_conf *c = d->c;
 
 	while (d->n > 1 && (d->n > c->max_dumps || d->total > c->max_total)) {
-		struct fl_dump *o = &d->dumps[0];
+		size_t v = victim(d);
+		struct fl_dump *o = &d->dumps[v];
 
-		if (unlink(o->path) && errno != ENOENT)
-			mt_err("flight: remove %s: %s", o->path,
+		if (unlinkat(d->dfd, o->name, 0) && errno != ENOENT)
+			mt_err("flight: remove %s/%s: %s", c->dir, o->name,
 			       strerror(errno));
 		else
-			mt_err("flight: removed %s, the oldest dump: %zu "
-			       "dumps and %llu bytes are over --flight-dumps "
-			       "%u or --flight-total %llu",
-			       o->path, d->n, (unsigned long long)d->total,
-			       c->max_dumps, (unsigned long long)c->max_total);
+			mt_err("flight: removed %s/%s, the oldest %s dump "
+			       "(end dumps go first, oom last): %zu dumps and "
+			       "%llu bytes are over --flight-dumps %u or "
+			       "--flight-total %llu",
+			       c->dir, o->name, o->tag, d->n,
+			       (unsigned long long)d->total, c->max_dumps,
+			       (unsigned long long)c->max_total);
 		d->total -= o->bytes;
-		free(o->path);
-		memmove(d->dumps, d->dumps + 1, --d->n * sizeof(*d->dumps));
+		free(o->name);
+		memmove(o, o + 1, (--d->n - v) * sizeof(*d->dumps));
 	}
 }
 
-static int dir_add(struct mt_flight_dir *d, const char *path, __u64 bytes)
+static int dir_add(struct mt_flight_dir *d, const char *name, const char *tag,
+		   __u64 bytes)
 {
+	struct fl_dump *o;
+
 	if (mt_grow((void **)&d->dumps, &d->cap, d->n + 1, sizeof(*d->dumps)))
 		return -ENOMEM;
-	d->dumps[d->n].path = strdup(path);
-	if (!d->dumps[d->n].path)
+	o = &d->dumps[d->n];
+	o->name = strdup(name);
+	if (!o->name)
 		return -ENOMEM;
-	d->dumps[d->n++].bytes = bytes;
+	o->bytes = bytes;
+	o->keep = keep_of(tag);
+	snprintf(o->tag, sizeof(o->tag), "%s", tag);
+	d->n++;
 	d->total += bytes;
-	d->written++;
 	enforce_caps(d);
 	return 0;
 }
@@ -554,29 +642,72 @@ static int by_ts(const void *pa, const void *pb)
 	return (a->ev.ts > b->ev.ts) - (a->ev.ts < b->ev.ts);
 }
 
+/* the hidden name a dump is written under until it is whole */
+static int part_name(const char *name, char *buf, size_t len)
+{
+	return snprintf(buf, len, ".%s.part", name) >= (int)len ?
+		       -ENAMETOOLONG :
+		       0;
+}
+
 /*
- * A new file's name in the folder: time, the dump's number in this run
- * (names sort as the dumps came), pid, rank, tag. 0 or -errno.
+ * A new dump's name in the folder, in name: time, this tracer's pid, the
+ * dump's number in this run (names sort as the dumps came), pid, rank,
+ * tag; and its file under the hidden name, made new (O_EXCL). A name
+ * taken, whole or being written (by another tracer, an earlier run), is
+ * passed for the next number. The file's descriptor, or -errno.
  */
-static int dump_path(const struct mt_flight *f, const char *tag,
-		     const struct mt_rank *rank, char *path, size_t len)
+static int dump_create(struct mt_flight_dir *d, const struct mt_flight *f,
+		       const char *tag, const struct mt_rank *rank, char *name,
+		       size_t len)
 {
 	time_t now = time(NULL);
-	char stamp[32];
-	struct tm tm;
+	char stamp[32], part[4096], shown[8192];
 	struct stat st;
+	struct tm tm;
+	int fd = -EEXIST;
 
 	if (!gmtime_r(&now, &tm) ||
 	    !strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm))
 		return -EINVAL;
-	if (snprintf(path, len, "%s/flight-%s-%04u-pid%d-rank%d-%s.mtb",
-		     f->dir->c->dir, stamp, f->dir->begun + 1, f->pid,
-		     rank && rank->known ? rank->rank : 0, tag) >= (int)len)
-		return -ENAMETOOLONG;
-	/* an earlier run's dump of the same second and number stays */
-	if (!lstat(path, &st) || errno != ENOENT)
-		return -EEXIST;
-	return 0;
+	for (int i = 0; i < FL_NAME_TRIES && fd == -EEXIST; i++) {
+		if (snprintf(name, len,
+			     "flight-%s-by%d-%04u-pid%d-rank%d-%s.mtb", stamp,
+			     (int)getpid(), ++d->begun, f->pid,
+			     rank && rank->known ? rank->rank : 0,
+			     tag) >= (int)len ||
+		    part_name(name, part, sizeof(part)))
+			return -ENAMETOOLONG;
+		if (!fstatat(d->dfd, name, &st, AT_SYMLINK_NOFOLLOW))
+			continue;
+		if (errno != ENOENT)
+			return -errno;
+		snprintf(shown, sizeof(shown), "%s/%s", d->c->dir, part);
+		fd = mt_create_new_at(d->dfd, part, MT_OUT_PRIVATE, shown);
+	}
+	return fd;
+}
+
+/* a partial dump goes: it says nothing true. Said when it cannot. */
+static void drop_part(const struct mt_flight_dir *d, const char *part)
+{
+	if (unlinkat(d->dfd, part, 0) && errno != ENOENT)
+		mt_err("flight: remove the partial dump %s/%s: %s", d->c->dir,
+		       part, strerror(errno));
+}
+
+/*
+ * The whole dump from its hidden name to its own, never over a file of
+ * that name: renameat2's RENAME_NOREPLACE, or where the file system has
+ * none (NFS) a link, which fails as well on a name taken. 0 or -errno.
+ */
+static int publish(int dfd, const char *part, const char *name)
+{
+	if (!renameat2(dfd, part, dfd, name, RENAME_NOREPLACE))
+		return 0;
+	if (errno != EINVAL || linkat(dfd, part, dfd, name, 0))
+		return -errno;
+	return unlinkat(dfd, part, 0) ? -errno : 0;
 }
 
 /* the window, in words, for the dump's first lines */
@@ -613,23 +744,30 @@ static void describe_window(const struct mt_flight *f, size_t pinned,
 }
 
 /*
- * Write the dump of f at path: 0, or -errno after a line on stderr (a
- * partial file removed)
+ * Write the dump of f into fd, its file under the hidden name of name,
+ * then give it that name. 0, or -errno after a line on stderr (a partial
+ * file removed).
  */
-static int write_dump(const struct mt_flight *f, const char *path,
+static int write_dump(const struct mt_flight *f, int fd, const char *name,
 		      const char *why, __u64 lost)
 {
 	const struct mt_flight_dir *d = f->dir;
 	const struct fl_pin **pins = NULL;
 	struct mt_recorder *w;
-	char err[4352], window[512];
+	char err[8448], window[512], part[4096], shown[4352];
 	struct mt_rec_end end = { 0 };
 	__u64 first = 0, last = 0;
 	size_t np = 0;
 	int ret = 0, cret;
 
+	/* dump_create made this name: it fits */
+	(void)part_name(name, part, sizeof(part));
 	if (f->npins && !(pins = malloc(f->npins * sizeof(*pins)))) {
-		mt_err("flight: dump %s: out of memory", path);
+		mt_err("flight: dump %s/%s: out of memory; the next trigger "
+		       "dumps again",
+		       d->c->dir, name);
+		(void)close(fd);
+		drop_part(d, part);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < f->npins; i++)
@@ -642,10 +780,14 @@ static int write_dump(const struct mt_flight *f, const char *path,
 	first = np ? pins[0]->ev.ts : f->n ? ent(f, 0)->ev.ts : 0;
 	describe_window(f, np, f->n ? ent(f, 0)->ev.ts : 0, last, window,
 			sizeof(window));
-	w = mt_recorder_open(path, err, sizeof(err));
+	snprintf(shown, sizeof(shown), "%s/%s", d->c->dir, name);
+	w = mt_recorder_open_fd(fd, shown, err, sizeof(err));
 	if (!w) {
 		free(pins);
-		mt_err("flight: %s: no more dumps", err);
+		drop_part(d, part);
+		mt_err("flight: %s: the partial dump removed; the next "
+		       "trigger dumps again",
+		       err);
 		return -EIO;
 	}
 	/* how every event is to be read: before the first */
@@ -677,32 +819,62 @@ static int write_dump(const struct mt_flight *f, const char *path,
 	if (!ret)
 		ret = cret;
 	if (ret) {
-		/* a partial dump says nothing true: it goes */
-		unlink(path);
-		mt_err("flight: write %s: %s: the partial dump removed, no "
-		       "more dumps",
-		       path, strerror(-ret));
-		return -EIO;
+		drop_part(d, part);
+		mt_err("flight: write %s/%s: %s: the partial dump removed; the "
+		       "next trigger dumps again",
+		       d->c->dir, name, strerror(-ret));
+		return ret;
 	}
-	return 0;
+	ret = publish(d->dfd, part, name);
+	if (ret)
+		mt_err("flight: name %s/%s: %s: the dump stays at %s/%s",
+		       d->c->dir, name, strerror(-ret), d->c->dir, part);
+	return ret;
 }
 
-/* a dump written (ok) or not: said, and counted in the caps */
-static void dump_done(struct mt_flight_dir *d, const char *path,
-		      const char *why, bool ok)
+/*
+ * The dump of name written (status: its writer's, as waitpid says it; -1:
+ * none to wait for) or not: said, and counted in the caps
+ */
+static void dump_done(struct mt_flight_dir *d, const char *name,
+		      const char *tag, const char *why, int status)
 {
+	char part[4096];
 	struct stat st;
 
-	if (!ok) {
-		d->stopped = true;
+	if (status >= 0 && WIFEXITED(status) && !WEXITSTATUS(status)) {
+		if (fstatat(d->dfd, name, &st, AT_SYMLINK_NOFOLLOW))
+			st.st_size = 0;
+		d->written++;
+		mt_err("flight: dumped %s/%s: %s", d->c->dir, name, why);
+		if (dir_add(d, name, tag, (__u64)st.st_size))
+			mt_err("flight: out of memory: %s/%s is not counted "
+			       "in the caps",
+			       d->c->dir, name);
 		return;
 	}
-	if (stat(path, &st))
-		st.st_size = 0;
-	mt_err("flight: dumped %s: %s", path, why);
-	if (dir_add(d, path, (__u64)st.st_size))
-		mt_err("flight: out of memory: %s is not counted in the caps",
-		       path);
+	d->failed++;
+	/* a writer that exited said why; one killed could not */
+	if (status >= 0 && WIFEXITED(status))
+		return;
+	if (!part_name(name, part, sizeof(part)))
+		drop_part(d, part);
+	if (status >= 0 && WIFSIGNALED(status))
+		mt_err("flight: the writer of %s/%s was killed by SIG%s: its "
+		       "partial dump removed; the next trigger dumps again",
+		       d->c->dir, name, sigabbrev_np(WTERMSIG(status)));
+	else
+		mt_err("flight: the writer of %s/%s could not be waited for: "
+		       "its partial dump removed; the next trigger dumps "
+		       "again",
+		       d->c->dir, name);
+}
+
+static void writer_free(struct fl_writer *k)
+{
+	free(k->name);
+	free(k->why);
+	free(k->tag);
 }
 
 void mt_flight_dir_reap(struct mt_flight_dir *d, bool wait)
@@ -717,12 +889,9 @@ void mt_flight_dir_reap(struct mt_flight_dir *d, bool wait)
 			return;
 		if (got < 0 && errno == EINTR)
 			continue;
-		/* a child that cannot be waited for wrote nothing known */
-		dump_done(d, k->path, k->why,
-			  got == k->pid && WIFEXITED(status) &&
-				  !WEXITSTATUS(status));
-		free(k->path);
-		free(k->why);
+		dump_done(d, k->name, k->tag, k->why,
+			  got == k->pid ? status : -1);
+		writer_free(k);
 		memmove(d->writers, d->writers + 1,
 			--d->nwriters * sizeof(*d->writers));
 	}
@@ -733,34 +902,37 @@ int mt_flight_dump(struct mt_flight *f, const char *tag, const char *why,
 {
 	struct mt_flight_dir *d = f->dir;
 	struct fl_writer *k;
-	char path[4096];
-	int ret;
+	char name[1024];
+	int fd, ret;
 
 	/* FL_WRITERS being written: this one waits for them */
 	mt_flight_dir_reap(d, d->nwriters == FL_WRITERS);
-	if (d->stopped)
-		return -EIO;
-	ret = dump_path(f, tag, rank, path, sizeof(path));
-	if (ret) {
-		mt_err("flight: no name for a dump in %s: %s", d->c->dir,
-		       strerror(-ret));
-		return ret;
+	fd = dump_create(d, f, tag, rank, name, sizeof(name));
+	if (fd < 0) {
+		d->failed++;
+		mt_err("flight: no file for a dump in %s: %s; the next trigger "
+		       "dumps again",
+		       d->c->dir, strerror(-fd));
+		return fd;
 	}
-	d->begun++;
 	k = &d->writers[d->nwriters];
-	k->path = strdup(path);
-	k->why = strdup(why);
-	k->pid = k->path && k->why ? fork() : -1;
+	*k = (struct fl_writer){ .name = strdup(name),
+				 .why = strdup(why),
+				 .tag = strdup(tag) };
+	k->pid = k->name && k->why && k->tag ? fork() : -1;
 	if (k->pid == 0)
-		_exit(write_dump(f, path, why, lost) ? 1 : 0);
+		_exit(write_dump(f, fd, name, why, lost) ? 1 : 0);
 	if (k->pid > 0) {
 		d->nwriters++;
+		/* the child's copy is the one that writes */
+		if (close(fd))
+			mt_err("flight: close %s/%s: %s", d->c->dir, name,
+			       strerror(errno));
 		return 0;
 	}
 	/* no child: written here, the events wait meanwhile */
-	free(k->path);
-	free(k->why);
-	ret = write_dump(f, path, why, lost);
-	dump_done(d, path, why, !ret);
+	writer_free(k);
+	ret = write_dump(f, fd, name, why, lost);
+	dump_done(d, name, tag, why, ret ? W_EXITCODE(1, 0) : 0);
 	return ret;
 }

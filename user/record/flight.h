@@ -5,9 +5,11 @@
  * and every allocation older than that which was still alive when the
  * window began, so that a dump is a whole picture: what was alive at its
  * start and everything since. A dump is an ordinary record
- * (docs/FORMAT.md) in the dump folder, named by time, pid, rank and
- * reason; the folder keeps at most so many dumps and bytes, the oldest
- * removed first.
+ * (docs/FORMAT.md) in the dump folder, named by time, the tracer's pid,
+ * a number, pid, rank and reason, and given that name only once it is
+ * whole; the folder keeps at most so many dumps and bytes: the end dumps
+ * removed first, then usage and asked, then signal, then oom and oomkill,
+ * the oldest first within each.
  */
 #ifndef __FLIGHT_H
 #define __FLIGHT_H
@@ -41,17 +43,15 @@ struct mt_flight;
 struct mt_flight_dir;
 
 /*
- * The dump folder: conf's, checked to be a folder this process can write
- * to. NULL and err filled (one line) otherwise.
+ * The dump folder: conf's, opened once (not a symbolic link) and checked
+ * to be a folder this process can write in. NULL and err filled (one
+ * line) otherwise.
  */
 struct mt_flight_dir *mt_flight_dir_open(const struct mt_flight_conf *c,
 					 char *err, size_t errlen);
-/*
- * The dumps written, and whether dumping stopped (a write failed), as far
- * as mt_flight_dir_reap knows
- */
+/* The dumps written, and those that failed, as far as mt_flight_dir_reap knows */
 unsigned int mt_flight_dir_dumps(const struct mt_flight_dir *d);
-bool mt_flight_dir_failed(const struct mt_flight_dir *d);
+unsigned int mt_flight_dir_failed(const struct mt_flight_dir *d);
 /*
  * The dumps child processes write (mt_flight_dump): those done are said on
  * stderr and counted, the caps enforced; wait: all of them, else those
@@ -81,13 +81,14 @@ void mt_flight_exec(struct mt_flight *f, const struct mt_event *ev,
 		    const struct mt_site *site);
 
 /*
- * Dump f as it is now: tag names it in the file name (oom, signal, usage,
- * asked, end), why says it in the dump's first lines; lost: the trace's
- * events lost so far. A child process writes it (where fork fails, this
- * one does, before it returns); mt_flight_dir_reap says it, counts it and
- * holds the folder's caps, each removal said on stderr. Returns 0, or
- * -errno after a line on stderr; after a failed write the folder takes no
- * more dumps (-EIO).
+ * Dump f as it is now: tag names it in the file name (oom, oomkill,
+ * signal, usage, asked, end: how long the caps keep it), why says it in
+ * the dump's first lines; lost: the trace's events lost so far. A child
+ * process writes it (where fork fails, this one does, before it returns):
+ * f may be freed once this returns. mt_flight_dir_reap says it, counts it
+ * and holds the folder's caps, each removal said on stderr. Returns 0, or
+ * -errno after a line on stderr; a failed dump is counted, and the next
+ * one tried as any other (a full disk may have room by then).
  */
 int mt_flight_dump(struct mt_flight *f, const char *tag, const char *why,
 		   const struct mt_rank *rank, __u64 lost);

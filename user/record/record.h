@@ -37,6 +37,12 @@ struct mt_recorder;
 /* Create path (truncating it). NULL and err filled on failure. */
 struct mt_recorder *mt_recorder_open(const char *path, char *err,
 				     size_t errlen);
+/*
+ * The same into fd, a new file opened for writing, which it owns from
+ * now on (closed on failure too); path names it in err
+ */
+struct mt_recorder *mt_recorder_open_fd(int fd, const char *path, char *err,
+					size_t errlen);
 
 /*
  * A key=value of the header (tool version, target pid/comm/cmdline,

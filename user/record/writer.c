@@ -362,24 +362,19 @@ int mt_recorder_flush(struct mt_recorder *w)
 	return write_all(w, w->out.p, w->out.len);
 }
 
-struct mt_recorder *mt_recorder_open(const char *path, char *err, size_t errlen)
+struct mt_recorder *mt_recorder_open_fd(int fd, const char *path, char *err,
+					size_t errlen)
 {
 	struct mt_recorder *w = calloc(1, sizeof(*w));
 	unsigned char h[FILE_HDR];
-	char why[512];
 
 	if (!w || mt_rec_coder_init(&w->c)) {
 		free(w);
+		(void)close(fd);
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	w->fd = mt_create_output(path, MT_OUT_PRIVATE, why, sizeof(why));
-	if (w->fd < 0) {
-		snprintf(err, errlen, "cannot create %s", why);
-		free(w->c.s);
-		free(w);
-		return NULL;
-	}
+	w->fd = fd;
 	memcpy(h, MAGIC, MAGIC_LEN);
 	put_le(h + 8, MT_REC_VERSION, 2);
 	put_le(h + 10, 0, 2);
@@ -393,6 +388,18 @@ struct mt_recorder *mt_recorder_open(const char *path, char *err, size_t errlen)
 		return NULL;
 	}
 	return w;
+}
+
+struct mt_recorder *mt_recorder_open(const char *path, char *err, size_t errlen)
+{
+	char why[512];
+	int fd = mt_create_output(path, MT_OUT_PRIVATE, why, sizeof(why));
+
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot create %s", why);
+		return NULL;
+	}
+	return mt_recorder_open_fd(fd, path, err, errlen);
 }
 
 int mt_recorder_meta(struct mt_recorder *w, const char *key, const char *value)

@@ -8,7 +8,10 @@
  * when the kernel's OOM killer took it (its cgroup's memory.events
  * oom_kill rose) or, for the command we started, when a signal killed it.
  * Each process has its own window and dumps; --flight-together dumps them
- * all at any process's trigger.
+ * all at any process's trigger. A process's window is freed once it is
+ * gone and its last dump taken (with --flight-at-end its end dump, taken
+ * then): a job that starts workers every epoch would otherwise hold a
+ * window for each worker it ever ran.
  */
 #include <errno.h>
 #include <signal.h>
@@ -32,7 +35,7 @@
 
 /* what a process's window knows beyond its events */
 struct mt_flight_proc {
-	struct mt_flight *f;
+	struct mt_flight *f; /* NULL once it is gone and dumped: freed */
 	char cgroup[640]; /* its cgroup's oom_kill count; "" if none */
 	__u64 oom_kills; /* there, when it was first seen */
 	__u64 armed; /* when an armed dump is due; 0: none */
@@ -117,14 +120,19 @@ static void cgroup_events(int pid, char *buf, size_t len)
 		buf[0] = '\0';
 }
 
-/* t's window, made at its first use with the header its dumps repeat */
+/*
+ * t's window, made at its first use with the header its dumps repeat;
+ * NULL when there is none to take events (t's was freed: it is gone)
+ */
 static struct mt_flight_proc *proc_of(struct mt_tracer *tr, struct mt_target *t)
 {
 	struct mt_flight_proc *p = t->flight;
 	char v[2304], cmdline[2048];
 
-	if (p || !tr->flight_dir)
-		return p;
+	if (p)
+		return p->f ? p : NULL;
+	if (!tr->flight_dir)
+		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (p)
 		p->f = mt_flight_new(tr->flight_dir, t->pid);
@@ -163,7 +171,7 @@ static void dump(struct mt_tracer *tr, struct mt_target *t, const char *tag,
 	struct mt_flight_proc *p = t->flight;
 	char v[128];
 
-	if (!p)
+	if (!p || !p->f)
 		return;
 	p->armed = 0;
 	/* known only once it ran a while */
@@ -192,7 +200,7 @@ static void dump_all(struct mt_tracer *tr, struct mt_target *trigger,
 		return;
 	snprintf(other, sizeof(other), "pid %d's dump: %s", trigger->pid, why);
 	for (int i = 0; i < tr->ntargets; i++)
-		if (&tr->targets[i] != trigger && tr->targets[i].flight)
+		if (&tr->targets[i] != trigger)
 			dump(tr, &tr->targets[i], tag, other);
 }
 
@@ -340,58 +348,107 @@ static void ended(struct mt_tracer *tr, struct mt_target *t)
 	}
 }
 
+/*
+ * t's last dumps, then its window freed: at the trace's end, or once t is
+ * gone (then its window takes no more events and no later trigger could
+ * show more of it)
+ */
+static void last_dumps(struct mt_tracer *tr, struct mt_target *t)
+{
+	struct mt_flight_proc *p = t->flight;
+	char why[WHY_LEN];
+
+	if (!p || !p->f)
+		return;
+	if (!p->done && t->exited)
+		ended(tr, t);
+	if (p->armed) {
+		dump(tr, t, "oom", p->why);
+	} else if (tr->conf->flight_at_end && !p->end_dumped) {
+		if (t->exited)
+			snprintf(why, sizeof(why),
+				 "pid %d (rank %d) ended (--flight-at-end)",
+				 t->pid, t->rank.known ? t->rank.rank : 0);
+		else
+			snprintf(why, sizeof(why),
+				 "the trace ended (--flight-at-end)");
+		dump(tr, t, "end", why);
+	}
+	mt_flight_free(p->f);
+	p->f = NULL;
+}
+
+/* SIGUSR1: every window; said when there was none to dump */
+static void dump_asked(struct mt_tracer *tr)
+{
+	bool any = false;
+
+	for (int i = 0; i < tr->ntargets; i++) {
+		struct mt_flight_proc *p = tr->targets[i].flight;
+
+		if (!p || !p->f)
+			continue;
+		dump(tr, &tr->targets[i], "asked",
+		     "asked for: SIGUSR1 to the tracer");
+		any = true;
+	}
+	if (!any)
+		mt_err("flight: SIGUSR1: no process followed has a window yet "
+		       "(none attached, or every one gone and dumped): "
+		       "nothing to dump");
+}
+
 void mt_tracer_flight_tick(struct mt_tracer *tr, __u64 now)
 {
 	if (!tr->flight_dir)
 		return;
 	mt_flight_dir_reap(tr->flight_dir, false);
+	/* cleared first: a SIGUSR1 that comes while these dump is not lost */
+	if (asked) {
+		asked = 0;
+		dump_asked(tr);
+	}
 	for (int i = 0; i < tr->ntargets; i++) {
 		struct mt_target *t = &tr->targets[i];
 		struct mt_flight_proc *p = t->flight;
 
-		if (!p || p->done)
+		if (!p || !p->f || p->done)
 			continue;
-		if (asked)
-			dump(tr, t, "asked",
-			     "asked for: SIGUSR1 to the tracer");
 		if (t->exited && !p->gone)
 			p->gone = now;
 		if (p->gone && now - p->gone >= GONE_NS)
-			ended(tr, t);
+			last_dumps(tr, t);
 		else if (p->armed && now >= p->armed)
 			dump_all(tr, t, "oom", p->why);
 	}
-	asked = 0;
+}
+
+void mt_tracer_flight_release(struct mt_tracer *tr, struct mt_target *t)
+{
+	if (!tr->flight_dir)
+		return;
+	last_dumps(tr, t);
+	free(t->flight);
+	t->flight = NULL;
 }
 
 int mt_tracer_flight_close(struct mt_tracer *tr)
 {
-	unsigned int n;
-	bool failed;
+	unsigned int n, failed;
 
 	if (!tr->flight_dir)
 		return 0;
-	for (int i = 0; i < tr->ntargets; i++) {
-		struct mt_target *t = &tr->targets[i];
-		struct mt_flight_proc *p = t->flight;
-
-		if (!p)
-			continue;
-		if (!p->done && t->exited)
-			ended(tr, t);
-		if (p->armed)
-			dump(tr, t, "oom", p->why);
-		else if (tr->conf->flight_at_end && !p->end_dumped)
-			dump(tr, t, "end", "the trace ended (--flight-at-end)");
-		mt_flight_free(p->f);
-		free(p);
-		t->flight = NULL;
-	}
+	for (int i = 0; i < tr->ntargets; i++)
+		mt_tracer_flight_release(tr, &tr->targets[i]);
 	mt_flight_dir_reap(tr->flight_dir, true);
 	n = mt_flight_dir_dumps(tr->flight_dir);
 	failed = mt_flight_dir_failed(tr->flight_dir);
-	mt_err("flight: %u dump%s written in %s%s", n, n == 1 ? "" : "s",
-	       tr->conf->flight->dir, failed ? "; dumping failed (above)" : "");
+	if (failed)
+		mt_err("flight: %u dump%s written in %s; %u failed (above)", n,
+		       n == 1 ? "" : "s", tr->conf->flight->dir, failed);
+	else
+		mt_err("flight: %u dump%s written in %s", n, n == 1 ? "" : "s",
+		       tr->conf->flight->dir);
 	mt_flight_dir_close(tr->flight_dir);
 	tr->flight_dir = NULL;
 	return failed ? 2 : 0;

@@ -36,11 +36,20 @@ void mt_tracer_flight_exec(struct mt_tracer *tr, struct mt_target *t,
 			   const struct mt_event *ev,
 			   const struct mt_site *site);
 
-/* SIGUSR1 came: every process's window is dumped at the next tick */
+/*
+ * SIGUSR1 came: every process's window is dumped at the next tick (one
+ * line says so when there is none)
+ */
 void mt_tracer_flight_ask(void);
 
 /* at each poll: the dumps due (armed, asked, a process gone a while) */
 void mt_tracer_flight_tick(struct mt_tracer *tr, __u64 now);
+
+/*
+ * t is no longer followed (its slot is wanted for another process): its
+ * dumps still due, then its window freed
+ */
+void mt_tracer_flight_release(struct mt_tracer *tr, struct mt_target *t);
 
 /*
  * The trace is over: the dumps still due, then everything freed. 0, or 2

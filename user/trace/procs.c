@@ -31,12 +31,19 @@
 #define LDSO_PATH "/lib64/ld-linux-x86-64.so.2"
 /* CPython may not be initialised yet: look again at each rescan, a while */
 #define PY_TRIES 200
+/*
+ * A process gone this long has no event left on the way (order.c holds
+ * one a second at most) and its last flight dumps are taken (trace/flight.c,
+ * a second after): its slot may go to another
+ */
+#define REUSE_NS (2 * 1000000000ULL)
 
 static const char *const wanted_libs = "libcudart, libcuda, libc10";
 
 struct mt_target *mt_tracer_find(struct mt_tracer *tr, __u32 pid)
 {
-	for (int i = 0; i < tr->ntargets; i++)
+	/* a free slot's pid, 0, is no process's */
+	for (int i = 0; pid && i < tr->ntargets; i++)
 		if ((__u32)tr->targets[i].pid == pid)
 			return &tr->targets[i];
 	return NULL;
@@ -157,6 +164,23 @@ static void unwatch_exec(struct mt_tracer *tr, struct mt_target *t)
 				   0);
 	if (ret && ret != -ENOENT)
 		mt_err("pid %d: stop following its execs: %s", pid,
+		       strerror(-ret));
+}
+
+/*
+ * --children: t is gone, its pid out of the BPF map of processes traced,
+ * so that a process given its pid later is not traced for it, and the map
+ * (4,096 entries) does not fill with the dead of a long job
+ */
+static void untrace(struct mt_tracer *tr, struct mt_target *t)
+{
+	int pid = t->pid, ret;
+
+	if (!tr->conf->children_of)
+		return;
+	ret = bpf_map__delete_elem(tr->skel->maps.traced, &pid, sizeof(pid), 0);
+	if (ret && ret != -ENOENT)
+		mt_err("pid %d: stop tracing it in BPF: %s", pid,
 		       strerror(-ret));
 }
 
@@ -321,6 +345,58 @@ void mt_tracer_rescan(struct mt_tracer *tr, struct mt_target *t)
 		say_python(tr, t);
 }
 
+/* a slot no process holds */
+static void free_slot(struct mt_target *t)
+{
+	*t = (struct mt_target){ .pidfd = -1, .guard_fd = -1, .exited = true };
+}
+
+/*
+ * Whether t's slot may go to another process: t is gone (REUSE_NS), and
+ * holds nothing that is written at the trace's end only: a file of its
+ * own (-o FILE{pid}) or a module log, the command we started
+ */
+static bool reusable(const struct mt_target *t, __u64 now)
+{
+	return t->pid && t->gone_ns && now - t->gone_ns >= REUSE_NS &&
+	       !t->sink && !t->modlog && !t->spawned;
+}
+
+/* t is let go: its last dumps taken, what was kept of it freed */
+static void let_go(struct mt_tracer *tr, struct mt_target *t)
+{
+	mt_tracer_flight_release(tr, t);
+	if (tr->stacks)
+		mt_pystacks_forget(tr->stacks, (__u32)t->pid);
+	mt_py_close(t->py);
+	mt_target_close(t);
+	free_slot(t);
+}
+
+/*
+ * A slot for one more process: a new one, else a free one, else that of
+ * a process gone a while (let go now); NULL when every slot holds a
+ * process alive or just gone
+ */
+static struct mt_target *slot(struct mt_tracer *tr)
+{
+	__u64 now;
+
+	if (tr->ntargets < MT_MAX_TARGETS)
+		return &tr->targets[tr->ntargets];
+	for (int i = 0; i < tr->ntargets; i++)
+		if (!tr->targets[i].pid)
+			return &tr->targets[i];
+	now = mt_now_ns();
+	for (int i = 0; i < tr->ntargets; i++) {
+		if (reusable(&tr->targets[i], now)) {
+			let_go(tr, &tr->targets[i]);
+			return &tr->targets[i];
+		}
+	}
+	return NULL;
+}
+
 /*
  * A process --children or --all found: set up as -p does, without
  * failing the run when it is gone already or maps nothing of ours.
@@ -334,15 +410,19 @@ struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
 
 	if (t)
 		return t;
-	if (tr->ntargets == MT_MAX_TARGETS) {
+	t = slot(tr);
+	if (!t) {
 		tr->targets_dropped++;
 		return NULL;
 	}
-	t = &tr->targets[tr->ntargets];
-	if (mt_target_open(t, pid, err, sizeof(err)))
+	if (mt_target_open(t, pid, err, sizeof(err))) {
+		mt_target_close(t);
+		free_slot(t);
 		return NULL;
+	}
 	t->attached = running;
-	tr->ntargets++;
+	if (t == &tr->targets[tr->ntargets])
+		tr->ntargets++;
 	watch_exec(tr, t);
 	if (tr->conf->children_of &&
 	    bpf_map__update_elem(tr->skel->maps.traced, &pid, sizeof(pid), &one,
@@ -391,10 +471,17 @@ bool mt_tracer_all_exited(struct mt_tracer *tr)
 	bool all = !tr->conf->all; /* --all waits for new ones */
 
 	for (int i = 0; i < tr->ntargets; i++) {
-		if (!mt_target_poll_exit(&tr->targets[i]))
+		struct mt_target *t = &tr->targets[i];
+
+		if (!t->pid)
+			continue;
+		if (!mt_target_poll_exit(t)) {
 			all = false;
-		else
-			unwatch_exec(tr, &tr->targets[i]);
+		} else if (!t->gone_ns) {
+			t->gone_ns = mt_now_ns();
+			unwatch_exec(tr, t);
+			untrace(tr, t);
+		}
 	}
 	return all;
 }

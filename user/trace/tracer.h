@@ -18,7 +18,10 @@
 struct mt_reorder;
 struct ring_buffer;
 
-/* processes --children and --all may follow */
+/*
+ * processes --children and --all may follow at once: the slot of one gone
+ * a while is taken by the next (procs.c)
+ */
 #define MT_MAX_TARGETS 256
 
 /* everything the event callback needs */
@@ -26,8 +29,9 @@ struct mt_tracer {
 	const struct mt_trace_conf *conf;
 	struct memtrace_bpf *skel;
 	struct mt_attacher att;
+	/* a slot whose pid is 0 is free: its process was let go */
 	struct mt_target targets[MT_MAX_TARGETS];
-	int ntargets;
+	int ntargets; /* slots used so far, free ones among them */
 	__u64 targets_dropped; /* processes past MT_MAX_TARGETS, not traced */
 	struct bpf_link *fork_link; /* --children */
 	struct bpf_link *exec_link; /* every mode: mt_exec */
@@ -64,7 +68,8 @@ struct mt_tracer {
 /* procs.c: the processes followed */
 struct mt_target *mt_tracer_find(struct mt_tracer *tr, __u32 pid);
 /*
- * A process --children or --all found, set up as -p does; NULL if not.
+ * A process --children or --all found, set up as -p does; NULL if not
+ * (gone already, or MT_MAX_TARGETS alive or just gone: counted).
  * running: it ran before it was found, its earlier memory unseen.
  */
 struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
@@ -84,6 +89,7 @@ void mt_tracer_exec_seen(struct mt_tracer *tr, const struct mt_event *ev);
 void mt_tracer_on_exec(struct mt_tracer *tr, const struct mt_event *ev);
 /* at each turn of the loop: the CPython of a process that just exec'd */
 void mt_tracer_exec_tick(struct mt_tracer *tr);
+/* whether every process followed is gone; those gone let go in BPF */
 bool mt_tracer_all_exited(struct mt_tracer *tr);
 /*
  * the BPF side tells each exec of a target, and its end: 0, or 2 on an
