@@ -1026,6 +1026,9 @@ static __always_inline void entry_event(struct mt_event *ev,
  */
 static __always_inline void hold_caller(void)
 {
+	/* a child of the command (a dry run follows them) goes on */
+	if ((__u32)(bpf_get_current_pid_tgid() >> 32) != hold.pid)
+		return;
 	if (*(volatile __u64 *)&hold.stops != *(volatile __u64 *)&hold.resumed)
 		return;
 	/* counted before the event goes out, so the tracer sees it counted */

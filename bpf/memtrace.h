@@ -128,6 +128,8 @@ struct mt_batch_state {
  * guard again at each load.
  */
 struct mt_hold {
+	__u32 pid; /* the command: only it is held, not its children */
+	__u32 pad;
 	__u64 stops; /* BPF: SIGSTOPs sent */
 	__u64 resumed; /* tracer: every stop up to this count is continued */
 	__u64 released; /* guard: stops it continued in the tracer's stead */

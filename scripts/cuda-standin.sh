@@ -125,7 +125,9 @@ ldpath="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # The mount points of --bind are made in the shared root, where they would
 # stay: a watcher, forked before the exec (which keeps the command's pid
 # for a tracer), waits for the command's end, then unmounts them in this
-# mount namespace and removes the folders it made, deepest first.
+# mount namespace (lazily: a tracer's uprobes on a library under a bind
+# hold it until the tracer ends) and removes the folders it made, deepest
+# first.
 exec unshare --mount --propagation private -- /bin/sh -c '
 r=$1 bound=$2 made=
 shift 2
@@ -142,9 +144,10 @@ done
 unset IFS
 if [ -n "$made" ]; then
 	(
-		while kill -0 $$ 2>/dev/null; do sleep 0.2; done
+		# one process that waits, not a sleep forked every turn
+		tail -s 0.2 --pid=$$ -f /dev/null
 		IFS=:
-		for d in $bound; do umount "$r$d" 2>/dev/null; done
+		for d in $bound; do umount -l "$r$d" 2>/dev/null; done
 		for d in $made; do rmdir "$d" 2>/dev/null; done
 	) </dev/null >/dev/null 2>&1 &
 fi

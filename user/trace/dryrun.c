@@ -230,10 +230,7 @@ static int not_served(const struct mt_tracer *tr, const struct mt_dryrun *dr)
 		       cmd, failed);
 	else if (!dr->ours)
 		mt_err("estimate --dry-run: %s loaded no CUDA runtime: it is "
-		       "no CUDA PyTorch program (a CPU-only torch, or none), "
-		       "or it runs one in a child process (bash -c \"python3 "
-		       "x.py; ...\"), which a dry run does not follow: run "
-		       "python3 itself",
+		       "no CUDA PyTorch program (a CPU-only torch, or none)",
 		       cmd);
 	else
 		mt_err("estimate --dry-run: %s allocated no CUDA memory "

@@ -167,6 +167,33 @@ static void unwatch_exec(struct mt_tracer *tr, struct mt_target *t)
 		       strerror(-ret));
 }
 
+/* pid into BPF's map of the family traced: 0, or -1 with errno set */
+static int trace_pid(struct mt_tracer *tr, int pid)
+{
+	const __u8 one = 1;
+
+	return bpf_map__update_elem(tr->skel->maps.traced, &pid, sizeof(pid),
+				    &one, sizeof(one), BPF_ANY);
+}
+
+/*
+ * A family's children, traced from their fork (BPF adds each to the map),
+ * and pid (0: none) put in the map first. 0, or 2 after a one-line error.
+ */
+static int follow_forks(struct mt_tracer *tr, int pid)
+{
+	if (pid && trace_pid(tr, pid)) {
+		mt_err("follow pid %d: %s", pid, strerror(errno));
+		return 2;
+	}
+	tr->fork_link = bpf_program__attach(tr->skel->progs.mt_fork);
+	if (!tr->fork_link) {
+		mt_err("follow forks: %s", strerror(errno));
+		return 2;
+	}
+	return 0;
+}
+
 /*
  * --children: t is gone, its pid out of the BPF map of processes traced,
  * so that a process given its pid later is not traced for it, and the map
@@ -176,7 +203,7 @@ static void untrace(struct mt_tracer *tr, struct mt_target *t)
 {
 	int pid = t->pid, ret;
 
-	if (!tr->conf->children_of)
+	if (!mt_tracer_family(tr->conf))
 		return;
 	ret = bpf_map__delete_elem(tr->skel->maps.traced, &pid, sizeof(pid), 0);
 	if (ret && ret != -ENOENT)
@@ -404,7 +431,6 @@ static struct mt_target *slot(struct mt_tracer *tr)
 struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
 				bool running)
 {
-	const __u8 one = 1;
 	struct mt_target *t = mt_tracer_find(tr, (__u32)pid);
 	char err[512], comm[MT_FORMAT_COMM_LEN];
 
@@ -424,9 +450,7 @@ struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
 	if (t == &tr->targets[tr->ntargets])
 		tr->ntargets++;
 	watch_exec(tr, t);
-	if (tr->conf->children_of &&
-	    bpf_map__update_elem(tr->skel->maps.traced, &pid, sizeof(pid), &one,
-				 sizeof(one), BPF_ANY))
+	if (mt_tracer_family(tr->conf) && trace_pid(tr, pid))
 		mt_err("follow pid %d: %s", pid, strerror(errno));
 	if (tr->att.log)
 		fprintf(tr->att.log, "# follow pid=%d comm=%s (%s)\n", pid,
@@ -563,6 +587,10 @@ int mt_tracer_spawn(struct mt_tracer *tr, int gate[2])
 		mt_err("%s", err);
 		return 2;
 	}
+	/* held at its loads, before it runs: its children are not */
+	tr->skel->bss->hold.pid = (__u32)t->pid;
+	if (tr->conf->follow_children && follow_forks(tr, t->pid))
+		return 2;
 	ret = mt_attach_lib(&tr->att, t, MT_LIB_LDSO, ldso, err, sizeof(err));
 	if (ret <= 0) {
 		mt_err("%s", ret ? err : "no _dl_debug_state in the loader");
@@ -611,11 +639,8 @@ static int follow_children(struct mt_tracer *tr)
 		       tr->conf->children_of);
 		return 2;
 	}
-	tr->fork_link = bpf_program__attach(tr->skel->progs.mt_fork);
-	if (!tr->fork_link) {
-		mt_err("follow forks: %s", strerror(errno));
+	if (follow_forks(tr, 0))
 		return 2;
-	}
 	n = mt_descendants(tr->conf->children_of, pids, MT_MAX_TARGETS);
 	for (size_t i = 0; i < n; i++)
 		mt_tracer_add(tr, pids[i], "child", true);

@@ -380,7 +380,7 @@ static int run(struct mt_tracer *tr)
 	}
 	ret = bpf_map__set_max_entries(tr->skel->maps.events,
 				       o->ringbuf_mb << 20);
-	tr->skel->rodata->filter_pids = o->children_of > 0;
+	tr->skel->rodata->filter_pids = mt_tracer_family(o);
 	tr->skel->rodata->wake_every = wake_every(o->ringbuf_mb);
 	tr->skel->rodata->python_stacks = !o->no_python;
 	tr->skel->rodata->sample_bytes = o->out.ses.sample_bytes;
@@ -399,7 +399,7 @@ static int run(struct mt_tracer *tr)
 	tr->att.trace_exceptions = o->exc_types != NULL;
 	tr->att.module_log = o->module_log != NULL;
 	tr->att.dry_run = o->dryrun != NULL;
-	tr->att.global = o->children_of || o->all;
+	tr->att.global = mt_tracer_family(o) || o->all;
 	/* with -q the attach notes still tell a script when tracing began */
 	tr->att.log = o->quiet || o->record ? stderr : tr->out;
 	tr->att.on_lib = mt_tracer_on_lib;

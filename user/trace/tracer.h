@@ -130,4 +130,14 @@ int mt_order_on_record(void *ctx, void *data, size_t len);
 int mt_order_round(struct mt_tracer *tr, struct ring_buffer *rb);
 int mt_order_drain(struct mt_tracer *tr, struct ring_buffer *rb);
 
+/*
+ * Whether the processes traced are a family (--children, or a dry run's
+ * command and what it starts): the probes are on whole files, BPF keeps
+ * the family's pids (its `traced` map) and adds each child as it forks.
+ */
+static inline bool mt_tracer_family(const struct mt_trace_conf *c)
+{
+	return c->children_of || c->follow_children;
+}
+
 #endif /* __TRACER_H */
