@@ -21,7 +21,7 @@
 #define WARM_THREADS 64
 #define WARM_FRAMES 128
 /* the line tables a process's code cache keeps, at most, in bytes */
-#define CODE_TABLES_BUDGET (4u << 20)
+#define CODE_TABLES_BUDGET (1u << 20)
 #define DICT_MAX_ENTRIES (1 << 16)
 #define LIST_MAX 4096 /* thread states or frames followed */
 

@@ -37,6 +37,8 @@
  * a second after): its slot may go to another
  */
 #define REUSE_NS (2 * 1000000000ULL)
+/* a gone process's CPython view (its code cache) is kept this long */
+#define PY_KEEP_NS (1000000000ULL)
 
 static const char *const wanted_libs = "libcudart, libcuda, libc10";
 
@@ -505,6 +507,14 @@ bool mt_tracer_all_exited(struct mt_tracer *tr)
 			t->gone_ns = mt_now_ns();
 			unwatch_exec(tr, t);
 			untrace(tr, t);
+		} else if (t->py && mt_now_ns() - t->gone_ns >= PY_KEEP_NS) {
+			/*
+			 * its events are handled (a second: what the time
+			 * order holds at most); their names are in the
+			 * stacks resolved, and its code cache can go
+			 */
+			mt_py_close(t->py);
+			t->py = NULL;
 		}
 	}
 	return all;
