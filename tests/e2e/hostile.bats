@@ -946,10 +946,12 @@ one_line_each() {
 	local rec=$BATS_TEST_TMPDIR/t.mtb out mode kind
 	mkdir -p "$lib" "$bin"
 	cp "$FIX/fake/libcudart.so.13" "$lib/"
-	cp /bin/true "$bin/"$'t\x1b[2J'
+	# the program it execs lives a second, so that its path is read
+	# before it is gone ('(?)' else, as for any program that quick)
+	cp /bin/sleep "$bin/"$'t\x1b[2J'
 	FAKE_CUDART_FAIL_SIZE=4000000 HELD=1 fixture fx "$TORCH_PY" \
 		"$ROOT/tests/fixtures/hostile_names.py" "$lib/libcudart.so.13" \
-		"$EVIL" "$bin/"$'t\x1b[2J' "$EVIL"
+		"$EVIL" "$bin/"$'t\x1b[2J' 1
 	"$MT" record -o "$rec" -p "$fx_PID" --trace-exceptions "$EVIL" \
 		>"$BATS_TEST_TMPDIR/rec.out" 2>"$BATS_TEST_TMPDIR/rec.err" &
 	REC_PID=$!
