@@ -243,6 +243,9 @@ static void add_group(const struct mt_peak_group *g, void *ctx)
 	const struct mt_site *s = g->site;
 	struct row k = { .pid = g->pid }, *r;
 
+	/* unsampled allocations only (--sample-bytes): they stand for none */
+	if (!g->count)
+		return;
 	if (!a) {
 		if (rp->nacc == MAX_ACCOUNTS) {
 			rp->unshown++;
