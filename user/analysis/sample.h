@@ -42,6 +42,13 @@ double mt_sample_weight(__u64 size, __u64 rate);
  */
 bool mt_sample_unwalked(__u64 rate, const struct mt_call *r);
 
+/*
+ * What an export draws where the stack of an event that was not walked
+ * would be: the event is drawn with what is known of it, its call and
+ * library, exact in size, never scaled up.
+ */
+#define MT_SAMPLE_NO_STACK "stack not sampled"
+
 /* size scaled by weight, rounded to the nearest byte */
 __u64 mt_sample_scale(__u64 size, double weight);
 

@@ -1368,7 +1368,7 @@ static size_t build_argp(const struct mt_cmd *cmd, struct argp *root,
 	return nc;
 }
 
-/* --sample-bytes and what adds up every allocation's stack: refused */
+/* --sample-bytes and what reads every event's stack: refused */
 static int check_sampled(const struct mt_options *o)
 {
 	char err[512];
@@ -1386,12 +1386,6 @@ static int check_sampled(const struct mt_options *o)
 	}
 	if (mt_filter_check_sampled(&o->filter, o->sample_bytes, err,
 				    sizeof(err))) {
-		mt_err("%s", err);
-		return 2;
-	}
-	if (o->export_kind && mt_exporter_find(o->export_kind) &&
-	    mt_export_check_sampled(mt_exporter_find(o->export_kind),
-				    o->sample_bytes, err, sizeof(err))) {
 		mt_err("%s", err);
 		return 2;
 	}
