@@ -198,13 +198,15 @@ frame_totals() {
 	run -2 "$MT" -q --sample-bytes 0 -p 1
 	[ "$output" = "memtrace-bpf: invalid sample size: '0' (see --help)" ]
 
-	# a sampled record: a filter by stack, refused before an export starts
+	# a sampled record: a filter by stack, refused before an export starts,
+	# and estimate --scale
 	REC=$BATS_TEST_TMPDIR/s.mtb
 	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace_model record -o "$REC" --sample-bytes 512K
 	run -2 "$MT" report -i "$REC" --module big --export folded -o "$BATS_TEST_TMPDIR/f.txt"
 	[ "$output" = "memtrace-bpf: --module selects events by their stack, and this trace has stacks for a sample of its allocations only (--sample-bytes 524288): filter a trace made without --sample-bytes" ]
 	# refused before the export's file is made
 	[ ! -e "$BATS_TEST_TMPDIR/f.txt" ]
-	run -2 "$MT" estimate -i "$REC"
-	[ "$output" = "memtrace-bpf: $REC was recorded with --sample-bytes 524288 (stacks for a sample of the allocations only); estimate needs every allocation's stack: record without --sample-bytes" ]
+	# estimate reads it; --scale, which matches stacks, is refused
+	run -2 "$MT" estimate -i "$REC" --scale Big.forward=2
+	[ "$output" = "memtrace-bpf: --scale matches stacks, and $REC has stacks for a sample of its allocations only (--sample-bytes 524288): scale a record made without --sample-bytes" ]
 }
