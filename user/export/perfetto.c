@@ -148,7 +148,6 @@ static void follow_slices(struct mt_jw *w, struct thread *t, __u64 ts,
 			slice(w, t, "B", "module", module, ts);
 		t->module = module;
 	}
-	t->last_ts = ts;
 }
 
 /* the threads' accessors for lib/hashtab.h: tab is the slot array */
@@ -328,6 +327,9 @@ static void event_perfetto(void *p, const struct mt_session *s,
 
 	if (t && !bare)
 		follow_slices(&x->w, t, r->ev->ts, site->phase, site->module);
+	/* its slices end here at the latest: on its track, time goes on */
+	if (t)
+		t->last_ts = r->ev->ts;
 	counters(x, &s->sum, r->ev->ts);
 	if (r->role == MT_ROLE_OOM || (r->role == MT_ROLE_ALLOC && r->failed) ||
 	    site->detail)
