@@ -390,8 +390,11 @@ int mt_tracer_flight_close(struct mt_tracer *tr)
 	mt_flight_dir_reap(tr->flight_dir, true);
 	n = mt_flight_dir_dumps(tr->flight_dir);
 	failed = mt_flight_dir_failed(tr->flight_dir);
-	mt_err("flight: %u dump%s written in %s%s", n, n == 1 ? "" : "s",
-	       tr->conf->flight->dir, failed ? "; dumping failed (above)" : "");
+	/* a trace that never ran (no such pid) has its one line already */
+	if (tr->ran)
+		mt_err("flight: %u dump%s written in %s%s", n,
+		       n == 1 ? "" : "s", tr->conf->flight->dir,
+		       failed ? "; dumping failed (above)" : "");
 	mt_flight_dir_close(tr->flight_dir);
 	tr->flight_dir = NULL;
 	return failed ? 2 : 0;
