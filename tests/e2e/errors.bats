@@ -316,3 +316,28 @@ refused() {
 	[ "$status" -eq 2 ]
 	[ "$output" = "memtrace-bpf: no sysfs at /sys (a chroot or a container without it): the uprobes and the kernel's BTF are found there; mount it (mount -t sysfs sysfs /sys) or run memtrace-bpf outside" ]
 }
+
+@test "record --flight: a bad window, no -o, an -o no file can be made in, a bad pid: each one line naming what it wants" {
+	WANTS="--flight TIME|SIZE (a time of 1 s to 1e8 s: 600s, 10m, 1h; or a size of 1 MiB or more: 512MiB, 2G)"
+	# no size (nor time) unit; a time too long; too short; a size too small
+	for w in 10x 1e99 0 0.5 512KiB; do
+		run "$MT" record --flight "$w" -o "$BATS_TEST_TMPDIR" -- /bin/true
+		[ "$status" -eq 2 ]
+		[ "$output" = "memtrace-bpf: invalid $WANTS: '$w' (see --help)" ]
+	done
+	# the folder the dumps go in, not a FILE
+	run "$MT" record --flight 10m -- /bin/true
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: record --flight needs -o DIR, the folder its dumps are written in" ]
+	run "$MT" record -- /bin/true
+	[ "$output" = "memtrace-bpf: record needs -o FILE" ]
+	# a folder that takes no file: why, not ENOENT alone
+	run "$MT" record --flight 10m -o /proc -- /bin/true
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: --flight: cannot write in -o /proc: no file can be made there (No such file or directory); -o DIR wants a folder the dumps can be written in" ]
+	# no "0 dumps written" after the error: the trace never ran
+	run "$MT" record --flight 10m -o "$BATS_TEST_TMPDIR" -p 99999999
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: no such process: 99999999 (check the pid with ps)" ]
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR")" ]
+}

@@ -6,7 +6,8 @@
 # trace_plot() and segment_plot() of torch 2.6 (trixie) and 2.14 (sid)
 # write, drawn by MemoryViz.js; --export speedscope in speedscope's own app
 # (npm); --export perfetto against the rules of Chrome's trace-event
-# format. Real PyTorch on the CPU (Debian's python3 and torch).
+# format; all three of a flight recorder's dump too (stacks sampled).
+# Real PyTorch on the CPU (Debian's python3 and torch).
 #
 # The memory_viz pages import MemoryViz.js from PyTorch's main branch on a
 # CDN, and it imports d3 5 from another; this machine reaches neither. An
@@ -172,21 +173,14 @@ value() {
 	awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' <<<"$2"
 }
 
-@test "memviz of a CPU training loop: a segment per block held; torch 2.6 and 2.14 _memory_viz pages drawn by Chromium with our figures" {
-	HELD=1 fixture fx "$TORCH_PY" "$MODEL_PY" --steps 3
-	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 --keys -q -p "$fx_PID" \
-		--export memviz -o "$BATS_TEST_TMPDIR/x.pickle"
-	release fx
-	# the trace ends at the spike, with the model, its gradients and
-	# Adam's state live
-	settle fx '^spike ' stop
-	[ "$MT_STATUS" -eq 0 ]
-	read -r current peak < <(sed -nE 's/^# device pid=[0-9]+ dev=cpu source=cpu current=([0-9]+) peak=([0-9]+)$/\1 \2/p' "$TRACE")
-	live=$(sed -nE 's/^# live allocations=([0-9]+) .*/\1/p' "$TRACE")
-	echo "live: $live blocks, $current bytes; peak $peak"
-	[ "$current" -gt 1000000 ]
+# memviz_pages PICKLE LIVE CURRENT PEAK: torch 2.6's and 2.14's
+# _memory_viz read PICKLE (LIVE blocks of CURRENT bytes at its end, PEAK
+# bytes at its peak): their figures, and their trace_plot() and
+# segment_plot() pages drawn by MemoryViz.js in Chromium with ours
+memviz_pages() {
+	local pickle=$1 live=$2 current=$3 peak=$4 suite out w h share colours
 	for suite in trixie sid; do
-		out=$(viz_root "$suite" "$BATS_TEST_TMPDIR/x.pickle")
+		out=$(viz_root "$suite" "$pickle")
 		echo "$out"
 		# what the CPU held, not the span of its addresses (127.6 TiB
 		# inactive in one segment before)
@@ -199,7 +193,7 @@ value() {
 		# Allocator State History at its last event: MemoryViz's own
 		# sums of the blocks and segments it drew
 		page "$BATS_TEST_TMPDIR/$suite-segment.html" "$suite-segment" \
-			"$BATS_TEST_TMPDIR/x.pickle"
+			"$pickle"
 		browse "$(url "$suite-segment.html")" \
 			'document.body.innerText.includes(" reserved)")' "$suite-segment"
 		grep -qE "\\([0-9.]+[KMGT]?iB \\($current bytes\\) allocated / [0-9.]+[KMGT]?iB \\($current bytes\\) reserved\\)" \
@@ -214,7 +208,7 @@ value() {
 
 		# Active Memory Timeline: the y axis goes up to our peak
 		page "$BATS_TEST_TMPDIR/$suite-trace.html" "$suite-trace" \
-			"$BATS_TEST_TMPDIR/x.pickle"
+			"$pickle"
 		browse "$(url "$suite-trace.html")" \
 			'document.querySelectorAll("polygon").length > 10' "$suite-trace"
 		"$TORCH_PY" - "$BATS_TEST_TMPDIR/$suite-trace.dom" "$peak" <<'PY'
@@ -235,18 +229,34 @@ PY
 	done
 }
 
-@test "speedscope's own app opens --export speedscope: its name, the flame chart drawn, the sandwich table's totals" {
-	"$MT" report -q -i "$BATS_FILE_TMPDIR/t.mtb" --export speedscope \
-		-o "$WWW/ss.json" >/dev/null
-	bytes=$(sed -nE 's/^# event c10:cpu_alloc count=[0-9]+ bytes=([0-9]+)$/\1/p' "$BATS_FILE_TMPDIR/report.out")
-	name=$("$TORCH_PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["profiles"][0]["name"])' "$WWW/ss.json")
-	[[ "$name" == "pid "*" cpu: bytes allocated" ]]
+@test "memviz of a CPU training loop: a segment per block held; torch 2.6 and 2.14 _memory_viz pages drawn by Chromium with our figures" {
+	HELD=1 fixture fx "$TORCH_PY" "$MODEL_PY" --steps 3
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 --keys -q -p "$fx_PID" \
+		--export memviz -o "$BATS_TEST_TMPDIR/x.pickle"
+	release fx
+	# the trace ends at the spike, with the model, its gradients and
+	# Adam's state live
+	settle fx '^spike ' stop
+	[ "$MT_STATUS" -eq 0 ]
+	read -r current peak < <(sed -nE 's/^# device pid=[0-9]+ dev=cpu source=cpu current=([0-9]+) peak=([0-9]+)$/\1 \2/p' "$TRACE")
+	live=$(sed -nE 's/^# live allocations=([0-9]+) .*/\1/p' "$TRACE")
+	echo "live: $live blocks, $current bytes; peak $peak"
+	[ "$current" -gt 1000000 ]
+	memviz_pages "$BATS_TEST_TMPDIR/x.pickle" "$live" "$current" "$peak"
+}
 
-	# the time-ordered flame chart: the file's name in the title, the
-	# profile's above the chart, which WebGL draws in colour
-	browse "$(url 'speedscope/index.html#profileURL=%2Fss.json')" \
+# speedscope_app FILE TITLE BYTES ROW...: speedscope's own app opens
+# $WWW/FILE: the file's name, TITLE, in the page's title, its first
+# profile's name above the flame chart, which WebGL draws in colour; in the
+# sandwich view, a table, every stack ends in c10:cpu_alloc, whose total
+# is BYTES in speedscope's units, and each ROW has a line
+speedscope_app() {
+	local file=$1 title=$2 bytes=$3 name w h share colours
+	shift 3
+	name=$("$TORCH_PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["profiles"][0]["name"])' "$WWW/$file")
+	browse "$(url "speedscope/index.html#profileURL=%2F$file")" \
 		'document.title.endsWith(" - speedscope")' flame
-	grep -qF '<title>memtrace-bpf: bytes allocated - speedscope</title>' "$BATS_TEST_TMPDIR/flame.dom"
+	grep -qF "<title>$title - speedscope</title>" "$BATS_TEST_TMPDIR/flame.dom"
 	grep -qF ">$name<" "$BATS_TEST_TMPDIR/flame.dom"
 	read -r w h share colours < <(pixels "$BATS_TEST_TMPDIR/flame.png" 0 140 1400 300)
 	echo "flame chart: ${w}x$h, ${share}% in colour, $colours colours"
@@ -255,11 +265,9 @@ PY
 	[ "$share" -ge 30 ]
 	[ "$colours" -ge 5 ]
 
-	# the sandwich view is a table: every stack ends in c10:cpu_alloc,
-	# whose total is all the bytes allocated, in speedscope's units
-	browse "$(url 'speedscope/index.html#profileURL=%2Fss.json&view=sandwich')" \
+	browse "$(url "speedscope/index.html#profileURL=%2F$file&view=sandwich")" \
 		'document.querySelectorAll("tr").length > 2' sandwich
-	"$TORCH_PY" - "$BATS_TEST_TMPDIR/sandwich.dom" "$bytes" <<'PY'
+	"$TORCH_PY" - "$BATS_TEST_TMPDIR/sandwich.dom" "$bytes" "$@" <<'PY'
 import re, sys
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -274,8 +282,18 @@ for tr in re.findall(r"<tr.*?</tr>", dom):
 mb = (Decimal(total) / 1048576).quantize(Decimal("0.01"), ROUND_HALF_UP)
 print(len(rows), "rows; c10:cpu_alloc", rows.get("c10:cpu_alloc"), "want", mb)
 assert rows["c10:cpu_alloc"] == [f"{mb} MB (100%)", f"{mb} MB (100%)"]
-assert "Spike.forward" in rows and "Adam.step" in rows, sorted(rows)
+assert all(r in rows for r in sys.argv[3:]), sorted(rows)
 PY
+}
+
+@test "speedscope's own app opens --export speedscope: its name, the flame chart drawn, the sandwich table's totals" {
+	"$MT" report -q -i "$BATS_FILE_TMPDIR/t.mtb" --export speedscope \
+		-o "$WWW/ss.json" >/dev/null
+	bytes=$(sed -nE 's/^# event c10:cpu_alloc count=[0-9]+ bytes=([0-9]+)$/\1/p' "$BATS_FILE_TMPDIR/report.out")
+	name=$("$TORCH_PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["profiles"][0]["name"])' "$WWW/ss.json")
+	[[ "$name" == "pid "*" cpu: bytes allocated" ]]
+	speedscope_app ss.json "memtrace-bpf: bytes allocated" "$bytes" \
+		Spike.forward Adam.step
 }
 
 # trace_rules FILE: FILE follows the trace-event format (the JSON Object
@@ -359,4 +377,44 @@ PY
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"'i': 1"* ]]
 	[[ "$output" == *" 4 counter tracks,"* ]]
+}
+
+@test "a flight dump in the viewers: its memviz in torch 2.6's and 2.14's _memory_viz pages, its speedscope in speedscope's app, its perfetto by the trace-event rules" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	HELD=1 fixture fx "$TORCH_PY" "$MODEL_PY" --steps 3
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 record --flight 60s -o "$DIR" -p "$fx_PID"
+	release fx
+	wait_for "$BATS_TEST_TMPDIR/fx.out" '^spike ' 120
+	# the last events through the tracer, then a dump of the process as
+	# it is: the model, its gradients and Adam's state alive
+	sleep 1
+	kill -USR1 "$MT_PID"
+	wait_for "$BATS_TEST_TMPDIR/trace.err" '^memtrace-bpf: flight: dumped .*-asked\.mtb: '
+	touch "$BATS_TEST_TMPDIR/fx.hold"
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	dump=$(ls "$DIR"/flight-*-asked.mtb)
+	"$MT" report --keys -i "$dump" >"$BATS_TEST_TMPDIR/dump.keys"
+	# stacks sampled, as a flight recorder always does
+	grep -qx '# record sample_bytes: 524288' "$BATS_TEST_TMPDIR/dump.keys"
+	read -r current peak < <(sed -nE 's/^# device pid=[0-9]+ dev=cpu source=cpu current=([0-9]+) peak=([0-9]+)$/\1 \2/p' "$BATS_TEST_TMPDIR/dump.keys")
+	live=$(sed -nE 's/^# live allocations=([0-9]+) .*/\1/p' "$BATS_TEST_TMPDIR/dump.keys")
+	echo "live: $live blocks, $current bytes; peak $peak"
+	[ "$current" -gt 1000000 ]
+	"$MT" report -q -i "$dump" --export memviz -o "$BATS_TEST_TMPDIR/d.pickle" >/dev/null
+	memviz_pages "$BATS_TEST_TMPDIR/d.pickle" "$live" "$current" "$peak"
+
+	"$MT" report -q -i "$dump" --export speedscope -o "$WWW/dump.json" >/dev/null
+	title=$("$TORCH_PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["name"])' "$WWW/dump.json")
+	[[ "$title" == "memtrace-bpf: bytes allocated; stacks for 1 allocation in "*" --sample-bytes 524288: "* ]]
+	bytes=$(sed -nE 's/^# event c10:cpu_alloc count=[0-9]+ bytes=([0-9]+)$/\1/p' "$BATS_TEST_TMPDIR/dump.keys")
+	speedscope_app dump.json "$title" "$bytes" "[stack not sampled]" Spike.forward
+
+	"$MT" report -q -i "$dump" --export perfetto -o "$BATS_TEST_TMPDIR/d.json" >/dev/null
+	run trace_rules "$BATS_TEST_TMPDIR/d.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# slices from the sampled events, counters from all
+	[[ "$output" == *"'B': "* && "$output" == *"'C': "* ]]
 }

@@ -235,7 +235,7 @@ for k, v in w.items():
 @test "flight: bad input is one line and exit 2; a full disk fails a dump, never the command" {
 	run "$MT" record --flight 0 -o "$BATS_TEST_TMPDIR" -- /bin/true
 	[ "$status" -eq 2 ]
-	[ "$output" = "memtrace-bpf: invalid window (at least 1 s): '0' (see --help)" ]
+	[ "$output" = "memtrace-bpf: invalid --flight TIME|SIZE (a time of 1 s to 1e8 s: 600s, 10m, 1h; or a size of 1 MiB or more: 512MiB, 2G): '0' (see --help)" ]
 	run "$MT" record --flight 10m -o /nonexistent -- /bin/true
 	[ "$status" -eq 2 ]
 	[ "$output" = "memtrace-bpf: --flight: -o /nonexistent is no folder (No such file or directory)" ]

@@ -114,6 +114,20 @@ static void alloc_in(struct sim *s, __u32 pid, __u16 space, __u64 ptr,
 	mt_peak_alloc(s->peak, &e);
 }
 
+/*
+ * --sample-bytes: an allocation that stands for 1 + adj times its bytes
+ * (mt_live.est_adj; -1: its stack was not walked)
+ */
+static void alloc_est(struct sim *s, __u64 ptr, __u64 size, struct mt_site *st,
+		      float adj)
+{
+	struct mt_live e = entry(s, 1, MT_SP_C10, ptr, size, st);
+
+	e.est_adj = adj;
+	assert_int_equal(mt_live_insert(s->live, &e), 0);
+	mt_peak_alloc(s->peak, &e);
+}
+
 static void alloc(struct sim *s, __u64 ptr, __u64 size, struct mt_site *st)
 {
 	alloc_in(s, 1, MT_SP_C10, ptr, size, st);
@@ -434,6 +448,51 @@ static void test_now(void **state)
 			    "module=Net.fc1 phase=forward node=-\n");
 }
 
+/*
+ * A sampled trace: the groups print what they stand for (estimates) and
+ * leave out a group of unsampled allocations only; handed out, every
+ * group carries its exact bytes, walked or not, which add up to the peak
+ * and, now, to what is alive
+ */
+static void test_sampled_exact(void **state)
+{
+	struct sim *s = *state;
+	struct mt_site *fc1 = site(s, 1, MOD_FC1, PH_FWD, NULL, 0);
+	struct mt_site *bare = site(s, 1, NULL, NULL, NULL, 0);
+	struct handed h = { 0 }, now = { 0 };
+
+	alloc_est(s, 0x1000, 100, fc1, 2.0f); /* stands for 300 B, 3 */
+	alloc_est(s, 0x2000, 40, bare, -1.0f);
+	alloc_est(s, 0x3000, 60, bare, -1.0f); /* the peak, 200 */
+	release(s, 0x2000); /* alive at the peak, freed after it */
+	alloc_est(s, 0x4000, 5, bare, -1.0f); /* after the peak */
+	assert_string_equal(print(s, 10, false),
+			    "# peak pid=1 cuda:0 c10 allocated: 200 B at "
+			    "0.003 s (event 3) bytes=200 groups=1 sum=300 "
+			    "(estimate)\n"
+			    "#   300 B bytes=300 count=3 event=c10:malloc "
+			    "module=Net.fc1 phase=forward node=-\n");
+	foreach(s, &h)
+		;
+	assert_int_equal(h.n, 2);
+	assert_ptr_equal(h.v[0].site, fc1);
+	assert_int_equal(h.v[0].bytes, 300);
+	assert_int_equal(h.v[0].count, 3);
+	assert_int_equal(h.v[0].exact_bytes, 100);
+	assert_int_equal(h.v[0].bare_bytes, 0);
+	assert_ptr_equal(h.v[1].site, bare);
+	assert_int_equal(h.v[1].bytes, 0);
+	assert_int_equal(h.v[1].count, 0);
+	assert_int_equal(h.v[1].exact_bytes, 0);
+	assert_int_equal(h.v[1].bare_bytes, 100);
+	assert_int_equal(h.v[0].exact_bytes + h.v[1].bare_bytes, h.v[0].peak);
+
+	assert_int_equal(mt_peak_foreach_now(s->live, hand, &now), 0);
+	assert_int_equal(now.n, 2);
+	assert_int_equal(now.v[0].exact_bytes, 100);
+	assert_int_equal(now.v[1].bare_bytes, 65);
+}
+
 /* sites told apart by their module, "s0", "s1", ... */
 static struct mt_site **numbered_sites(struct sim *s, int n, char (**names)[16])
 {
@@ -640,6 +699,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_accounts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_now, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sampled_exact, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_random_against_brute_force,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_group_table_full, setup,

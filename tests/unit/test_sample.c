@@ -250,6 +250,27 @@ static void test_session(void **state)
 	mt_session_free(&s);
 }
 
+/*
+ * Whose stack a sampled trace walked: the allocations the sampler chose;
+ * never a free; every event in a full trace
+ */
+static void test_unwalked(void **state)
+{
+	struct mt_event ev = { 0 };
+	struct mt_call r = { .ev = &ev, .role = MT_ROLE_ALLOC };
+
+	assert_true(mt_sample_unwalked(R, &r));
+	ev.flags = MT_EV_SAMPLED;
+	assert_false(mt_sample_unwalked(R, &r));
+	assert_false(mt_sample_unwalked(0, &r));
+	r.role = MT_ROLE_FREE;
+	assert_true(mt_sample_unwalked(R, &r));
+	assert_false(mt_sample_unwalked(0, &r));
+	r.role = MT_ROLE_OOM;
+	ev.flags = 0;
+	assert_false(mt_sample_unwalked(R, &r));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +279,7 @@ int main(void)
 		cmocka_unit_test(test_gaps),
 		cmocka_unit_test(test_estimate_unbiased),
 		cmocka_unit_test(test_session),
+		cmocka_unit_test(test_unwalked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

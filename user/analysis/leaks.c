@@ -180,7 +180,7 @@ static void count_live(const struct mt_live *e, void *ctx)
 		       e->ts + sc->age_ns > sc->ts)
 		return;
 	/* an unsampled allocation of a sampled trace stands for nothing */
-	if (e->est_adj < 0)
+	if (mt_live_unsampled(e))
 		return;
 	s = site_at(sc->l, e->pid, e->site, sc->p->n);
 	if (!s) {

@@ -262,3 +262,8 @@ __u64 mt_live_est_count(const struct mt_live *e)
 {
 	return (__u64)llround(1.0 + (double)e->est_adj);
 }
+
+bool mt_live_unsampled(const struct mt_live *e)
+{
+	return e->est_adj < 0;
+}

@@ -38,6 +38,9 @@ __u64 mt_live_est(const struct mt_live *e);
 /* the allocations e stands for there: 1, 1/p rounded, or 0 (unsampled) */
 __u64 mt_live_est_count(const struct mt_live *e);
 
+/* e's stack was not walked (--sample-bytes): it stands for nothing there */
+bool mt_live_unsampled(const struct mt_live *e);
+
 struct mt_livetable;
 
 /* A table that never holds more than max entries (bounded memory). */

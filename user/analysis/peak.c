@@ -5,6 +5,11 @@
  * peak adds to a group of (account, site) in one shared table; a new peak
  * bumps the account's generation instead of clearing its groups, and the
  * slots of old generations are reused or dropped when the table grows.
+ *
+ * A group adds up what its allocations stand for (in a sampled trace,
+ * estimates: livetable.h's mt_live_est) and their exact bytes, apart from
+ * those whose stack was not walked: the report prints the first, the
+ * exports draw the others.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,8 +26,15 @@
 #define MAX_ACCOUNTS 1024 /* pids x address spaces x devices */
 #define ACCOUNT_SLOTS 2048 /* index of the accounts, at half load */
 #define MIN_GROUP_CAP 1024
-#define MAX_FREED_CAP (1 << 17) /* slots of freed groups: 4 MiB */
-#define MAX_PRINT_CAP (1 << 20) /* slots while printing: 32 MiB */
+#define MAX_FREED_CAP (1 << 17) /* slots of freed groups: 6 MiB */
+#define MAX_PRINT_CAP (1 << 20) /* slots while printing: 48 MiB */
+
+/* what some allocations add up to */
+struct tally {
+	__u64 bytes, count; /* what they stand for (mt_live_est) */
+	/* exact bytes: of those whose stack was walked, of the others */
+	__u64 exact, bare;
+};
 
 struct account {
 	__u32 pid;
@@ -35,7 +47,7 @@ struct account {
 	const char *peak_phase; /* of the event that made the peak */
 	__u32 gen; /* of the groups freed since the peak */
 	__u32 ngroups; /* freed groups of this generation */
-	__u64 unfit_bytes, unfit_count; /* freed, no group slot left */
+	struct tally unfit; /* freed, no group slot left */
 	/* allocations the live table had no room for: not in cur or peak */
 	__u64 untracked_count, untracked_bytes;
 	bool estimated; /* its groups hold a sampled trace's estimates */
@@ -47,10 +59,10 @@ struct accounts {
 	size_t n;
 };
 
-/* bytes and count per (account, site); acct is index + 1, 0: empty */
+/* a tally per (account, site); acct is index + 1, 0: empty */
 struct group {
 	const struct mt_site *site;
-	__u64 bytes, count;
+	struct tally t;
 	__u32 acct;
 	__u32 gen;
 };
@@ -268,6 +280,25 @@ static struct group *freed_group(struct mt_peak *p, __u32 acct,
 	return NULL;
 }
 
+static void tally_live(struct tally *t, const struct mt_live *e)
+{
+	if (mt_live_unsampled(e)) {
+		t->bare += e->size;
+		return;
+	}
+	t->bytes += mt_live_est(e);
+	t->count += mt_live_est_count(e);
+	t->exact += e->size;
+}
+
+static void tally_add(struct tally *t, const struct tally *u)
+{
+	t->bytes += u->bytes;
+	t->count += u->count;
+	t->exact += u->exact;
+	t->bare += u->bare;
+}
+
 struct mt_peak *mt_peak_new(void)
 {
 	struct mt_peak *p = calloc(1, sizeof(*p));
@@ -309,7 +340,7 @@ void mt_peak_alloc(struct mt_peak *p, const struct mt_live *e)
 	a->gen++;
 	p->stale += a->ngroups;
 	a->ngroups = 0;
-	a->unfit_bytes = a->unfit_count = 0;
+	a->unfit = (struct tally){ 0 };
 }
 
 void mt_peak_untracked(struct mt_peak *p, const struct mt_live *e)
@@ -335,18 +366,14 @@ void mt_peak_release(struct mt_peak *p, const struct mt_live *e)
 		return;
 	}
 	a->cur = a->cur > e->size ? a->cur - e->size : 0;
-	/* allocated after the peak, or unsampled: not in its groups */
-	if (!a->peak || e->seq > a->peak_seq || e->est_adj < 0)
+	/* allocated after the peak: not in its groups */
+	if (!a->peak || e->seq > a->peak_seq)
 		return;
-	a->estimated |= e->est_adj != 0;
+	/* an unsampled allocation stands for nothing: no estimate in it */
+	if (!mt_live_unsampled(e))
+		a->estimated |= e->est_adj != 0;
 	g = freed_group(p, (__u32)(a - p->a.v) + 1, e->site);
-	if (!g) {
-		a->unfit_bytes += mt_live_est(e);
-		a->unfit_count += mt_live_est_count(e);
-		return;
-	}
-	g->bytes += mt_live_est(e);
-	g->count += mt_live_est_count(e);
+	tally_live(g ? &g->t : &a->unfit, e);
 }
 
 /* what printing one view needs */
@@ -355,29 +382,24 @@ struct view {
 	struct accounts *own; /* --at: the accounts made from the live table */
 	struct groups g;
 	/* per account: alive at the moment, no group slot left */
-	__u64 unfit_bytes[MAX_ACCOUNTS], unfit_count[MAX_ACCOUNTS];
+	struct tally unfit[MAX_ACCOUNTS];
 	__u64 unfit_live; /* entries of accounts beyond MAX_ACCOUNTS */
 	bool estimated; /* its groups hold a sampled trace's estimates */
 };
 
-static void view_add(struct view *v, __u32 acct, const struct mt_site *site,
-		     __u64 bytes, __u64 count)
+/* u's tally to the group of (u->acct, u->site) */
+static void view_add(struct view *v, const struct group *u)
 {
-	struct group *x = groups_add(&v->g, acct, site);
+	struct group *x = groups_add(&v->g, u->acct, u->site);
 
-	if (!x) {
-		v->unfit_bytes[acct - 1] += bytes;
-		v->unfit_count[acct - 1] += count;
-		return;
-	}
-	x->bytes += bytes;
-	x->count += count;
+	tally_add(x ? &x->t : &v->unfit[u->acct - 1], &u->t);
 }
 
 static void view_live(const struct mt_live *e, void *ctx)
 {
 	struct view *v = ctx;
 	const struct account *a;
+	struct group u;
 
 	if (v->own) {
 		struct account *own = account_get(v->own, e);
@@ -395,12 +417,12 @@ static void view_live(const struct mt_live *e, void *ctx)
 		v->unfit_live++;
 		return;
 	}
-	/* an unsampled allocation of a sampled trace stands for nothing */
-	if (e->est_adj < 0)
-		return;
-	v->estimated |= e->est_adj != 0;
-	view_add(v, (__u32)(a - v->a->v) + 1, e->site, mt_live_est(e),
-		 mt_live_est_count(e));
+	/* an unsampled allocation stands for nothing: no estimate in it */
+	if (!mt_live_unsampled(e))
+		v->estimated |= e->est_adj != 0;
+	u = (struct group){ .acct = (__u32)(a - v->a->v) + 1, .site = e->site };
+	tally_live(&u.t, e);
+	view_add(v, &u);
 }
 
 static int by_account_then_bytes(const void *pa, const void *pb)
@@ -410,10 +432,10 @@ static int by_account_then_bytes(const void *pa, const void *pb)
 
 	if (x->acct != y->acct)
 		return x->acct < y->acct ? -1 : 1;
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	if (x->count != y->count)
-		return x->count > y->count ? -1 : 1;
+	if (x->t.bytes != y->t.bytes)
+		return x->t.bytes > y->t.bytes ? -1 : 1;
+	if (x->t.count != y->t.count)
+		return x->t.count > y->t.count ? -1 : 1;
 	return ix < iy ? -1 : ix > iy;
 }
 
@@ -437,8 +459,8 @@ static void print_group(const struct group *x, bool stacks, FILE *out)
 	char b[32];
 
 	fprintf(out, "#   %s bytes=%" PRIu64 " count=%" PRIu64,
-		mt_format_bytes(b, sizeof(b), x->bytes), (uint64_t)x->bytes,
-		(uint64_t)x->count);
+		mt_format_bytes(b, sizeof(b), x->t.bytes), (uint64_t)x->t.bytes,
+		(uint64_t)x->t.count);
 	mt_site_print_keys(s, out);
 	fputc('\n', out);
 	if (stacks && s)
@@ -480,13 +502,16 @@ static void print_account(const struct view *v, const struct account *a,
 {
 	const struct print_conf *c = ctx;
 	size_t idx = (size_t)(a - v->a->v), top = c->top, i;
-	__u64 sum = v->unfit_bytes[idx], rest = 0, rest_count = 0;
+	__u64 sum = v->unfit[idx].bytes, rest = 0, rest_count = 0;
 	double at = a->peak_ts > c->t0 ? (double)(a->peak_ts - c->t0) / 1e9 : 0;
 	FILE *out = c->out;
 	char acct[64], b[32];
 
+	/* last (by count): groups of unsampled allocations, which stand for none */
+	while (n && !g[n - 1].t.count)
+		n--;
 	for (i = 0; i < n; i++)
-		sum += g[i].bytes;
+		sum += g[i].t.bytes;
 	fprintf(out, "# %s pid=%u %s %s: %s at %.3f s", c->tag, a->pid,
 		mt_format_account(acct, sizeof(acct), a->dev_type, a->dev,
 				  a->space),
@@ -505,8 +530,8 @@ static void print_account(const struct view *v, const struct account *a,
 	for (i = 0; i < n && i < top; i++)
 		print_group(&g[i], c->stacks, out);
 	for (; i < n; i++) {
-		rest += g[i].bytes;
-		rest_count += g[i].count;
+		rest += g[i].t.bytes;
+		rest_count += g[i].t.count;
 	}
 	if (n > top)
 		fprintf(out,
@@ -515,13 +540,13 @@ static void print_account(const struct view *v, const struct account *a,
 			n - top, n - top == 1 ? "" : "s",
 			mt_format_bytes(b, sizeof(b), rest), (uint64_t)rest,
 			(uint64_t)rest_count);
-	if (v->unfit_count[idx])
+	if (v->unfit[idx].count)
 		fprintf(out,
 			"#   ... in no group (group table full): %s bytes=%" PRIu64
 			" count=%" PRIu64 "\n",
-			mt_format_bytes(b, sizeof(b), v->unfit_bytes[idx]),
-			(uint64_t)v->unfit_bytes[idx],
-			(uint64_t)v->unfit_count[idx]);
+			mt_format_bytes(b, sizeof(b), v->unfit[idx].bytes),
+			(uint64_t)v->unfit[idx].bytes,
+			(uint64_t)v->unfit[idx].count);
 }
 
 static int by_key(const void *pa, const void *pb)
@@ -638,11 +663,10 @@ static struct view *peak_view(const struct mt_peak *p,
 		const struct group *x = &p->freed.v[i];
 
 		if (x->acct && is_current(x, p))
-			view_add(v, x->acct, x->site, x->bytes, x->count);
+			view_add(v, x);
 	}
 	for (size_t i = 0; i < p->a.n; i++) {
-		v->unfit_bytes[i] += p->a.v[i].unfit_bytes;
-		v->unfit_count[i] += p->a.v[i].unfit_count;
+		tally_add(&v->unfit[i], &p->a.v[i].unfit);
 		v->estimated |= p->a.v[i].estimated;
 	}
 	mt_live_foreach(live, view_live, v);
@@ -672,6 +696,14 @@ struct hand_out {
 	void *ctx;
 };
 
+static void hand_tally(struct mt_peak_group *pg, const struct tally *t)
+{
+	pg->bytes = t->bytes;
+	pg->count = t->count;
+	pg->exact_bytes = t->exact;
+	pg->bare_bytes = t->bare;
+}
+
 static void hand_account(const struct view *v, const struct account *a,
 			 const struct group *g, size_t n, void *ctx)
 {
@@ -687,16 +719,14 @@ static void hand_account(const struct view *v, const struct account *a,
 				    .peak_phase = a->peak_phase };
 
 	for (size_t i = 0; i < n; i++) {
+		hand_tally(&pg, &g[i].t);
 		pg.site = g[i].site;
-		pg.bytes = g[i].bytes;
-		pg.count = g[i].count;
 		h->fn(&pg, h->ctx);
 	}
-	if (!v->unfit_count[idx])
+	if (!v->unfit[idx].count && !v->unfit[idx].bare)
 		return;
+	hand_tally(&pg, &v->unfit[idx]);
 	pg.site = NULL;
-	pg.bytes = v->unfit_bytes[idx];
-	pg.count = v->unfit_count[idx];
 	pg.unfit = true;
 	h->fn(&pg, h->ctx);
 }

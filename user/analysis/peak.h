@@ -56,6 +56,12 @@ struct mt_peak_group {
 	const char *peak_phase; /* of the event that made it; NULL: none */
 	const struct mt_site *site; /* NULL when unfit, or in tests */
 	__u64 bytes, count; /* sampled trace: estimates (mt_live_est) */
+	/*
+	 * exact bytes: of its allocations whose stack was walked, and of
+	 * those whose was not (--sample-bytes: then bytes and count leave
+	 * them out; a group of those only has count 0)
+	 */
+	__u64 exact_bytes, bare_bytes;
 	bool unfit;
 };
 

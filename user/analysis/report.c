@@ -243,6 +243,9 @@ static void add_group(const struct mt_peak_group *g, void *ctx)
 	const struct mt_site *s = g->site;
 	struct row k = { .pid = g->pid }, *r;
 
+	/* unsampled allocations only (--sample-bytes): they stand for none */
+	if (!g->count)
+		return;
 	if (!a) {
 		if (rp->nacc == MAX_ACCOUNTS) {
 			rp->unshown++;
@@ -626,24 +629,16 @@ static void headline_filter(const struct report *rp)
 static void headline_sampled(const struct report *rp)
 {
 	const struct mt_session *s = rp->s;
-	char r[32], text[512];
+	char rate[128], text[512];
 
 	if (!s->conf.sample_bytes)
 		return;
-	mt_format_bytes(r, sizeof(r), s->conf.sample_bytes);
-	if (!s->sample_walked)
-		snprintf(text, sizeof(text),
-			 "stacks for none of %" PRIu64
-			 " allocations (by bytes, R=%s): no module or line "
-			 "figures; totals exact",
-			 (uint64_t)s->sample_allocs, r);
-	else
-		snprintf(text, sizeof(text),
-			 "stacks for 1 allocation in %.0f (by bytes, R=%s); "
-			 "module and line figures (~) are estimates, totals "
-			 "exact",
-			 (double)s->sample_allocs / (double)s->sample_walked,
-			 r);
+	snprintf(text, sizeof(text), "%s%s",
+		 mt_session_sample_rate(s, rate, sizeof(rate)),
+		 s->sample_walked ?
+			 "; module and line figures (~) are "
+			 "estimates, totals exact" :
+			 ": no module or line figures; totals exact");
 	headline(rp, "Sampled", MT_TONE_YELLOW, text);
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <math.h>
 #include "analysis/sample.h"
+#include "event/kinds.h"
 
 double mt_sample_weight(__u64 size, __u64 rate)
 {
@@ -11,6 +12,15 @@ double mt_sample_weight(__u64 size, __u64 rate)
 	/* expm1: exact where s/R is tiny and 1 - exp() would cancel */
 	p = -expm1(-(double)size / (double)rate);
 	return p > 0 ? 1.0 / p : 1.0;
+}
+
+bool mt_sample_unwalked(__u64 rate, const struct mt_call *r)
+{
+	if (!rate)
+		return false;
+	if (r->role == MT_ROLE_FREE)
+		return true;
+	return r->role == MT_ROLE_ALLOC && !(r->ev->flags & MT_EV_SAMPLED);
 }
 
 __u64 mt_sample_scale(__u64 size, double weight)

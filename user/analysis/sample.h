@@ -12,8 +12,11 @@
 #ifndef __SAMPLE_H
 #define __SAMPLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
+
+struct mt_call;
 
 /* the largest R: intervals far past any process's memory are no sample */
 #define MT_SAMPLE_MAX (1ULL << 50)
@@ -30,6 +33,21 @@ double mt_sample_weight(__u64 size, __u64 rate);
  * title: a string literal.
  */
 #define MT_EST_TITLE(sampled, title) ((sampled) ? "~" title : title)
+
+/*
+ * r's Python stack was not walked in a trace sampled at rate (0: a full
+ * trace, where every stack is): an allocation the sampler left out, or
+ * any free (user space pairs it with its allocation). Such an event's
+ * site has no stack, module or phase; its size and time are exact.
+ */
+bool mt_sample_unwalked(__u64 rate, const struct mt_call *r);
+
+/*
+ * What an export draws where the stack of an event that was not walked
+ * would be: the event is drawn with what is known of it, its call and
+ * library, exact in size, never scaled up.
+ */
+#define MT_SAMPLE_NO_STACK "stack not sampled"
 
 /* size scaled by weight, rounded to the nearest byte */
 __u64 mt_sample_scale(__u64 size, double weight);

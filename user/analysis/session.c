@@ -141,7 +141,7 @@ static void site_live(struct mt_site *site, const struct mt_live *e, bool alloc)
 {
 	__u64 bytes = mt_live_est(e);
 
-	if (!site || e->est_adj < 0)
+	if (!site || mt_live_unsampled(e))
 		return;
 	if (alloc) {
 		site->live_count++;
@@ -461,6 +461,30 @@ void mt_session_print_sample(const struct mt_session *s, FILE *out)
 		"exact=summary,event,device,failed,live,oom,frag,rank\n",
 		(uint64_t)s->conf.sample_bytes, (uint64_t)s->sample_allocs,
 		(uint64_t)s->sample_walked);
+}
+
+const char *mt_session_sample_rate(const struct mt_session *s, char *buf,
+				   size_t len)
+{
+	char r[32];
+
+	if (!len)
+		return buf;
+	buf[0] = '\0';
+	if (!s->conf.sample_bytes)
+		return buf;
+	mt_format_bytes(r, sizeof(r), s->conf.sample_bytes);
+	if (!s->sample_walked)
+		snprintf(buf, len,
+			 "stacks for none of %" PRIu64
+			 " allocations (by bytes, R=%s)",
+			 (uint64_t)s->sample_allocs, r);
+	else
+		snprintf(buf, len,
+			 "stacks for 1 allocation in %.0f (by bytes, R=%s)",
+			 (double)s->sample_allocs / (double)s->sample_walked,
+			 r);
+	return buf;
 }
 
 void mt_session_view_now(struct mt_session *s)

@@ -148,6 +148,15 @@ void mt_session_end(struct mt_session *s, const struct mt_summary_end *end);
  */
 void mt_session_print_sample(const struct mt_session *s, FILE *out);
 
+/*
+ * --sample-bytes: how many allocations have a stack, as the report's
+ * headline and the exports' notes say it: "stacks for 1 allocation in N
+ * (by bytes, R=512 KiB)", or "stacks for none of N allocations (by bytes,
+ * R=...)"; buf, "" in a full trace
+ */
+const char *mt_session_sample_rate(const struct mt_session *s, char *buf,
+				   size_t len);
+
 /* report --at: what lives now, as the peak view shows it */
 void mt_session_view_now(struct mt_session *s);
 

@@ -359,7 +359,7 @@ void mt_summary_own(struct mt_summary *s, const struct mt_live *e, __s64 delta)
 	struct mt_module_own *o;
 
 	/* an unsampled allocation of a sampled trace stands for nothing */
-	if (!e->site || !e->site->phase || e->est_adj < 0)
+	if (!e->site || !e->site->phase || mt_live_unsampled(e))
 		return;
 	m = site_module(s, e->site);
 	o = own_of(s, e);

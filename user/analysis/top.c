@@ -492,6 +492,9 @@ static void collect_group(const struct mt_peak_group *g, void *ctx)
 	const char *phase = site && site->phase ? site->phase : "-";
 	size_t i;
 
+	/* unsampled allocations only (--sample-bytes): they stand for none */
+	if (!g->count)
+		return;
 	if (!shown(&c->s->sum, g->pid, g->dev_type, g->dev, g->space))
 		return;
 	for (i = 0; i < c->ndevs; i++)

@@ -797,31 +797,33 @@ static void parse_device(struct argp_state *state, struct mt_options *o,
 
 /*
  * --flight TIME|SIZE: a duration when its unit is one (10m, 1h, 600s, or
- * none: seconds), else a size (512MiB, 2G)
+ * none: seconds), else a size (512MiB, 2G). Whichever it failed as, the
+ * line says both: "10x" is no size, nor a time.
  */
 static void parse_window(struct argp_state *state, struct mt_options *o,
 			 const char *arg)
 {
 	static const char *const units[] = { "", "s", "ms", "us", "m", "h" };
+	static const char what[] =
+		"--flight TIME|SIZE (a time of 1 s to 1e8 s: 600s, 10m, 1h; "
+		"or a size of 1 MiB or more: 512MiB, 2G)";
 	unsigned long long exact;
 	const char *sfx;
 	bool is_exact;
 	double v;
 
 	if (!parse_number(arg, &v, &exact, &is_exact, &sfx))
-		bad(state, "window (TIME or SIZE)", arg);
+		bad(state, what, arg);
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcmp(sfx, units[i]))
 			continue;
-		o->flight.window_ns =
-			(__u64)(parse_duration(state, "window (at least 1 s)",
-					       arg, 1, 1e8) *
-				1e9);
+		o->flight.window_ns = (__u64)(parse_duration(state, what, arg,
+							     1, MAX_DURATION) *
+					      1e9);
 		o->flight.window_bytes = MT_FLIGHT_MEM_DEFAULT;
 		return;
 	}
-	o->flight.window_bytes =
-		parse_size(state, "window (at least 1 MiB)", arg, 1, 1 << 20);
+	o->flight.window_bytes = parse_size(state, what, arg, 1, 1 << 20);
 }
 
 /* the flight recorder's options (record) */
@@ -1368,7 +1370,7 @@ static size_t build_argp(const struct mt_cmd *cmd, struct argp *root,
 	return nc;
 }
 
-/* --sample-bytes and what adds up every allocation's stack: refused */
+/* --sample-bytes and what reads every event's stack: refused */
 static int check_sampled(const struct mt_options *o)
 {
 	char err[512];
@@ -1389,12 +1391,6 @@ static int check_sampled(const struct mt_options *o)
 		mt_err("%s", err);
 		return 2;
 	}
-	if (o->export_kind && mt_exporter_find(o->export_kind) &&
-	    mt_export_check_sampled(mt_exporter_find(o->export_kind),
-				    o->sample_bytes, err, sizeof(err))) {
-		mt_err("%s", err);
-		return 2;
-	}
 	return 0;
 }
 
@@ -1402,7 +1398,9 @@ static int check_sampled(const struct mt_options *o)
 static int check_trace(const struct mt_options *o)
 {
 	if (o->mode == MT_MODE_RECORD && !o->output) {
-		mt_err("record needs -o FILE");
+		mt_err(o->flight_on ? "record --flight needs -o DIR, the "
+				      "folder its dumps are written in" :
+				      "record needs -o FILE");
 		return 2;
 	}
 	if (o->watch && o->output && mt_path_per_process(o->output)) {

@@ -5,6 +5,12 @@
  * goes through its own allocator model; recorded pointers map to the
  * model's blocks. Per phase and module: the model's peaks while they
  * allocated, and the allocations that would fail.
+ *
+ * A sampled record (--sample-bytes, a flight dump) holds every
+ * allocation's size and order, so the model's figures are the full
+ * record's; only stacks are sampled: an allocation without one counts
+ * under UNSAMPLED in the phase and module lines, and --scale, which
+ * matches stacks, is refused.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,11 +26,14 @@
 #include "record/iter.h"
 #include "lib/err.h"
 #include "lib/escape.h"
+#include "analysis/sample.h"
 
 #define MAX_DEVS 16
 #define CPU_DEV MAX_DEVS /* the slot of the CPU run */
 #define MAX_GROUPS 256
 #define TOP_GROUPS 20
+/* the phase and module of an allocation whose stack was not sampled */
+#define UNSAMPLED "[stack_not_sampled]"
 
 /* recorded pointer -> model block: linear probing, deletes shift back */
 struct ptrmap {
@@ -63,6 +72,7 @@ struct dev {
 	__u64 oom_event, oom_size;
 	double oom_t;
 	const struct mt_site *oom_site;
+	bool oom_bare; /* its stack not sampled */
 	struct mt_am_stats oom_st;
 	/* --check */
 	__u64 checked, mismatches;
@@ -75,6 +85,7 @@ struct est {
 	struct mt_am_conf conf;
 	struct dev *dev[MAX_DEVS + 1];
 	__u64 events, first_ts;
+	__u64 rate; /* the record's --sample-bytes; 0: none */
 	const struct mt_site *last_site; /* --scale's one-entry cache */
 	double last_factor;
 };
@@ -272,6 +283,7 @@ static int do_alloc(struct est *e, struct dev *d, const struct mt_call *r,
 		    const struct mt_site *site)
 {
 	double f = scale_of(e, site);
+	bool bare = mt_sample_unwalked(e->rate, r);
 	__u64 size = r->size;
 	struct mt_am_stats st;
 	__u32 id, old;
@@ -296,7 +308,10 @@ static int do_alloc(struct est *e, struct dev *d, const struct mt_call *r,
 	if (ret < 0)
 		return ret;
 	mt_am_stats(d->am, &st);
-	if (site) {
+	if (bare) {
+		group_add(&d->phases, UNSAMPLED, size, &st, !ret);
+		group_add(&d->modules, UNSAMPLED, size, &st, !ret);
+	} else if (site) {
 		group_add(&d->phases, site->phase, size, &st, !ret);
 		group_add(&d->modules, site->module, size, &st, !ret);
 	}
@@ -308,6 +323,7 @@ static int do_alloc(struct est *e, struct dev *d, const struct mt_call *r,
 			d->oom_t = secs(e, r->ev->ts);
 			d->oom_size = size;
 			d->oom_site = site;
+			d->oom_bare = bare;
 			d->oom_st = st;
 		}
 		return 0;
@@ -416,7 +432,7 @@ static void print_groups(FILE *out, const char *dev, const char *kind,
 static void print_oom(FILE *out, const char *dev, const struct dev *d,
 		      const struct mt_am_conf *c)
 {
-	const struct mt_site *s = d->oom_site;
+	const struct mt_site *s = d->oom_bare ? NULL : d->oom_site;
 	struct mt_esc e = { 0 };
 	char b1[32], b2[32];
 
@@ -436,7 +452,9 @@ static void print_oom(FILE *out, const char *dev, const struct dev *d,
 		mt_esc(&e, s && s->module ? s->module : "-", MT_ESC_FIELD),
 		bytes(b1, sizeof(b1), d->oom_size),
 		bytes(b2, sizeof(b2), d->oom_st.reserved));
-	if (s)
+	if (d->oom_bare)
+		fprintf(out, "#\t" UNSAMPLED "\n");
+	else if (s)
 		mt_site_print_stack(s, "#\t", out);
 }
 
@@ -538,6 +556,14 @@ static void print_header(const struct est *e)
 	for (int i = 0; i < e->c->nscales; i++)
 		fprintf(e->out, "# estimate scale: %s x%g\n",
 			e->c->scales[i].pattern, e->c->scales[i].factor);
+	if (e->rate)
+		fprintf(e->out,
+			"# estimate sample: bytes=%llu: the record's stacks "
+			"are sampled (--sample-bytes); every allocation's size "
+			"and order are there, so the figures are exact; the "
+			"phase and module lines count an allocation without a "
+			"stack under " UNSAMPLED "\n",
+			(unsigned long long)e->rate);
 }
 
 static int on_item(void *ctx, const struct mt_rec_item *it, struct mt_call *r)
@@ -567,14 +593,13 @@ static int run(struct est *e, struct mt_rec_iter *it, struct mt_sites *sites)
 
 	if (mt_rec_iter_start(it, sites))
 		return 2;
-	/* its figures per module and phase, and --scale, read every stack */
-	if (mt_reader_sample_bytes(it->rd)) {
-		mt_err("%s was recorded with --sample-bytes %llu (stacks for "
-		       "a sample of the allocations only); estimate needs "
-		       "every allocation's stack: record without "
-		       "--sample-bytes",
-		       it->path,
-		       (unsigned long long)mt_reader_sample_bytes(it->rd));
+	e->rate = mt_reader_sample_bytes(it->rd);
+	/* a pattern would miss the allocations without a stack */
+	if (e->rate && e->c->nscales) {
+		mt_err("--scale matches stacks, and %s has stacks for a "
+		       "sample of its allocations only (--sample-bytes %llu): "
+		       "scale a record made without --sample-bytes",
+		       it->path, (unsigned long long)e->rate);
 		return 2;
 	}
 	if (mt_rec_iter_run(it, sites, on_item, e))

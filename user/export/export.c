@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "export/export.h"
+#include "analysis/sample.h"
 #include "analysis/session.h"
 #include "lib/outfile.h"
 
@@ -36,18 +37,23 @@ const char *mt_export_names(void)
 	return "memviz, perfetto, speedscope, folded, json, svg";
 }
 
-int mt_export_check_sampled(const struct mt_exporter *e, __u64 sample_bytes,
-			    char *err, size_t errlen)
+const char *mt_export_sample_note(const struct mt_session *s, char *buf,
+				  size_t len)
 {
-	if (!sample_bytes || e->sampled)
-		return 0;
-	snprintf(err, errlen,
-		 "--export %s adds up bytes by stack, and this trace has "
-		 "stacks for a sample of its allocations only (--sample-bytes "
-		 "%llu): export a trace made without --sample-bytes, or read "
-		 "the estimates with report",
-		 e->name, (unsigned long long)sample_bytes);
-	return -EINVAL;
+	char rate[128];
+
+	if (!len)
+		return buf;
+	buf[0] = '\0';
+	if (!s->conf.sample_bytes)
+		return buf;
+	snprintf(buf, len,
+		 "%s, --sample-bytes %llu: every size, time and total exact; "
+		 "an event without a stack is drawn as \"" MT_SAMPLE_NO_STACK
+		 "\"",
+		 mt_session_sample_rate(s, rate, sizeof(rate)),
+		 (unsigned long long)s->conf.sample_bytes);
+	return buf;
 }
 
 /*
@@ -100,8 +106,6 @@ int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
 			 mt_export_names());
 		return -EINVAL;
 	}
-	if (mt_export_check_sampled(e, s->conf.sample_bytes, err, errlen))
-		return -EINVAL;
 	f = mt_create_output_file(c->path, MT_OUT_PRIVATE, why, sizeof(why));
 	if (!f) {
 		int ret = -errno;

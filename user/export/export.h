@@ -37,11 +37,6 @@ struct mt_exporter {
 	const char *name;
 	const char *what; /* a few words for --help */
 	unsigned int at; /* MT_EXPORT_AT_*: the others are refused */
-	/*
-	 * it takes a sampled trace (--sample-bytes): it adds up no bytes by
-	 * stack, module or phase, which would mix estimates with exact sums
-	 */
-	bool sampled;
 	/* state for one export into f (opened "w"); NULL and err on failure */
 	void *(*open)(FILE *f, const struct mt_export_conf *c, char *err,
 		      size_t errlen);
@@ -60,11 +55,12 @@ extern const struct mt_exporter mt_export_memviz, mt_export_perfetto,
 const struct mt_exporter *mt_exporter_find(const char *name);
 
 /*
- * 0 if e can export a trace sampled at sample_bytes (0: a full trace);
- * else -EINVAL and err says why, in one line
+ * What an export of a sampled trace says of it in its own metadata: that
+ * stacks were sampled, how many and at what rate, what stays exact; buf,
+ * "" in a full trace
  */
-int mt_export_check_sampled(const struct mt_exporter *e, __u64 sample_bytes,
-			    char *err, size_t errlen);
+const char *mt_export_sample_note(const struct mt_session *s, char *buf,
+				  size_t len);
 
 /* "memviz, perfetto, ...": for messages */
 const char *mt_export_names(void);

@@ -13,6 +13,12 @@
  * its pinned host memory only: the cudaMalloc segments that hold its
  * tensors would count the same bytes twice. The sums are kept per (site,
  * event), so memory is bounded by the session's sites table.
+ *
+ * A sampled trace (--sample-bytes) weighs every allocation by its exact
+ * size, so that the lines add up to the full trace's totals: one whose
+ * stack was not walked is drawn as "[stack not sampled (--sample-bytes
+ * R)]" over its calling library and call, the format's only place to say
+ * how the trace was sampled.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +28,7 @@
 #include "lib/hashing.h"
 #include "lib/hashtab.h"
 #include "analysis/peak.h"
+#include "analysis/sample.h"
 #include "analysis/session.h"
 #include "export/export.h"
 
@@ -33,6 +40,7 @@ struct fentry {
 	const char *event; /* interned by kinds.c: pointers compare */
 	enum mt_space space;
 	__u32 pid;
+	bool bare; /* its stack not walked (--sample-bytes) */
 	__u64 bytes;
 };
 
@@ -46,6 +54,7 @@ struct folded {
 	size_t capslots;
 	__u64 unkept; /* bytes of keys past the bound (none expected) */
 	int err; /* -ENOMEM once an entry could not be made */
+	char bare_frame[64]; /* the frame of a bare entry, at the end */
 };
 
 static void *open_folded(FILE *f, const struct mt_export_conf *c, char *err,
@@ -64,13 +73,14 @@ static void *open_folded(FILE *f, const struct mt_export_conf *c, char *err,
 	return x;
 }
 
-static size_t key_hash(const struct mt_site *site, const char *event)
+static size_t key_hash(const struct fentry *k)
 {
-	return (size_t)mt_mix64((__u64)(uintptr_t)site ^
-				mt_mix64((__u64)(uintptr_t)event));
+	return (size_t)mt_mix64((__u64)(uintptr_t)k->site ^
+				mt_mix64((__u64)(uintptr_t)k->event) ^
+				(__u64)k->bare);
 }
 
-/* tab: a struct mt_index into ents; key: an entry with the site and event */
+/* tab: a struct mt_index into ents; key: an entry with the site, event, bare */
 static bool slot_match(const void *tab, size_t i, const void *key)
 {
 	const struct mt_index *t = tab;
@@ -78,7 +88,7 @@ static bool slot_match(const void *tab, size_t i, const void *key)
 		(const struct fentry *)t->ents + t->slots[i] - 1;
 	const struct fentry *k = key;
 
-	return e->site == k->site && e->event == k->event;
+	return e->site == k->site && e->event == k->event && e->bare == k->bare;
 }
 
 static void slot_put(__u32 *slots, size_t cap, const struct fentry *e,
@@ -86,8 +96,8 @@ static void slot_put(__u32 *slots, size_t cap, const struct fentry *e,
 {
 	struct mt_index t = { .slots = slots };
 
-	slots[mt_probe(&t, cap - 1, key_hash(e->site, e->event), mt_index_used,
-		       NULL, NULL)] = idx + 1;
+	slots[mt_probe(&t, cap - 1, key_hash(e), mt_index_used, NULL, NULL)] =
+		idx + 1;
 }
 
 /* room for one more entry, at half load; false: out of memory */
@@ -117,17 +127,14 @@ static bool grow(struct folded *x)
 	return true;
 }
 
-/* k: the key (site, event) and what a new entry starts with */
+/* k: the key (site, event, bare) and what a new entry starts with */
 static struct fentry *entry(struct folded *x, const struct mt_session *s,
 			    const struct fentry *k)
 {
-	const struct mt_site *site = k->site;
-
 	if (x->capslots) {
 		struct mt_index t = { .slots = x->slots, .ents = x->ents };
-		size_t i =
-			mt_probe(&t, x->capslots - 1, key_hash(site, k->event),
-				 mt_index_used, slot_match, k);
+		size_t i = mt_probe(&t, x->capslots - 1, key_hash(k),
+				    mt_index_used, slot_match, k);
 
 		if (x->slots[i])
 			return &x->ents[x->slots[i] - 1];
@@ -166,10 +173,12 @@ static void event_folded(void *p, const struct mt_session *s,
 	    x->at_peak || x->at_time)
 		return;
 	add(x, s,
-	    &(struct fentry){ .site = site,
-			      .event = r->event,
-			      .space = r->ki->space,
-			      .pid = r->ev->pid },
+	    &(struct fentry){
+		    .site = site,
+		    .event = r->event,
+		    .space = r->ki->space,
+		    .pid = r->ev->pid,
+		    .bare = mt_sample_unwalked(s->conf.sample_bytes, r) },
 	    r->size);
 }
 
@@ -190,36 +199,41 @@ static void add_live(const struct mt_live *e, void *ctx)
 	    &(struct fentry){ .site = e->site,
 			      .event = e->event,
 			      .space = (enum mt_space)e->space,
-			      .pid = e->pid },
+			      .pid = e->pid,
+			      .bare = mt_live_unsampled(e) },
 	    e->size);
 }
 
-/* --at peak: one group alive at its account's peak */
+/* --at peak: one group alive at its account's peak, by exact bytes */
 static void add_peak(const struct mt_peak_group *g, void *ctx)
 {
 	struct at_ctx *a = ctx;
+	struct fentry k;
 
 	if (a->x->err || g->space == MT_SP_VAMAP)
 		return;
 	if (g->unfit || !g->site) {
-		a->x->unkept += g->bytes;
+		a->x->unkept += g->exact_bytes + g->bare_bytes;
 		return;
 	}
-	add(a->x, a->s,
-	    &(struct fentry){ .site = g->site,
-			      .event = g->site->event,
-			      .space = g->space,
-			      .pid = g->pid },
-	    g->bytes);
+	k = (struct fentry){ .site = g->site,
+			     .event = g->site->event,
+			     .space = g->space,
+			     .pid = g->pid };
+	if (g->exact_bytes)
+		add(a->x, a->s, &k, g->exact_bytes);
+	k.bare = true;
+	if (g->bare_bytes)
+		add(a->x, a->s, &k, g->bare_bytes);
 }
 
 /* the frames of a line, outermost first; NULL past the last one */
-static const char *part(const struct fentry *e, bool prefix, int i)
+static const char *part(const struct folded *x, const struct fentry *e, int i)
 {
 	const struct mt_site *st = e->site;
-	int depth = st->depth;
+	int depth = e->bare ? 0 : st->depth;
 
-	if (prefix) {
+	if (x->prefix) {
 		/* "-": outside every module */
 		if (i == 0)
 			return st->module && strcmp(st->module, "-") ?
@@ -229,7 +243,11 @@ static const char *part(const struct fentry *e, bool prefix, int i)
 			return st->phase ? st->phase : "[no phase]";
 		i -= 2;
 	}
-	if (st->truncated) {
+	if (e->bare) {
+		if (i == 0)
+			return x->bare_frame;
+		i--;
+	} else if (st->truncated) {
 		if (i == 0)
 			return "[truncated]";
 		i--;
@@ -268,11 +286,11 @@ static int frame_cmp(const char *a, const char *b)
 	}
 }
 
-/* by pid, then frame by frame from the outermost */
+/* by pid, then frame by frame from the outermost; ctx: the export */
 static int entry_cmp(const void *pa, const void *pb, void *ctx)
 {
 	const struct fentry *a = pa, *b = pb;
-	const bool *prefix = ctx;
+	const struct folded *x = ctx;
 	const char *fa, *fb;
 
 	if (a->pid != b->pid)
@@ -280,8 +298,8 @@ static int entry_cmp(const void *pa, const void *pb, void *ctx)
 	for (int i = 0;; i++) {
 		int c;
 
-		fa = part(a, *prefix, i);
-		fb = part(b, *prefix, i);
+		fa = part(x, a, i);
+		fb = part(x, b, i);
 		if (!fa || !fb)
 			return !fa && !fb ? 0 : !fa ? -1 : 1;
 		c = frame_cmp(fa, fb);
@@ -307,7 +325,7 @@ static void write_line(struct folded *x, const struct fentry *e, bool pids,
 
 	if (pids)
 		fprintf(x->f, "pid %" PRIu32 ";", e->pid);
-	for (int i = 0; (fr = part(e, x->prefix, i)); i++) {
+	for (int i = 0; (fr = part(x, e, i)); i++) {
 		if (i)
 			fputc(';', x->f);
 		write_frame(x->f, fr);
@@ -326,14 +344,17 @@ static bool weighed(const struct fentry *e, bool tensors)
 	return !tensors || tensor_space(e->space) || e->space == MT_SP_PINNED;
 }
 
-static void write_all(struct folded *x)
+static void write_all(struct folded *x, const struct mt_session *s)
 {
-	bool pids = false, prefix = x->prefix;
+	bool pids = false;
 	size_t i, j, k;
 
+	snprintf(x->bare_frame, sizeof(x->bare_frame),
+		 "[" MT_SAMPLE_NO_STACK " (--sample-bytes %llu)]",
+		 (unsigned long long)s->conf.sample_bytes);
 	for (i = 1; i < x->n; i++)
 		pids |= x->ents[i].pid != x->ents[0].pid;
-	qsort_r(x->ents, x->n, sizeof(*x->ents), entry_cmp, &prefix);
+	qsort_r(x->ents, x->n, sizeof(*x->ents), entry_cmp, x);
 	for (i = 0; i < x->n; i = j) {
 		bool tensors = false;
 
@@ -345,8 +366,7 @@ static void write_all(struct folded *x)
 			__u64 bytes = 0;
 
 			/* identical stacks are neighbours: one line */
-			for (; k < j && !entry_cmp(first, &x->ents[k], &prefix);
-			     k++)
+			for (; k < j && !entry_cmp(first, &x->ents[k], x); k++)
 				if (weighed(&x->ents[k], tensors))
 					bytes += x->ents[k].bytes;
 			if (bytes)
@@ -374,7 +394,7 @@ static int close_folded(void *p, const struct mt_session *s, char *err,
 		snprintf(err, errlen, "export folded: %zu stacks kept: %s",
 			 x->n, strerror(-ret));
 	else
-		write_all(x);
+		write_all(x, s);
 	free(x->slots);
 	free(x->ents);
 	free(x);

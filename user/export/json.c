@@ -6,6 +6,11 @@
  * name (the event line replaces its blanks). What comes from the site
  * (caller, phase, module, node, stack) is rendered once per site and
  * copied after each event's own keys: the stack is most of a line.
+ *
+ * A sampled trace (--sample-bytes): each line says so, "sample_bytes": R,
+ * and whether its stack was walked, "stack_sampled" (a free's never is;
+ * an event without one has "stack": [] and none of the keys that come
+ * from it).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,6 +20,7 @@
 #include "event/format.h"
 #include "lib/grow.h"
 #include "export/jsonw.h"
+#include "analysis/sample.h"
 #include "analysis/session.h"
 #include "export/export.h"
 
@@ -192,6 +198,11 @@ static void event_json(void *p, const struct mt_session *s,
 	mt_jw_key_u64(w, "ts_ns", ev->ts);
 	mt_jw_key_str(w, "event", r->event);
 	put_keys(w, r);
+	if (s->conf.sample_bytes) {
+		mt_jw_key_u64(w, "sample_bytes", s->conf.sample_bytes);
+		mt_jw_str(w, "stack_sampled");
+		mt_jw_bool(w, !mt_sample_unwalked(s->conf.sample_bytes, r));
+	}
 	mt_jw_flush(w);
 	errno = 0;
 	if (!w->st && !w->io &&
@@ -219,8 +230,6 @@ static int close_json(void *p, const struct mt_session *s, char *err,
 const struct mt_exporter mt_export_json = {
 	.name = "json",
 	.what = "JSON lines, one object per event with its keys and stack",
-	/* each line is one event as it was: an unsampled one has no stack */
-	.sampled = true,
 	.open = open_json,
 	.event = event_json,
 	.close = close_json,

@@ -46,6 +46,13 @@
  * snapshot['segments']:
  *   stats(s['segments']), segments(s['segments'], format_flamegraph=...).
  *
+ * A sampled trace (--sample-bytes) has every event, its size and time
+ * exact; where the stack was not walked the frames are the call and a
+ * frame "stack not sampled" (its file names the rate), and the snapshot
+ * gets a key of its own, 'memtrace_sample', saying how it was sampled
+ * (viewers read the keys they know: torch's functions and MemoryViz.js
+ * draw it as any other).
+ *
  * Bounded memory: the last MV_MAX_RECS events are kept (a free is one, two
  * entries in the file), like PyTorch's own max_entries ring buffer: older
  * ones are dropped and what they left live still shows in 'segments'.
@@ -61,6 +68,7 @@
 #include "export/export.h"
 #include "export/frames.h"
 #include "export/pickle.h"
+#include "analysis/sample.h"
 #include "analysis/session.h"
 
 #define MV_MAX_RECS 1000000
@@ -95,6 +103,7 @@ struct mv_rec {
 	const struct mt_site *site;
 	__u8 action;
 	__u8 dev; /* CUDA index or MV_CPU */
+	bool bare; /* its stack not walked (--sample-bytes) */
 };
 
 /* a live segment or mapping (addr), or a cuMemCreate handle (addr) */
@@ -103,6 +112,7 @@ struct mv_range {
 	const struct mt_site *site;
 	__u8 dev;
 	bool expandable;
+	bool bare; /* as mv_rec's */
 };
 
 struct mv_ranges {
@@ -121,6 +131,7 @@ struct mv_block {
 	__u64 addr, size;
 	const struct mt_site *site;
 	__u8 dev;
+	bool bare; /* as mv_rec's */
 };
 
 struct memviz {
@@ -135,8 +146,13 @@ struct memviz {
 	/* at the end */
 	struct mv_block *blocks;
 	size_t nblocks;
-	__u32 *memo; /* by site id: 1 + memo index of its frames, 0: none */
+	/*
+	 * by site: 1 + memo index of its frames, 0: none; at 2 * id, then
+	 * at 2 * id + 1 the same site without its stack (bare)
+	 */
+	__u32 *memo;
 	size_t nmemo;
+	__u64 rate; /* --sample-bytes of the trace; 0: none */
 	__u64 t0;
 	int cpu_index;
 };
@@ -276,6 +292,7 @@ static void rec(struct memviz *m, const struct mt_call *r,
 		.site = site,
 		.action = (__u8)a,
 		.dev = (__u8)dev,
+		.bare = mt_sample_unwalked(m->rate, r),
 	};
 
 	m->dev[dev].seen = true;
@@ -347,7 +364,8 @@ static void segment_event(struct memviz *m, const struct mt_call *r,
 			       .size = r->size,
 			       .stream = r->has_stream ? r->stream : 0,
 			       .site = site,
-			       .dev = (__u8)dev };
+			       .dev = (__u8)dev,
+			       .bare = mt_sample_unwalked(m->rate, r) };
 	rec(m, r, site, MV_SEG_ALLOC, dev, r->ptr);
 	if (!ranges_add(m, &m->segs, &g))
 		m->dev[dev].cover = true; /* not in 'segments': not shown */
@@ -399,7 +417,8 @@ static void map_event(struct memviz *m, const struct mt_call *r,
 			       .size = r->size,
 			       .site = site,
 			       .dev = h->dev,
-			       .expandable = true };
+			       .expandable = true,
+			       .bare = mt_sample_unwalked(m->rate, r) };
 	rec(m, r, site, MV_SEG_MAP, h->dev, r->ptr);
 	if (!ranges_add(m, &m->segs, &n))
 		m->dev[n.dev].cover = true;
@@ -413,6 +432,7 @@ static void event_memviz(void *x, const struct mt_session *s,
 
 	if (m->nomem || sp == MT_SP_NONE || sp == MT_SP_PINNED)
 		return;
+	m->rate = s->conf.sample_bytes;
 	if (!m->has_pid) {
 		m->pid = r->ev->pid;
 		m->has_pid = true;
@@ -446,6 +466,7 @@ static void gather_block(const struct mt_live *e, void *ctx)
 		.dev = e->space == MT_SP_CPU ? MV_CPU :
 		       e->dev < 0	     ? 0 :
 					       (__u8)e->dev,
+		.bare = mt_live_unsampled(e),
 	};
 }
 
@@ -523,11 +544,15 @@ static void write_py_frame(struct mt_pickle *p, const char *fr)
 			    fp.line);
 }
 
-/* a site's frames, the call first; written once, then by memo */
+/*
+ * a site's frames, the call first; bare: its stack not walked, the call
+ * then "stack not sampled". Written once, then by memo.
+ */
 static void write_frames(struct mt_pickle *p, struct memviz *m,
-			 const struct mt_site *site)
+			 const struct mt_site *site, bool bare)
 {
-	__u32 *memo = site && site->id < m->nmemo ? &m->memo[site->id] : NULL;
+	size_t at = site ? 2 * (size_t)site->id + bare : m->nmemo;
+	__u32 *memo = at < m->nmemo ? &m->memo[at] : NULL;
 
 	if (memo && *memo) {
 		mt_pk_get(p, *memo - 1);
@@ -541,6 +566,15 @@ static void write_frames(struct mt_pickle *p, struct memviz *m,
 		write_frame(p, ev, strlen(ev), lib, strlen(lib), 0);
 		for (int i = 0; i < site->depth; i++)
 			write_py_frame(p, site->frames[i]);
+	}
+	if (site && bare) {
+		char rate[64];
+		int n = snprintf(rate, sizeof(rate),
+				 "memtrace-bpf --sample-bytes %llu",
+				 (unsigned long long)m->rate);
+
+		write_frame(p, MT_SAMPLE_NO_STACK, strlen(MT_SAMPLE_NO_STACK),
+			    rate, (size_t)n, 0);
 	}
 	mt_pk_end(p);
 	if (memo)
@@ -556,7 +590,7 @@ static void write_block(struct mt_pickle *p, struct memviz *m, __u64 addr,
 	key_uint(p, "requested_size", b ? size : 0);
 	key_str(p, "state", b ? "active_allocated" : "inactive");
 	mt_pk_str(p, "frames");
-	write_frames(p, m, b ? b->site : NULL);
+	write_frames(p, m, b ? b->site : NULL, b && b->bare);
 	if (b) {
 		/* torch 1.13's form of the same */
 		mt_pk_str(p, "history");
@@ -565,7 +599,7 @@ static void write_block(struct mt_pickle *p, struct memviz *m, __u64 addr,
 		key_uint(p, "addr", addr);
 		key_uint(p, "real_size", size);
 		mt_pk_str(p, "frames");
-		write_frames(p, m, b->site);
+		write_frames(p, m, b->site, b->bare);
 		mt_pk_end(p);
 		mt_pk_end(p);
 	}
@@ -593,7 +627,7 @@ static void write_segment(struct mt_pickle *p, struct memviz *m, int index,
 	mt_pk_str(p, "is_expandable");
 	mt_pk_bool(p, g->expandable);
 	mt_pk_str(p, "frames");
-	write_frames(p, m, g->site);
+	write_frames(p, m, g->site, g->bare);
 	mt_pk_str(p, "blocks");
 	mt_pk_list(p);
 	for (size_t i = 0; i < n; i++) {
@@ -630,7 +664,8 @@ static void write_segments(struct mt_pickle *p, struct memviz *m, int dev,
 			const struct mv_block *b = &m->blocks[k];
 			struct mv_range g = { .addr = b->addr,
 					      .size = b->size,
-					      .site = b->site };
+					      .site = b->site,
+					      .bare = b->bare };
 
 			write_segment(p, m, list_index(m, dev), &g, b, 1);
 		}
@@ -676,7 +711,7 @@ static void write_entry(struct mt_pickle *p, struct memviz *m,
 	key_uint(p, "stream", e->stream);
 	key_uint(p, "time_us", e->ts > m->t0 ? (e->ts - m->t0) / 1000 : 0);
 	mt_pk_str(p, "frames");
-	write_frames(p, m, e->site);
+	write_frames(p, m, e->site, e->bare);
 	mt_pk_end(p);
 }
 
@@ -701,6 +736,20 @@ static void write_trace(struct mt_pickle *p, struct memviz *m, int dev)
 		if (dev == MV_CPU && e->action == MV_FREE)
 			write_entry(p, m, e, "segment_free");
 	}
+	mt_pk_end(p);
+}
+
+/* a sampled trace's key: how it was sampled */
+static void write_sample(struct mt_pickle *p, const struct mt_session *s)
+{
+	char note[512];
+
+	mt_pk_str(p, "memtrace_sample");
+	mt_pk_dict(p);
+	key_uint(p, "sample_bytes", s->conf.sample_bytes);
+	key_uint(p, "allocations", s->sample_allocs);
+	key_uint(p, "sampled", s->sample_walked);
+	key_str(p, "note", mt_export_sample_note(s, note, sizeof(note)));
 	mt_pk_end(p);
 }
 
@@ -732,6 +781,8 @@ static int write_snapshot(struct memviz *m, const struct mt_session *s)
 	if (m->dev[MV_CPU].seen)
 		write_trace(&p, m, MV_CPU);
 	mt_pk_end(&p);
+	if (s->conf.sample_bytes)
+		write_sample(&p, s);
 	mt_pk_end(&p);
 	return mt_pk_finish(&p);
 }
@@ -743,7 +794,7 @@ static int close_memviz(void *x, const struct mt_session *s, char *err,
 	int ret = m->nomem ? -ENOMEM : 0;
 
 	if (!ret) {
-		m->nmemo = mt_sites_count(s->sites) + 1;
+		m->nmemo = 2 * (mt_sites_count(s->sites) + 1);
 		m->memo = calloc(m->nmemo, sizeof(*m->memo));
 		ret = m->memo ? gather_blocks(m, s) : -ENOMEM;
 	}

@@ -9,6 +9,11 @@
  * failed allocations, c10's OOM reports and Python raises; process and
  * thread names. Times are CLOCK_MONOTONIC microseconds, the clock of the
  * event lines.
+ *
+ * A sampled trace (--sample-bytes): the counters are exact as ever; an
+ * event whose stack was not walked knows no phase or module, so it moves
+ * no slice (the slices follow the sampled events), and its instant says
+ * "stack": "not sampled". otherData says how the trace was sampled.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -20,6 +25,7 @@
 #include "export/jsonw.h"
 #include "export/export.h"
 #include "lib/version.h"
+#include "analysis/sample.h"
 #include "analysis/session.h"
 
 #define MAX_THREADS 4096 /* with slices and names; more get neither */
@@ -142,7 +148,6 @@ static void follow_slices(struct mt_jw *w, struct thread *t, __u64 ts,
 			slice(w, t, "B", "module", module, ts);
 		t->module = module;
 	}
-	t->last_ts = ts;
 }
 
 /* the threads' accessors for lib/hashtab.h: tab is the slot array */
@@ -271,7 +276,7 @@ static void counters(struct perfetto *x, const struct mt_summary *sum, __u64 ts)
 
 /* an allocation that failed, c10's OOM report, a Python raise */
 static void instant(struct mt_jw *w, const struct mt_call *r,
-		    const struct mt_site *site)
+		    const struct mt_site *site, bool bare)
 {
 	const struct mt_event *ev = r->ev;
 	const char *err;
@@ -307,6 +312,8 @@ static void instant(struct mt_jw *w, const struct mt_call *r,
 		mt_jw_key_str(w, "phase", site->phase);
 	if (site->module)
 		mt_jw_key_str(w, "module", site->module);
+	if (bare)
+		mt_jw_key_str(w, "stack", "not sampled");
 	mt_jw_open_close(w, '}');
 	mt_jw_open_close(w, '}');
 }
@@ -316,13 +323,17 @@ static void event_perfetto(void *p, const struct mt_session *s,
 {
 	struct perfetto *x = p;
 	struct thread *t = thread_of(x, r->ev);
+	bool bare = mt_sample_unwalked(s->conf.sample_bytes, r);
 
-	if (t)
+	if (t && !bare)
 		follow_slices(&x->w, t, r->ev->ts, site->phase, site->module);
+	/* its slices end here at the latest: on its track, time goes on */
+	if (t)
+		t->last_ts = r->ev->ts;
 	counters(x, &s->sum, r->ev->ts);
 	if (r->role == MT_ROLE_OOM || (r->role == MT_ROLE_ALLOC && r->failed) ||
 	    site->detail)
-		instant(&x->w, r, site);
+		instant(&x->w, r, site, bare);
 	mt_jw_flush(&x->w);
 }
 
@@ -342,6 +353,13 @@ static int close_perfetto(void *p, const struct mt_session *s, char *err,
 	mt_jw_open_close(w, '{');
 	mt_jw_key_str(w, "exporter", "memtrace-bpf " MT_VERSION);
 	mt_jw_key_str(w, "clock", "CLOCK_MONOTONIC");
+	if (s->conf.sample_bytes) {
+		char note[512];
+
+		mt_jw_key_u64(w, "sample_bytes", s->conf.sample_bytes);
+		mt_jw_key_str(w, "stacks",
+			      mt_export_sample_note(s, note, sizeof(note)));
+	}
 	mt_jw_open_close(w, '}');
 	mt_jw_open_close(w, '}');
 	mt_jw_flush(w);

@@ -9,9 +9,16 @@
  * file). The weight is what the site allocated, or with --at peak what it
  * had alive when its account peaked.
  *
+ * A sampled trace (--sample-bytes) weighs every allocation by its exact
+ * size, so that each profile's total is the full trace's: one whose
+ * stack was not walked is a sample of its own under its site, the frame
+ * "stack not sampled" above its call; the file's name says how the trace
+ * was sampled.
+ *
  * Memory is bounded by the sites, not the events: weights add up per
- * (account, site). --at peak takes, at the end, what the session's peak
- * view (peak.c) found alive at each account's peak.
+ * (account, site, walked or not). --at peak takes, at the end, what the
+ * session's peak view (peak.c) found alive at each account's peak, by
+ * exact bytes.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -25,6 +32,7 @@
 #include "export/export.h"
 #include "lib/version.h"
 #include "analysis/peak.h"
+#include "analysis/sample.h"
 #include "analysis/session.h"
 
 #define MAX_ACCOUNTS 256
@@ -46,6 +54,7 @@ struct group {
 	const struct mt_site *site;
 	__u64 weight;
 	__u32 acct;
+	bool bare; /* of its allocations whose stack was not walked */
 };
 
 enum frame_kind {
@@ -57,6 +66,7 @@ enum frame_kind {
 	FR_CALL, /* the allocating call; b: its caller */
 	FR_TRUNC, /* the outer frames cut at --max-depth */
 	FR_UNFIT, /* bytes no table had room for */
+	FR_BARE, /* MT_SAMPLE_NO_STACK */
 };
 
 struct frame {
@@ -144,9 +154,10 @@ static struct account *account_get(struct speedscope *x, __u32 pid, __u16 space,
 	return a;
 }
 
-static size_t group_hash(__u32 acct, const struct mt_site *site)
+static size_t group_hash(__u32 acct, const struct mt_site *site, bool bare)
 {
-	return (size_t)mt_mix64((__u64)(uintptr_t)site ^ (__u64)acct << 48);
+	return (size_t)mt_mix64((__u64)(uintptr_t)site ^ (__u64)acct << 48 ^
+				(__u64)bare << 47);
 }
 
 /* the groups' accessors for lib/hashtab.h: tab is the slot array */
@@ -160,15 +171,15 @@ static bool group_match(const void *tab, size_t i, const void *key)
 {
 	const struct group *g = (const struct group *)tab + i, *k = key;
 
-	return g->acct == k->acct && g->site == k->site;
+	return g->acct == k->acct && g->site == k->site && g->bare == k->bare;
 }
 
 static struct group *group_slot(struct group *v, size_t cap, __u32 acct,
-				const struct mt_site *site)
+				const struct mt_site *site, bool bare)
 {
-	struct group k = { .acct = acct, .site = site };
+	struct group k = { .acct = acct, .site = site, .bare = bare };
 
-	return &v[mt_probe(v, cap - 1, group_hash(acct, site), group_used,
+	return &v[mt_probe(v, cap - 1, group_hash(acct, site, bare), group_used,
 			   group_match, &k)];
 }
 
@@ -184,19 +195,21 @@ static int groups_grow(struct table *t)
 		return -ENOMEM;
 	for (size_t i = 0; i < t->cap; i++)
 		if (old[i].acct)
-			*group_slot(v, cap, old[i].acct, old[i].site) = old[i];
+			*group_slot(v, cap, old[i].acct, old[i].site,
+				    old[i].bare) = old[i];
 	free(old);
 	t->v = v;
 	t->cap = cap;
 	return 0;
 }
 
-/* add bytes to (a, site); to a's unfit bytes if full */
+/* add bytes to (a, site, bare); to a's unfit bytes if full */
 static void weigh(struct speedscope *x, struct account *a,
-		  const struct mt_site *site, __u64 bytes)
+		  const struct mt_site *site, bool bare, __u64 bytes)
 {
 	__u32 ai = (__u32)(a - x->acct) + 1;
-	struct group *g = group_slot(x->groups.v, x->groups.cap, ai, site);
+	struct group *g =
+		group_slot(x->groups.v, x->groups.cap, ai, site, bare);
 
 	if (!g->acct) {
 		int ret = 0;
@@ -209,8 +222,8 @@ static void weigh(struct speedscope *x, struct account *a,
 			a->unfit += bytes;
 			return;
 		}
-		g = group_slot(x->groups.v, x->groups.cap, ai, site);
-		*g = (struct group){ .acct = ai, .site = site };
+		g = group_slot(x->groups.v, x->groups.cap, ai, site, bare);
+		*g = (struct group){ .acct = ai, .site = site, .bare = bare };
 		x->groups.n++;
 	}
 	g->weight += bytes;
@@ -235,7 +248,8 @@ static void event_speedscope(void *p, const struct mt_session *s,
 	a = account_get(x, r->ev->pid, (__u16)r->ki->space, (__u8)r->dev_type,
 			(__s8)r->dev_index);
 	if (a)
-		weigh(x, a, site, r->size);
+		weigh(x, a, site, mt_sample_unwalked(s->conf.sample_bytes, r),
+		      r->size);
 }
 
 /* --at peak: one group alive at its account's peak */
@@ -253,10 +267,14 @@ static void weigh_peak(const struct mt_peak_group *g, void *ctx)
 		return;
 	a->peak = g->peak;
 	a->peak_ts = g->peak_ts;
-	if (g->unfit)
-		a->unfit += g->bytes;
-	else
-		weigh(x, a, g->site, g->bytes);
+	if (g->unfit) {
+		a->unfit += g->exact_bytes + g->bare_bytes;
+		return;
+	}
+	if (g->exact_bytes)
+		weigh(x, a, g->site, false, g->exact_bytes);
+	if (g->bare_bytes)
+		weigh(x, a, g->site, true, g->bare_bytes);
 }
 
 /* --at SECS: one allocation alive then (the reading stopped there) */
@@ -270,7 +288,7 @@ static void weigh_live(const struct mt_live *e, void *ctx)
 		return;
 	a = account_get(x, e->pid, e->space, e->dev_type, e->dev);
 	if (a)
-		weigh(x, a, e->site, e->size);
+		weigh(x, a, e->site, mt_live_unsampled(e), e->size);
 }
 
 static size_t frame_hash(const struct frame *f)
@@ -357,8 +375,9 @@ static void put_frame(struct speedscope *x, enum frame_kind kind, const char *a,
 	mt_jw_u64(&x->w, (__u64)i);
 }
 
-/* one sample: the site's stack, outermost first */
-static void put_sample(struct speedscope *x, const struct mt_site *site)
+/* one sample: the site's stack, outermost first; bare: none walked */
+static void put_sample(struct speedscope *x, const struct mt_site *site,
+		       bool bare)
 {
 	struct mt_jw *w = &x->w;
 
@@ -367,6 +386,9 @@ static void put_sample(struct speedscope *x, const struct mt_site *site)
 		put_frame(x, FR_PHASE, site->phase, NULL);
 	if (x->prefix && site->module && strcmp(site->module, "-"))
 		put_frame(x, FR_MODULE, site->module, NULL);
+	/* where its Python frames would be */
+	if (bare)
+		put_frame(x, FR_BARE, NULL, NULL);
 	if (site->truncated)
 		put_frame(x, FR_TRUNC, NULL, NULL);
 	for (int i = site->depth - 1; i >= 0; i--)
@@ -387,7 +409,9 @@ static int by_account_then_weight(const void *pa, const void *pb)
 		return x->acct < y->acct ? -1 : 1;
 	if (x->weight != y->weight)
 		return x->weight > y->weight ? -1 : 1;
-	return ix < iy ? -1 : ix > iy;
+	if (ix != iy)
+		return ix < iy ? -1 : 1;
+	return x->bare - y->bare;
 }
 
 static void profile_name(const struct speedscope *x, const struct account *a,
@@ -429,7 +453,7 @@ static void put_profile(struct speedscope *x, const struct account *a,
 	mt_jw_str(w, "samples");
 	mt_jw_open_close(w, '[');
 	for (size_t i = 0; i < n; i++) {
-		put_sample(x, v[i]->site);
+		put_sample(x, v[i]->site, v[i]->bare);
 		mt_jw_flush(w);
 	}
 	if (a->unfit) {
@@ -541,6 +565,9 @@ static void put_frames(struct speedscope *x)
 		case FR_TRUNC:
 			mt_jw_key_str(w, "name", "[stack truncated]");
 			break;
+		case FR_BARE:
+			mt_jw_key_str(w, "name", "[" MT_SAMPLE_NO_STACK "]");
+			break;
 		default:
 			mt_jw_key_str(w, "name",
 				      "[untracked: a table was full]");
@@ -553,11 +580,26 @@ static void put_frames(struct speedscope *x)
 	mt_jw_open_close(w, '}');
 }
 
+/* the file's name, which speedscope shows: what it weighs, how sampled */
+static void file_name(const struct speedscope *x, const struct mt_session *s,
+		      char *buf, size_t len)
+{
+	char note[512];
+
+	snprintf(buf, len, "memtrace-bpf: %s%s%s",
+		 x->at_peak ? "bytes live at the peak" :
+		 x->at_time ? "bytes live at --at" :
+			      "bytes allocated",
+		 s->conf.sample_bytes ? "; " : "",
+		 mt_export_sample_note(s, note, sizeof(note)));
+}
+
 static int close_speedscope(void *p, const struct mt_session *s, char *err,
 			    size_t errlen)
 {
 	struct speedscope *x = p;
 	struct mt_jw *w = &x->w;
+	char name[640];
 	int ret;
 
 	if (x->at_peak && !x->err) {
@@ -570,10 +612,8 @@ static int close_speedscope(void *p, const struct mt_session *s, char *err,
 	mt_jw_open_close(w, '{');
 	mt_jw_key_str(w, "$schema",
 		      "https://www.speedscope.app/file-format-schema.json");
-	mt_jw_key_str(w, "name",
-		      x->at_peak ? "memtrace-bpf: bytes live at the peak" :
-		      x->at_time ? "memtrace-bpf: bytes live at --at" :
-				   "memtrace-bpf: bytes allocated");
+	file_name(x, s, name, sizeof(name));
+	mt_jw_key_str(w, "name", name);
 	mt_jw_key_str(w, "exporter", "memtrace-bpf " MT_VERSION);
 	mt_jw_key_u64(w, "activeProfileIndex", 0);
 	if (!x->err)

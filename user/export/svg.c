@@ -21,6 +21,12 @@
  * allocated peak with the module, phase and innermost frame of the
  * allocation that reached it. Seconds since the first event, bytes in KiB, MiB or GiB.
  *
+ * A sampled trace (--sample-bytes): the curves are exact as ever; the
+ * bands and markers come from the sampled events (the others know no
+ * phase), a peak made by an event without a stack says "stack not
+ * sampled", and the title says how the trace was sampled (its <desc> all
+ * of it).
+ *
  * Bounded memory: each plot keeps NBUCKETS time buckets with the min,
  * max and last value in each; when the trace outgrows them, neighbours
  * merge and the bucket width doubles.
@@ -29,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "event/format.h"
+#include "analysis/sample.h"
 #include "analysis/session.h"
 #include "export/export.h"
 
@@ -75,6 +82,7 @@ struct series {
 	__u64 peak, peak_t, rpeak;
 	const struct mt_site *peak_site; /* the allocation at the peak */
 	const char *peak_event;
+	bool peak_bare; /* its stack not walked (--sample-bytes) */
 	struct bucket b[NBUCKETS];
 };
 
@@ -394,6 +402,7 @@ static void event_svg(void *p, const struct mt_session *s,
 		sr->peak_t = t;
 		sr->peak_site = site;
 		sr->peak_event = r->event;
+		sr->peak_bare = mt_sample_unwalked(s->conf.sample_bytes, r);
 	}
 }
 
@@ -682,7 +691,10 @@ static void draw_peak(FILE *f, const struct axes *ax, const struct series *sr)
 		mt_format_bytes(b, sizeof(b), sr->peak),
 		(double)sr->peak_t / 1e9);
 	fprintf(f, "<tspan x=\"%.1f\" dy=\"13\">", xl);
-	put_text(f, module ? st->module : "no module", OWNER_CHARS);
+	if (sr->peak_bare)
+		put_text(f, MT_SAMPLE_NO_STACK, OWNER_CHARS);
+	else
+		put_text(f, module ? st->module : "no module", OWNER_CHARS);
 	if (st->phase) {
 		fputs(", ", f);
 		put_text(f, st->phase, OWNER_CHARS);
@@ -886,7 +898,23 @@ static int by_account(const void *pa, const void *pb)
 	return a->index < b->index ? -1 : a->index > b->index;
 }
 
-static void draw(struct svgx *x)
+/* a sampled trace: the title's note, and all of it in the <desc> */
+static void draw_sampled(FILE *f, const struct mt_session *s)
+{
+	char text[512];
+
+	if (!s->conf.sample_bytes)
+		return;
+	fputs("<desc>", f);
+	put_text(f, mt_export_sample_note(s, text, sizeof(text)), sizeof(text));
+	fprintf(f, "</desc>\n<text x=\"%d\" y=\"24\" text-anchor=\"end\">",
+		W - PR);
+	put_text(f, mt_session_sample_rate(s, text, sizeof(text)),
+		 sizeof(text));
+	fputs(", totals exact</text>\n", f);
+}
+
+static void draw(struct svgx *x, const struct mt_session *s)
 {
 	FILE *f = x->f;
 	size_t n = x->nser < MAX_PLOTS ? x->nser : MAX_PLOTS;
@@ -904,6 +932,7 @@ static void draw(struct svgx *x)
 		"<text x=\"%d\" y=\"24\" class=\"title\">memtrace-bpf: "
 		"memory over time</text>\n",
 		W, h, W, h, style, PL);
+	draw_sampled(f, s);
 	draw_legend(f, x, n);
 	for (size_t i = 0; i < n; i++)
 		draw_plot(f, x, x->ser[i], HEAD + (double)i * PLOT_H);
@@ -929,7 +958,7 @@ static int close_svg(void *p, const struct mt_session *s, char *err,
 	if (ret)
 		snprintf(err, errlen, "export svg: %s", strerror(-ret));
 	else
-		draw(x);
+		draw(x, s);
 	for (size_t i = 0; i < x->nser; i++)
 		free(x->ser[i]);
 	for (size_t i = 0; i < x->nprocs; i++)

@@ -193,7 +193,11 @@ struct mt_flight_dir *mt_flight_dir_open(const struct mt_flight_conf *c,
 	}
 	ret = probe_write(fd);
 	if (ret) {
-		snprintf(err, errlen, "--flight: cannot write in -o %s: %s",
+		/* /proc says ENOENT: the errno alone named no cause */
+		snprintf(err, errlen,
+			 "--flight: cannot write in -o %s: no file can be made "
+			 "there (%s); -o DIR wants a folder the dumps can be "
+			 "written in",
 			 c->dir, strerror(-ret));
 		close(fd);
 		return NULL;

@@ -114,7 +114,7 @@ static int replay(struct replay *rp)
 	char err[512];
 	int ret;
 
-	/* the export starts once the record says whether it is sampled */
+	/* the export starts after the checks: a refusal leaves no file */
 	oc.exp.kind = NULL;
 	rp->ses = mt_output_open(&oc, rp->out, err, sizeof(err));
 	if (!rp->ses) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <bpf/libbpf.h>
+#include "analysis/sample.h"
 #include "python/autograd.h"
 #include "event/format.h"
 #include "event/kinds.h"
@@ -154,20 +155,6 @@ static const char *raised_type(struct mt_tracer *tr, struct mt_target *t,
 	return NULL;
 }
 
-/*
- * --sample-bytes: an allocation the sampler left out, or any free (not
- * walked): it stands for nothing in the figures of modules, phases and
- * lines (analysis/sample.h), so it is attributed to none of them
- */
-static bool unattributed(const struct mt_tracer *tr, const struct mt_call *r)
-{
-	if (!tr->conf->out.ses.sample_bytes)
-		return false;
-	if (r->role == MT_ROLE_FREE)
-		return true;
-	return r->role == MT_ROLE_ALLOC && !(r->ev->flags & MT_EV_SAMPLED);
-}
-
 /* who made the event: its site, interned in the session's table */
 static struct mt_site *site_of(struct mt_tracer *tr, struct mt_sink *k,
 			       struct mt_target *t, const struct mt_call *r,
@@ -178,7 +165,9 @@ static struct mt_site *site_of(struct mt_tracer *tr, struct mt_sink *k,
 	struct mt_attrib a = { 0 };
 	const char *caller;
 	struct mt_site key;
-	bool is_new, none = unattributed(tr, r);
+	bool is_new;
+	/* --sample-bytes left its stack out: no module, phase or line */
+	bool none = mt_sample_unwalked(tr->conf->out.ses.sample_bytes, r);
 
 	pr = none ? NULL : attribute(tr, t, r, &a);
 	caller = caller_name(tr, t, ev->caller);

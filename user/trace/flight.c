@@ -443,10 +443,11 @@ int mt_tracer_flight_close(struct mt_tracer *tr)
 	mt_flight_dir_reap(tr->flight_dir, true);
 	n = mt_flight_dir_dumps(tr->flight_dir);
 	failed = mt_flight_dir_failed(tr->flight_dir);
-	if (failed)
+	/* a trace that never ran (no such pid) has its one line already */
+	if (tr->ran && failed)
 		mt_err("flight: %u dump%s written in %s; %u failed (above)", n,
 		       n == 1 ? "" : "s", tr->conf->flight->dir, failed);
-	else
+	else if (tr->ran)
 		mt_err("flight: %u dump%s written in %s", n, n == 1 ? "" : "s",
 		       tr->conf->flight->dir);
 	mt_flight_dir_close(tr->flight_dir);
