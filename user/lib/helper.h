@@ -30,7 +30,8 @@ struct mt_helper {
 
 /*
  * A child that runs fn(fd, arg) and exits with its return value; fn
- * writes its answer to fd. The child must not return into the tool: it
+ * writes its answer to fd (stdin, stdout and stderr are /dev/null; 127:
+ * they could not be). The child must not return into the tool: it
  * ends with _exit and flushes nothing of the parent's stdio. 0, or a
  * negative errno (no child: *h is then done, with nothing written).
  */
