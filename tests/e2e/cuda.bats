@@ -70,6 +70,11 @@ model() {
 	ck_blocks cuda:0
 	ck_segments cuda:0
 	ck_frag cuda:0
+	# cuBLAS's own memory (user/standin/cublas.c: a handle a thread, the
+	# main one's and the autograd engine's), from the driver: not in the
+	# segments, said apart (its device: cuda:? as for every runtime and
+	# driver call of a thread whose cudaSetDevice came before the attach)
+	grep -qE "^# frag other_library pid=$PID dev=cuda:[?0] caller=libcublas\.so\.12 ranges=6 bytes=$((2 * (1024 + 131072 + 2097152)))\$" "$TRACE"
 	ck_clean
 }
 

@@ -108,23 +108,42 @@ ck_frag() {
 	[ "$n" -ge 1 ] || ck_fail "no # frag segment line" || return 1
 }
 
+# ck_segment_size SIZE: the segment PyTorch's caching allocator asks
+# cudaMalloc for, for a request of SIZE bytes (CUDACachingAllocator.cpp:
+# round_size to 512 B, then get_allocation_size: up to kSmallSize, 1 MiB,
+# a 2 MiB segment; under kMinLargeAlloc, 10 MiB, a 20 MiB one; larger
+# ones rounded up to kRoundLarge, 2 MiB)
+ck_segment_size() {
+	local s=$((($1 + 511) / 512 * 512))
+	if ((s <= 1048576)); then
+		echo 2097152
+	elif ((s < 10485760)); then
+		echo 20971520
+	else
+		echo $(((s + 2097151) / 2097152 * 2097152))
+	fi
+}
+
 # an OOM (cuda_model.py --oom): the allocator's block with the size asked
-# for and the line that asked, the runtime's failure and the retry, and
-# the counts of memory_stats()
+# for and the line that asked, the runtime's failure and the retry of the
+# segment that size needs (free memory + 1 GiB, the request, is no
+# multiple of 2 MiB where other libraries hold device memory), and the
+# counts of memory_stats()
 ck_oom() {
-	local dev=$1 file=$2 oom size line
+	local dev=$1 file=$2 oom size line seg
 	oom=$(grep '^oom ' "$MODEL")
 	size=$(ck_field "$oom" size)
 	line=$(ck_field "$oom" line)
 	[ -n "$size" ] || ck_fail "the model printed no oom line" || return 1
+	seg=$(ck_segment_size "$size")
 	sed -n '/^# OOM pid=.* c10:oom /,/^#   top live/p' "$TRACE" >"$TRACE.oom"
 	grep -qE "^# OOM pid=$PID tid=$PID dev=$dev at [0-9.]+ s: c10:oom size=$size \([^)]*\): the caching allocator gave up$" "$TRACE.oom" ||
 		ck_fail "no OOM block of c10:oom size=$size" || return 1
 	grep -q "^#	force_oom ($file:$line)$" "$TRACE.oom" ||
 		ck_fail "the OOM block's stack lacks force_oom ($file:$line)" || return 1
-	grep -qE "^# OOM pid=$PID tid=$PID dev=[^ ]+ at [0-9.]+ s: cudart:cudaMalloc size=$size \([^)]*\) failed: cudaErrorMemoryAllocation \(2\)$" "$TRACE" ||
-		ck_fail "no OOM block of the failed cudaMalloc size=$size" || return 1
-	grep -qE "^# OOM retry pid=$PID tid=$PID: [0-9]+ cached segments freed \([^)]*\), then cudart:cudaMalloc size=$size again: failed num_alloc_retries=[1-9][0-9]*$" "$TRACE" ||
+	grep -qE "^# OOM pid=$PID tid=$PID dev=[^ ]+ at [0-9.]+ s: cudart:cudaMalloc size=$seg \([^)]*\) failed: cudaErrorMemoryAllocation \(2\)$" "$TRACE" ||
+		ck_fail "no OOM block of the failed cudaMalloc size=$seg (the segment of $size)" || return 1
+	grep -qE "^# OOM retry pid=$PID tid=$PID: [0-9]+ cached segments freed \([^)]*\), then cudart:cudaMalloc size=$seg again: failed num_alloc_retries=[1-9][0-9]*$" "$TRACE" ||
 		ck_fail "no # OOM retry line" || return 1
 	[ "$(ck_torch "$dev" num_ooms)" -ge 1 ] || ck_fail "PyTorch counted no OOM" || return 1
 	grep -q "^# oom failed_allocations=[1-9][0-9]* num_alloc_retries=$(ck_torch "$dev" num_alloc_retries) allocator_gave_up=$(ck_torch "$dev" num_ooms) " "$TRACE" ||

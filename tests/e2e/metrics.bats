@@ -143,3 +143,22 @@ print("listening", flush=True); time.sleep(60)' "$MPORT" >"$BATS_TEST_TMPDIR/bus
 	[ "$status" -eq 2 ]
 	grep -qx "memtrace-bpf: metrics: listen on 127.0.0.1:$MPORT: Address already in use" <<<"$output"
 }
+
+# The GPU host where the static binary died of SIGFPE loading NVML
+# (glibc 2.39 there, the build's 2.36): --metrics-addr's libmicrohttpd
+# would do the same. Here the static binary runs in the CUDA root, whose
+# glibc is trixie's, with a libmicrohttpd.so.12 made on this host (any
+# library that needs libc.so.6 brings the root's).
+@test "--metrics-addr in the static binary where the system's glibc is not the build's: one line, no crash" {
+	need_roots cuda
+	root_stage "$ROOT_CUDA" "$ROOT/.output/static/memtrace-bpf"
+	printf '#include <stdio.h>\nint mt_stub(void) { return puts("x"); }\n' >"$BATS_TEST_TMPDIR/stub.c"
+	gcc -shared -fPIC -Wl,-soname,libmicrohttpd.so.12 -o "$ROOT_CUDA$STAGE/libmicrohttpd.so.12" \
+		"$BATS_TEST_TMPDIR/stub.c"
+	run env LD_LIBRARY_PATH="$STAGE" "$ROOT/scripts/cuda-standin.sh" --lib-last --bind /sys -- \
+		"$STAGE/memtrace-bpf" -q -p 1 --metrics-addr 127.0.0.1:1
+	root_unstage
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: metrics: --metrics-addr: loading libmicrohttpd.so.12 killed by SIGFPE in a helper process: a static memtrace-bpf (glibc $(getconf GNU_LIBC_VERSION | cut -d' ' -f2)) cannot load this system's libraries (--metrics-file needs none, or use the dynamic build)" ]
+}

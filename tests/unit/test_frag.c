@@ -212,6 +212,25 @@ static void test_accounts(void **state)
 	mt_frag_free(f);
 }
 
+/* a live range made from caller (NULL: not known) */
+static void put_by(struct mt_livetable *t, __u32 pid, __u16 space, __u64 ptr,
+		   __u64 size, const char *event, const char *caller)
+{
+	struct mt_live e = {
+		.ptr = ptr,
+		.size = size,
+		.ts = T0 + U,
+		.event = event,
+		.caller = caller,
+		.pid = pid,
+		.space = space,
+		.dev_type = MT_DT_CUDA,
+		.dev = 0,
+	};
+
+	assert_int_equal(mt_live_insert(t, &e), 0);
+}
+
 static void put(struct mt_livetable *t, __u32 pid, __u16 space, __u64 ptr,
 		__u64 size, const char *event, struct mt_site *site)
 {
@@ -305,6 +324,66 @@ static void test_segments(void **state)
 	mt_frag_free(f);
 }
 
+/*
+ * As on an H200: each cudaMalloc of c10 through the runtime's own
+ * cuMemAlloc_v2 at the same address and size, and cuBLAS's memory from
+ * the driver and the runtime: PyTorch's segments are c10's only, the rest
+ * one line for its library.
+ */
+static void test_segments_other_libraries(void **state)
+{
+	const char *c10 = "libc10_cuda.so", *rt = "libcudart.so.13",
+		   *blas = "libcublas.so.13";
+	struct mt_frag *f = mt_frag_new();
+	struct mt_livetable *t = mt_live_new(64);
+	struct capture c;
+	char *l;
+
+	assert_non_null(f);
+	assert_non_null(t);
+	put_by(t, 7, MT_SP_DRIVER, 0x10000000, 2 * MIB, "cuda:cuMemAlloc_v2",
+	       rt);
+	put_by(t, 7, MT_SP_CUDART, 0x10000000, 2 * MIB, "cudart:cudaMalloc",
+	       c10);
+	put_by(t, 7, MT_SP_C10, 0x10000000, MIB / 2, "c10:alloc", c10);
+	/* cuBLAS's handle: the driver's, in one 2 MiB page as on the GPU */
+	put_by(t, 7, MT_SP_DRIVER, 0x20000000, 1024, "cuda:cuMemAlloc_v2",
+	       blas);
+	put_by(t, 7, MT_SP_DRIVER, 0x20000400, 131072, "cuda:cuMemAlloc_v2",
+	       blas);
+	put_by(t, 7, MT_SP_DRIVER, 0x30000000, 2 * MIB, "cuda:cuMemAlloc_v2",
+	       blas);
+	/* and a cudaMalloc of cuBLAS, through the driver */
+	put_by(t, 7, MT_SP_DRIVER, 0x40000000, 4 * MIB, "cuda:cuMemAlloc_v2",
+	       rt);
+	put_by(t, 7, MT_SP_CUDART, 0x40000000, 4 * MIB, "cudart:cudaMalloc",
+	       blas);
+	feed(f, 7, 0, T0, MIB / 2, 2 * MIB, NULL);
+	capture_open(&c);
+	mt_frag_print(f, t, T0, c.out);
+	capture_close(&c);
+
+	l = line_with(c.buf, "# frag segments=", NULL);
+	assert_non_null(l);
+	assert_non_null(strstr(l, "# frag segments=1 bytes=2097152 "
+				  "used=524288 blocks=1 blocks_outside=0 "));
+	l = line_with(c.buf, "# frag segment ", " start=0x10000000 ");
+	assert_non_null(l);
+	assert_non_null(strstr(l, " event=cudart:cudaMalloc "));
+	assert_null(line_with(c.buf, "# frag segment ", " start=0x30000000 "));
+	l = line_with(c.buf, "# frag other_library ", NULL);
+	assert_non_null(l);
+	assert_string_equal(l, "# frag other_library pid=7 dev=cuda:0 "
+			       "caller=libcublas.so.13 ranges=4 "
+			       "bytes=6423552");
+	/* one line a library */
+	assert_null(strstr(strstr(c.buf, "# frag other_library ") + 1,
+			   "# frag other_library "));
+	free(c.buf);
+	mt_live_free(t);
+	mt_frag_free(f);
+}
+
 /* more low segments than the top: the rest are counted */
 static void test_segments_top(void **state)
 {
@@ -340,6 +419,7 @@ int main(void)
 		cmocka_unit_test(test_accounts),
 		cmocka_unit_test(test_segments),
 		cmocka_unit_test(test_segments_top),
+		cmocka_unit_test(test_segments_other_libraries),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,10 @@
  * allocated, held from one c10 event to the next, so that its means are
  * weighted by time; a fixed set of fine time buckets keeps the series
  * bounded, halving its resolution when the trace outgrows it. At the end
- * the live table tells which segments hold few live blocks.
+ * the live table tells which segments hold few live blocks. Segments are
+ * the caching allocator's ranges only: what another library (cuBLAS's
+ * workspaces, NCCL's buffers) took from the runtime or the driver is no
+ * memory of PyTorch's, and is listed apart, by library.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -288,6 +291,7 @@ static void print_dev(const struct frag_dev *d, __u64 t0, FILE *out)
 struct segment {
 	const struct mt_live *e;
 	__u64 used, blocks;
+	bool ours; /* the caching allocator's (mt_caller_is_allocator) */
 };
 
 struct segments {
@@ -321,7 +325,9 @@ static void collect_segment(const struct mt_live *e, void *ctx)
 		s->v = v;
 		s->cap = cap;
 	}
-	s->v[s->n++] = (struct segment){ .e = e };
+	s->v[s->n++] =
+		(struct segment){ .e = e,
+				  .ours = mt_caller_is_allocator(e->caller) };
 }
 
 static int by_start(const void *a, const void *b)
@@ -334,12 +340,16 @@ static int by_start(const void *a, const void *b)
 	if (x->ptr != y->ptr)
 		return x->ptr < y->ptr ? -1 : 1;
 	/* the larger of two ranges at one address first: it is kept */
-	return x->size > y->size ? -1 : x->size < y->size ? 1 : 0;
+	if (x->size != y->size)
+		return x->size > y->size ? -1 : 1;
+	/* of two equal, the runtime's, whose driver call the other is */
+	return (x->space != MT_SP_CUDART) - (y->space != MT_SP_CUDART);
 }
 
 /*
- * The runtime may reach a probed driver entry point for one allocation:
- * keep one range per address, the outer one.
+ * The real runtime makes each cudaMalloc through the probed cuMemAlloc_v2
+ * (its caller the runtime): keep one range per address, the outer one,
+ * the allocator's if either call was.
  */
 static void drop_nested(struct segments *s)
 {
@@ -349,14 +359,77 @@ static void drop_nested(struct segments *s)
 		const struct mt_live *e = s->v[i].e;
 
 		if (k) {
-			const struct mt_live *p = s->v[k - 1].e;
+			struct segment *p = &s->v[k - 1];
 
-			if (p->pid == e->pid && e->ptr - p->ptr < p->size)
+			if (p->e->pid == e->pid &&
+			    e->ptr - p->e->ptr < p->e->size) {
+				p->ours |= s->v[i].ours;
 				continue;
+			}
 		}
 		s->v[k++] = s->v[i];
 	}
 	s->n = k;
+}
+
+/*
+ * Keep the allocator's segments in s->v[0..s->n); the others, which
+ * s->v[s->n..s->n + *nother) then holds, are another library's
+ */
+static void split_others(struct segments *s, size_t *nother)
+{
+	size_t k = 0, n = s->n;
+
+	*nother = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s->v[i].ours) {
+			struct segment t = s->v[k];
+
+			s->v[k++] = s->v[i];
+			s->v[i] = t;
+		}
+	}
+	s->n = k;
+	*nother = n - k;
+}
+
+static int by_library(const void *a, const void *b)
+{
+	const struct mt_live *x = ((const struct segment *)a)->e;
+	const struct mt_live *y = ((const struct segment *)b)->e;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	/* interned: one pointer a library; any order of them will do */
+	return (x->caller > y->caller) - (x->caller < y->caller);
+}
+
+/*
+ * Device memory other libraries took from the runtime or the driver,
+ * per process, device and library: not PyTorch's reserved memory, and
+ * not in segments=
+ */
+static void print_others(struct segment *v, size_t n, FILE *out)
+{
+	char dev[32];
+
+	if (n)
+		qsort(v, n, sizeof(*v), by_library);
+	for (size_t i = 0, j; i < n; i = j) {
+		const struct mt_live *e = v[i].e;
+		__u64 bytes = 0;
+
+		for (j = i; j < n && !by_library(&v[i], &v[j]); j++)
+			bytes += v[j].e->size;
+		fprintf(out,
+			"# frag other_library pid=%u dev=%s caller=%s "
+			"ranges=%zu bytes=%" PRIu64 "\n",
+			e->pid,
+			mt_format_dev(dev, sizeof(dev), e->dev_type, e->dev),
+			e->caller, j - i, (uint64_t)bytes);
+	}
 }
 
 /* the last segment starting at or before ptr in pid, or s->n */
@@ -428,7 +501,7 @@ static void print_segments(const struct mt_livetable *live, __u64 t0, FILE *out)
 {
 	struct segments s = { 0 };
 	__u64 bytes = 0, used = 0, low_unused = 0;
-	size_t low = 0, shown = 0;
+	size_t low = 0, shown = 0, nother;
 	char dev[32];
 
 	mt_live_foreach(live, collect_segment, &s);
@@ -443,6 +516,7 @@ static void print_segments(const struct mt_livetable *live, __u64 t0, FILE *out)
 		qsort(s.v, s.n, sizeof(*s.v), by_start);
 		drop_nested(&s);
 	}
+	split_others(&s, &nother);
 	mt_live_foreach(live, count_block, &s);
 	/* low-utilisation segments first, by the bytes they leave unused */
 	for (size_t i = 0; i < s.n; i++) {
@@ -485,6 +559,7 @@ static void print_segments(const struct mt_livetable *live, __u64 t0, FILE *out)
 	if (shown < low)
 		fprintf(out, "# frag segment ... %zu more under 50%%\n",
 			low - shown);
+	print_others(s.v + s.n, nother, out);
 	free(s.v);
 }
 

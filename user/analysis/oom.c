@@ -15,6 +15,7 @@
 struct pending {
 	__u32 tid;
 	const char *event; /* the failed call */
+	enum mt_space space; /* its layer */
 	__u64 size;
 	__u64 freed, freed_bytes; /* segments released since */
 };
@@ -153,6 +154,29 @@ static void print_block(const struct mt_call *r, const struct mt_site *site,
 		print_site_line(top.v[i], out);
 }
 
+/*
+ * The real runtime makes each cudaMalloc and cudaFree through the driver's
+ * probed cuMemAlloc_v2 and cuMemFree_v2, whose events come first (each is
+ * sent at its return). Under a runtime's call followed, a driver call is
+ * that call's own: not an allocation, a failure or a segment of its own
+ * (the stand-in's runtime never calls them; the GPU's does).
+ */
+static bool inner_call(const struct pending *p, const struct mt_call *r)
+{
+	return p->space == MT_SP_CUDART && r->ki->space == MT_SP_DRIVER;
+}
+
+/*
+ * The runtime's failure just after its driver's, same thread and size:
+ * one allocation, seen at two layers; the runtime's is followed
+ */
+static bool outer_of(const struct pending *p, const struct mt_call *r)
+{
+	return p->space == MT_SP_DRIVER && r->ki->space == MT_SP_CUDART &&
+	       r->role == MT_ROLE_ALLOC && r->failed &&
+	       r->size_state == MT_SIZE_KNOWN && r->size == p->size;
+}
+
 static void follow_retry(struct mt_oom *o, const struct mt_call *r,
 			 struct pending *p, FILE *out)
 {
@@ -202,15 +226,18 @@ void mt_oom_event(struct mt_oom *o, const struct mt_call *r,
 		  struct mt_sites *sites, __u64 t0, bool stacks, FILE *out)
 {
 	struct pending *p = &o->p[r->ev->tid % PENDING];
-	bool retry = p->tid == r->ev->tid && r->role == MT_ROLE_ALLOC &&
-		     r->event == p->event;
+	bool mine = p->tid == r->ev->tid;
+	bool retry = mine && r->role == MT_ROLE_ALLOC && r->event == p->event;
+	bool again = mine && outer_of(p, r);
 
 	if (r->ev->kind == MT_K_PY_RAISE) {
 		o->raised++;
 		print_raise(r, site, t0, stacks, out);
 		return;
 	}
-	if (p->tid == r->ev->tid)
+	if (mine && inner_call(p, r))
+		return;
+	if (mine)
 		follow_retry(o, r, p, out);
 	if (r->role == MT_ROLE_OOM) {
 		o->gave_up++;
@@ -221,10 +248,12 @@ void mt_oom_event(struct mt_oom *o, const struct mt_call *r,
 	if (r->role != MT_ROLE_ALLOC || !r->failed ||
 	    !mt_cuda_err_is_oom(r->ki->errdomain, r->ret) || retry)
 		return;
-	o->failures++;
+	if (!again)
+		o->failures++;
 	print_block(r, site, sum, sites, t0, stacks, out);
 	*p = (struct pending){ .tid = r->ev->tid,
 			       .event = r->event,
+			       .space = r->ki->space,
 			       .size = r->size_state == MT_SIZE_KNOWN ?
 					       r->size :
 					       0 };

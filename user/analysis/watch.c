@@ -3,14 +3,14 @@
  * --watch: a sample of each (process, CUDA device or the CPU) per interval
  * in a bounded ring, a robust line over the last window of them (Theil and
  * Sen's: a one-time rise is not growth), and the time until that line
- * meets the device's size (the host's memory, for the CPU). NVML is loaded with dlopen so that the tool runs,
- * and builds, where there is no driver.
+ * meets the device's size (the host's memory, for the CPU; a CUDA
+ * device's from analysis/gpumem.h, or --device-mem).
  */
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "event/format.h"
+#include "analysis/gpumem.h"
 #include "analysis/watch.h"
 #include "lib/escape.h"
 
@@ -18,27 +18,7 @@
 #define WATCH_SAMPLES 256 /* per pair; older ones leave the fit */
 /* the slopes between every two samples of a window */
 #define WATCH_SLOPES (WATCH_SAMPLES * (WATCH_SAMPLES - 1) / 2)
-#define WATCH_INDEXES 128 /* CUDA device indexes whose size is cached */
 #define WATCH_TOP 5 /* growing sites named in an alert */
-
-/* the few NVML declarations used (nvml.h need not be installed) */
-typedef struct nvml_device_st *nvml_device_t; /* nvmlDevice_t */
-struct nvml_memory { /* nvmlMemory_t */
-	unsigned long long total, free, used;
-};
-typedef int (*nvml_init_fn)(void);
-typedef int (*nvml_shutdown_fn)(void);
-typedef int (*nvml_by_index_fn)(unsigned int index, nvml_device_t *dev);
-typedef int (*nvml_mem_info_fn)(nvml_device_t dev, struct nvml_memory *m);
-
-struct nvml {
-	void *lib;
-	nvml_init_fn init;
-	nvml_shutdown_fn shutdown;
-	nvml_by_index_fn by_index;
-	nvml_mem_info_fn mem_info;
-	bool tried; /* dlopen is tried once */
-};
 
 struct sample {
 	double t; /* seconds since the first tick */
@@ -61,6 +41,7 @@ struct account {
 	__u64 c10_allocated, c10_reserved, raw;
 	double used;
 	__u64 size;
+	bool asking; /* its device's size is being asked for */
 	bool above; /* at or over alert_pct: no new alert until it falls */
 	bool alert; /* alert this tick */
 	struct growth top[WATCH_TOP];
@@ -74,11 +55,10 @@ struct mt_watch {
 	struct account acc[WATCH_ACCOUNTS];
 	int nacc;
 	int nalerts; /* accounts alerting this tick */
-	bool full_said, unknown_said;
-	struct nvml nvml;
-	bool asked[WATCH_INDEXES];
-	__u64 sizes[WATCH_INDEXES];
-	char why[256]; /* why a device's size is not known */
+	bool full_said, unknown_said, source_said;
+	/* asked from the start: the answer is there when a device comes */
+	struct mt_gpumem *gpus;
+	const char *why; /* why a device's size is not known */
 	__u64 host_mem; /* the host's memory, for CPU accounts; 0: unknown */
 	double slopes[WATCH_SLOPES]; /* fit_line's room */
 };
@@ -93,104 +73,49 @@ struct mt_watch *mt_watch_new(const struct mt_watch_conf *c)
 	w->conf = *c;
 	if (pages > 0 && page > 0)
 		w->host_mem = (__u64)pages * (__u64)page;
+	/* without it each CUDA device's size is unknown, for want of memory */
+	if (!c->device_mem)
+		w->gpus = mt_gpumem_new();
 	return w;
 }
 
 void mt_watch_free(struct mt_watch *w)
 {
-	int err;
-
 	if (!w)
 		return;
-	if (w->nvml.lib) {
-		err = w->nvml.shutdown();
-		if (err)
-			fprintf(stderr, "watch: nvmlShutdown: error %d\n", err);
-		if (dlclose(w->nvml.lib))
-			fprintf(stderr, "watch: dlclose libnvidia-ml: %s\n",
-				dlerror());
-	}
+	mt_gpumem_free(w->gpus);
 	free(w);
 }
 
-static void nvml_close(struct mt_watch *w)
+/* the size of cuda:index; 0 while asking (*asking) or not known (w->why) */
+static __u64 device_mem(struct mt_watch *w, int index, bool *asking)
 {
-	if (dlclose(w->nvml.lib))
-		fprintf(stderr, "watch: dlclose libnvidia-ml: %s\n", dlerror());
-	w->nvml.lib = NULL;
-}
+	enum mt_gpumem_state st;
+	__u64 bytes = 0;
 
-/* true when NVML is loaded and initialised; w->why says why not */
-static bool nvml_load(struct mt_watch *w)
-{
-	struct nvml *n = &w->nvml;
-	int err;
-
-	if (n->tried)
-		return n->lib;
-	n->tried = true;
-	n->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!n->lib) {
-		snprintf(w->why, sizeof(w->why), "no NVML: %s", dlerror());
-		return false;
-	}
-	n->init = (nvml_init_fn)dlsym(n->lib, "nvmlInit_v2");
-	n->shutdown = (nvml_shutdown_fn)dlsym(n->lib, "nvmlShutdown");
-	n->by_index = (nvml_by_index_fn)dlsym(n->lib,
-					      "nvmlDeviceGetHandleByIndex_v2");
-	n->mem_info =
-		(nvml_mem_info_fn)dlsym(n->lib, "nvmlDeviceGetMemoryInfo");
-	if (!n->init || !n->shutdown || !n->by_index || !n->mem_info) {
-		snprintf(w->why, sizeof(w->why),
-			 "libnvidia-ml.so.1 lacks an NVML function");
-		nvml_close(w);
-		return false;
-	}
-	err = n->init();
-	if (err) {
-		snprintf(w->why, sizeof(w->why), "nvmlInit_v2: error %d", err);
-		nvml_close(w);
-		return false;
-	}
-	return true;
-}
-
-/*
- * NVML counts devices as nvidia-smi does; a process with
- * CUDA_VISIBLE_DEVICES may number them otherwise (--device-mem then).
- */
-static __u64 nvml_size(struct mt_watch *w, int index)
-{
-	struct nvml_memory m;
-	nvml_device_t dev;
-	int err;
-
-	if (!nvml_load(w))
-		return 0;
-	err = w->nvml.by_index((unsigned int)index, &dev);
-	if (!err)
-		err = w->nvml.mem_info(dev, &m);
-	if (err) {
-		snprintf(w->why, sizeof(w->why), "NVML cuda:%d: error %d",
-			 index, err);
+	*asking = false;
+	if (w->conf.device_mem)
+		return w->conf.device_mem;
+	if (index < 0) {
+		w->why = "device index not known";
 		return 0;
 	}
-	return m.total;
+	if (!w->gpus) {
+		w->why = "out of memory";
+		return 0;
+	}
+	st = mt_gpumem_size(w->gpus, index, &bytes);
+	*asking = st == MT_GPUMEM_ASKING;
+	if (st == MT_GPUMEM_UNKNOWN)
+		w->why = mt_gpumem_why(w->gpus);
+	return st == MT_GPUMEM_KNOWN ? bytes : 0;
 }
 
 __u64 mt_watch_device_mem(struct mt_watch *w, int index)
 {
-	if (w->conf.device_mem)
-		return w->conf.device_mem;
-	if (index < 0 || index >= WATCH_INDEXES) {
-		snprintf(w->why, sizeof(w->why), "device index not known");
-		return 0;
-	}
-	if (!w->asked[index]) {
-		w->asked[index] = true;
-		w->sizes[index] = nvml_size(w, index);
-	}
-	return w->sizes[index];
+	bool asking;
+
+	return device_mem(w, index, &asking);
 }
 
 static struct account *account(struct mt_watch *w, __u32 pid, bool cpu,
@@ -218,9 +143,10 @@ static struct account *account(struct mt_watch *w, __u32 pid, bool cpu,
 }
 
 /* the memory the account's device has: the host's for the CPU */
-static __u64 account_size(struct mt_watch *w, const struct account *a)
+static __u64 account_size(struct mt_watch *w, struct account *a)
 {
-	return a->cpu ? w->host_mem : mt_watch_device_mem(w, a->index);
+	a->asking = false;
+	return a->cpu ? w->host_mem : device_mem(w, a->index, &a->asking);
 }
 
 static const char *account_dev(char *buf, size_t len, const struct account *a)
@@ -461,11 +387,18 @@ static void print_line(struct mt_watch *w, const struct account *a,
 	char dev[32];
 
 	account_dev(dev, sizeof(dev), a);
-	if (!a->size && !w->unknown_said && !a->cpu) {
+	/* a size still asked for may come at the next line */
+	if (!a->size && !w->unknown_said && !a->cpu && !a->asking) {
 		fprintf(out,
 			"# watch %s: device size unknown (%s); --device-mem BYTES gives it\n",
-			dev, w->why);
+			dev, w->why ? w->why : "?");
 		w->unknown_said = true;
+	}
+	if (a->size && !a->cpu && !w->source_said && w->gpus &&
+	    !strcmp(mt_gpumem_source(w->gpus), "nvidia-smi")) {
+		fprintf(out, "# watch: device sizes from nvidia-smi (%s)\n",
+			mt_gpumem_why(w->gpus));
+		w->source_said = true;
 	}
 	/* at= is on the clock of the event lines' times */
 	fprintf(out, "# watch %.1fs at=%.6f pid=%u %s ", t,
@@ -584,6 +517,9 @@ void mt_watch_tick(struct mt_watch *w, __u64 now_ns, struct mt_summary *sum,
 	bool print = w->started;
 	double t;
 
+	/* the sizes' helpers are followed at once, not at the lines' pace */
+	if (w->gpus)
+		mt_gpumem_poll(w->gpus);
 	if (w->started && (now_ns < w->last || now_ns - w->last < interval))
 		return;
 	if (!w->started) {

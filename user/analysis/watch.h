@@ -2,8 +2,8 @@
 /*
  * --watch: every interval, per process and device, the memory in use, its
  * growth rate fitted over a window, the predicted time to out-of-memory
- * against the device's size (NVML, or --device-mem) with a confidence, and
- * a risk level; --alert-pct prints an alert with the top growing sites and
+ * against the device's size (NVML or nvidia-smi, or --device-mem) with a
+ * confidence, and a risk level; --alert-pct prints an alert with the top growing sites and
  * plain advice when usage crosses it.
  */
 #ifndef __WATCH_H
@@ -18,7 +18,7 @@
 struct mt_watch_conf {
 	double interval; /* seconds between lines */
 	double window; /* seconds of samples the rate is fitted on */
-	__u64 device_mem; /* bytes; 0: ask NVML per CUDA device */
+	__u64 device_mem; /* bytes; 0: ask analysis/gpumem.h per CUDA device */
 	double alert_pct; /* 0: no alerts */
 };
 
@@ -27,7 +27,10 @@ struct mt_watch;
 struct mt_watch *mt_watch_new(const struct mt_watch_conf *c);
 void mt_watch_free(struct mt_watch *w);
 
-/* the device's size for cuda:index (NVML or --device-mem); 0: unknown */
+/*
+ * the device's size for cuda:index (--device-mem, or analysis/gpumem.h);
+ * 0: unknown, or not known yet (the helper asking has not answered)
+ */
 __u64 mt_watch_device_mem(struct mt_watch *w, int index);
 
 /* called often; prints when an interval has passed since the last lines */

@@ -94,6 +94,15 @@ struct mt_kind_info {
 const struct mt_kind_info *mt_kind(unsigned int kind);
 const char *mt_lib_name(enum mt_lib lib);
 
+/*
+ * Whether a call's caller (a library's file name, NULL if not known) is
+ * PyTorch's caching allocator: libc10_cuda, where it takes its segments
+ * from the runtime or, with a runtime linked in, the driver. Device
+ * memory any other library takes is not PyTorch's reserved memory. An
+ * unknown caller counts as the allocator's.
+ */
+bool mt_caller_is_allocator(const char *caller);
+
 /* the arguments the BPF sampler can read a size from: the first three */
 #define MT_SAMPLE_SIZE_ARGS 3
 

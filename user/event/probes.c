@@ -4,6 +4,7 @@
  * role (struct mt_kind_info), and the names of libraries and spaces.
  */
 #include <stddef.h>
+#include <string.h>
 #include "event/kinds.h"
 
 /* a runtime or driver call whose result comes back through *arg0 */
@@ -263,6 +264,13 @@ const char *mt_lib_name(enum mt_lib lib)
 	};
 
 	return lib < MT_LIB_MAX ? names[lib] : "?";
+}
+
+bool mt_caller_is_allocator(const char *caller)
+{
+	static const char lib[] = "libc10_cuda.so";
+
+	return !caller || !strncmp(caller, lib, sizeof(lib) - 1);
 }
 
 const char *mt_space_name(enum mt_space sp)

@@ -19,7 +19,13 @@
  * with addr, size (0 when a free's size is not known), stream (0 if not
  * known), time_us (since the first event) and frames: the site's Python
  * stack, innermost first, after one frame naming the call and its library.
- * A CUDA device that is not known (cuda:?) counts as device 0; pinned host
+ * In a process with c10 events, segments are the caching allocator's (its
+ * calls, from libc10_cuda: mt_caller_is_allocator), as in torch's own
+ * snapshot: the device memory other libraries take (cuBLAS's workspaces)
+ * and the driver calls the runtime makes for a cudaMalloc are left out of
+ * 'segments' and the traces (the report's '# frag other_library' lines
+ * name the former). A CUDA device that is not known (cuda:?) counts as
+ * device 0; pinned host
  * memory is left out (no list for it before PyTorch 2.7). One process: the
  * first whose memory event came; the others' events are left out.
  *
@@ -104,6 +110,7 @@ struct mv_rec {
 	__u8 action;
 	__u8 dev; /* CUDA index or MV_CPU */
 	bool bare; /* its stack not walked (--sample-bytes) */
+	bool foreign; /* not the caching allocator's call */
 };
 
 /* a live segment or mapping (addr), or a cuMemCreate handle (addr) */
@@ -113,6 +120,7 @@ struct mv_range {
 	__u8 dev;
 	bool expandable;
 	bool bare; /* as mv_rec's */
+	bool foreign; /* not the caching allocator's memory */
 };
 
 struct mv_ranges {
@@ -138,6 +146,7 @@ struct memviz {
 	FILE *f;
 	__u32 pid;
 	bool has_pid;
+	bool c10; /* the process has a caching allocator: others' go */
 	bool nomem;
 	struct mv_rec *ring; /* the last events; oldest at head once full */
 	size_t cap, head, n;
@@ -280,9 +289,16 @@ static int cuda_dev(const struct mt_call *r)
 	return r->dev_index < 0 ? 0 : r->dev_index;
 }
 
+/* a call of another library than the caching allocator */
+static bool foreign(const struct mt_site *site)
+{
+	return !mt_caller_is_allocator(site ? site->caller : NULL);
+}
+
+/* an event for the traces; other: not the caching allocator's memory */
 static void rec(struct memviz *m, const struct mt_call *r,
 		const struct mt_site *site, enum mv_action a, int dev,
-		__u64 addr)
+		__u64 addr, bool other)
 {
 	struct mv_rec e = {
 		.ts = r->ev->ts,
@@ -293,6 +309,7 @@ static void rec(struct memviz *m, const struct mt_call *r,
 		.action = (__u8)a,
 		.dev = (__u8)dev,
 		.bare = mt_sample_unwalked(m->rate, r),
+		.foreign = other,
 	};
 
 	m->dev[dev].seen = true;
@@ -308,8 +325,10 @@ static void block_event(struct memviz *m, const struct mt_call *r,
 
 	if (dev < 0)
 		return;
+	if (r->ki->space == MT_SP_C10)
+		m->c10 = true;
 	if (r->role == MT_ROLE_OOM) {
-		rec(m, r, site, MV_OOM, dev, 0);
+		rec(m, r, site, MV_OOM, dev, 0, false);
 		return;
 	}
 	if (!r->has_ptr || !r->ptr || r->failed)
@@ -317,7 +336,7 @@ static void block_event(struct memviz *m, const struct mt_call *r,
 	if (dev == MV_CPU && !(r->size_state == MT_SIZE_KNOWN && r->size))
 		return;
 	rec(m, r, site, r->role == MT_ROLE_ALLOC ? MV_ALLOC : MV_FREE, dev,
-	    r->ptr);
+	    r->ptr, false);
 	if (dev == MV_CPU)
 		return; /* its own segment: nothing to cover */
 	d = &m->dev[dev];
@@ -339,7 +358,7 @@ static bool failed_alloc(struct memviz *m, const struct mt_call *r,
 	if (r->role != MT_ROLE_ALLOC || !r->failed)
 		return false;
 	if (mt_cuda_err_is_oom(r->ki->errdomain, r->ret))
-		rec(m, r, site, MV_OOM, dev, 0);
+		rec(m, r, site, MV_OOM, dev, 0, foreign(site));
 	return true;
 }
 
@@ -356,7 +375,7 @@ static void segment_event(struct memviz *m, const struct mt_call *r,
 	if (!r->has_ptr || !r->ptr || r->failed)
 		return;
 	if (r->role == MT_ROLE_FREE) {
-		rec(m, r, site, MV_SEG_FREE, dev, r->ptr);
+		rec(m, r, site, MV_SEG_FREE, dev, r->ptr, foreign(site));
 		ranges_del(&m->segs, r->ptr);
 		return;
 	}
@@ -365,8 +384,9 @@ static void segment_event(struct memviz *m, const struct mt_call *r,
 			       .stream = r->has_stream ? r->stream : 0,
 			       .site = site,
 			       .dev = (__u8)dev,
-			       .bare = mt_sample_unwalked(m->rate, r) };
-	rec(m, r, site, MV_SEG_ALLOC, dev, r->ptr);
+			       .bare = mt_sample_unwalked(m->rate, r),
+			       .foreign = foreign(site) };
+	rec(m, r, site, MV_SEG_ALLOC, dev, r->ptr, g.foreign);
 	if (!ranges_add(m, &m->segs, &g))
 		m->dev[dev].cover = true; /* not in 'segments': not shown */
 }
@@ -406,7 +426,7 @@ static void map_event(struct memviz *m, const struct mt_call *r,
 		if (!g || !g->expandable)
 			return;
 		dev = g->dev;
-		rec(m, r, site, MV_SEG_UNMAP, dev, r->ptr);
+		rec(m, r, site, MV_SEG_UNMAP, dev, r->ptr, foreign(site));
 		ranges_del(&m->segs, r->ptr);
 		return;
 	}
@@ -418,8 +438,9 @@ static void map_event(struct memviz *m, const struct mt_call *r,
 			       .site = site,
 			       .dev = h->dev,
 			       .expandable = true,
-			       .bare = mt_sample_unwalked(m->rate, r) };
-	rec(m, r, site, MV_SEG_MAP, h->dev, r->ptr);
+			       .bare = mt_sample_unwalked(m->rate, r),
+			       .foreign = foreign(site) };
+	rec(m, r, site, MV_SEG_MAP, h->dev, r->ptr, n.foreign);
 	if (!ranges_add(m, &m->segs, &n))
 		m->dev[n.dev].cover = true;
 }
@@ -685,7 +706,7 @@ static void write_segments(struct mt_pickle *p, struct memviz *m, int dev,
 		const struct mv_range *g = &m->segs.v[i];
 		size_t n = 0;
 
-		if (g->dev != dev)
+		if (g->dev != dev || (m->c10 && g->foreign))
 			continue;
 		while (k < *bi && m->blocks[k].addr < g->addr)
 			k++;
@@ -723,7 +744,7 @@ static void write_trace(struct mt_pickle *p, struct memviz *m, int dev)
 	for (size_t i = 0; i < m->n; i++) {
 		const struct mv_rec *e = &m->ring[(m->head + i) % m->cap];
 
-		if (e->dev != dev)
+		if (e->dev != dev || (m->c10 && e->foreign))
 			continue;
 		if (cover && e->action >= MV_SEG_ALLOC &&
 		    e->action <= MV_SEG_UNMAP)

@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -17,6 +18,7 @@
 #include "export/metrics.h"
 #include "analysis/session.h"
 #include "lib/err.h"
+#include "lib/helper.h"
 #include "lib/outfile.h"
 
 #define CONTENT_TYPE "text/plain; version=0.0.4"
@@ -36,6 +38,8 @@
  * seconds would hold its connection for ever.
  */
 #define CONNECTION_DEADLINE_NS (5 * 1000000000ULL)
+#define MHD_LIB "libmicrohttpd.so.12"
+#define PROBE_TIMEOUT_MS 10000
 
 /*
  * libmicrohttpd, loaded when --metrics-addr asks for it: Debian builds it
@@ -544,9 +548,55 @@ static int listen_on(const struct mt_metrics *m, const struct sockaddr_in *sa,
 	return fd;
 }
 
+/* in a helper process: the load mhd_load is about to do */
+static int probe_child(int fd, void *arg)
+{
+	return dlopen(MHD_LIB, RTLD_NOW | RTLD_LOCAL) ? 0 : 1;
+}
+
+/*
+ * A static binary's load of the system's library brings the system's
+ * glibc beside its own, which crashes where the two differ (SIGFPE, on
+ * the GPU host where --watch's NVML did): tried in a helper process
+ * first, so that it is a line, not the tracer's end. A load that fails
+ * there is left to mhd_load, which says why.
+ */
+static int probe_load(char *err, size_t errlen)
+{
+	struct mt_helper h;
+	char end[64];
+	int ret;
+
+	if (!mt_static_binary())
+		return 0;
+	ret = mt_helper_run(&h, probe_child, NULL, PROBE_TIMEOUT_MS);
+	if (ret) {
+		snprintf(err, errlen,
+			 "metrics: --metrics-addr: no helper process to try "
+			 "loading " MHD_LIB " in: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	/* waiting: it has ended when this returns */
+	mt_helper_poll(&h, true);
+	if (!mt_helper_signaled(&h) && !h.timed_out)
+		return 0;
+	snprintf(err, errlen,
+		 "metrics: --metrics-addr: loading " MHD_LIB " %s in a helper "
+		 "process: a static memtrace-bpf (glibc %s) cannot load this "
+		 "system's libraries (--metrics-file needs none, or use the "
+		 "dynamic build)",
+		 mt_helper_end(&h, end, sizeof(end)), gnu_get_libc_version());
+	return -ENOEXEC;
+}
+
 static int mhd_load(struct mhd *api, char *err, size_t errlen)
 {
-	api->lib = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL);
+	int ret = probe_load(err, errlen);
+
+	if (ret)
+		return ret;
+	api->lib = dlopen(MHD_LIB, RTLD_NOW | RTLD_LOCAL);
 	if (!api->lib) {
 		snprintf(err, errlen,
 			 "metrics: --metrics-addr needs libmicrohttpd "
@@ -567,8 +617,7 @@ static int mhd_load(struct mhd *api, char *err, size_t errlen)
 	    !api->create_response || !api->add_header || !api->queue_response ||
 	    !api->destroy_response || !api->conn_info) {
 		snprintf(err, errlen,
-			 "metrics: libmicrohttpd.so.12 lacks a function we "
-			 "use");
+			 "metrics: " MHD_LIB " lacks a function we use");
 		return -ENOENT;
 	}
 	return 0;

@@ -7,10 +7,30 @@
  * workspace, modes) and hands it back; the computations succeed and
  * compute nothing, as kernels do not run on the stand-in.  The batched
  * factorisations also report success through their host info argument.
+ *
+ * A handle takes device memory of its own, from the driver, outside
+ * PyTorch's caching allocator, as real cuBLAS does: on an H200, cuBLAS 13
+ * called cuMemAlloc_v2 for 1024 and 131072 bytes and a 64 MiB workspace
+ * per handle (PyTorch makes one a thread, at its first matmul there).
+ * So free memory is no multiple of 2 MiB, and the driver holds ranges
+ * that are no segment of PyTorch's.  The workspace here is 2 MiB, the
+ * size of a small segment of the caching allocator, not 64 MiB: a dry run
+ * of a small device (64 MiB) must still fail where PyTorch's own
+ * allocator runs out.  The calls are the driver's public entry points,
+ * which memtrace-bpf probes, as cuBLAS's are on a GPU.
  */
 #include <stdlib.h>
 
 #include "standin.h"
+
+typedef unsigned long long CUdeviceptr;
+
+/* the stand-in driver's (libcuda.so.1), 0 on success */
+int cuMemAlloc_v2(CUdeviceptr *dptr, size_t size);
+int cuMemFree_v2(CUdeviceptr dptr);
+
+static const size_t own_sizes[] = { 1024, 131072, 2 << 20 };
+#define N_OWN (sizeof(own_sizes) / sizeof(own_sizes[0]))
 
 typedef int cublasStatus_t;
 
@@ -26,23 +46,47 @@ struct handle {
 	int math_mode;
 	int pointer_mode;
 	int atomics_mode;
+	CUdeviceptr own[N_OWN]; /* its device memory, 0 where none */
 };
 
 typedef struct handle *cublasHandle_t;
 
+/* Gives back the handle's own device memory and the handle. */
+static void release(cublasHandle_t h)
+{
+	size_t i;
+
+	for (i = 0; i < N_OWN; i++)
+		if (h->own[i])
+			cuMemFree_v2(h->own[i]);
+	free(h);
+}
+
 MT_API cublasStatus_t cublasCreate_v2(cublasHandle_t *h)
 {
+	size_t i;
+
 	if (!h)
 		return CUBLAS_STATUS_INVALID_VALUE;
 	*h = calloc(1, sizeof(**h));
-	return *h ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
+	if (!*h)
+		return CUBLAS_STATUS_ALLOC_FAILED;
+	for (i = 0; i < N_OWN; i++) {
+		if (cuMemAlloc_v2(&(*h)->own[i], own_sizes[i]) != 0) {
+			(*h)->own[i] = 0;
+			release(*h);
+			*h = NULL;
+			return CUBLAS_STATUS_ALLOC_FAILED;
+		}
+	}
+	return CUBLAS_STATUS_SUCCESS;
 }
 
 MT_API cublasStatus_t cublasDestroy_v2(cublasHandle_t h)
 {
 	if (!h)
 		return CUBLAS_STATUS_NOT_INITIALIZED;
-	free(h);
+	release(h);
 	return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -204,6 +204,20 @@ static void knob_model(void)
 	api.name = name;
 }
 
+static void knob_nvml_fault(void)
+{
+	const char *s = getenv("MT_STANDIN_NVML_FAULT");
+
+	if (!s)
+		return;
+	if (!strcmp(s, "fpe"))
+		api.nvml_fault = MT_NVML_FPE;
+	else if (!strcmp(s, "hang"))
+		api.nvml_fault = MT_NVML_HANG;
+	else
+		knob_fail("MT_STANDIN_NVML_FAULT", "fpe or hang");
+}
+
 static bool valid_dev(int dev)
 {
 	return dev >= 0 && dev < api.n_devices;
@@ -553,6 +567,7 @@ static void init(void)
 	knob_model();
 	knob_cc();
 	knob_sms();
+	knob_nvml_fault();
 	knob_size("MT_STANDIN_FAIL_ABOVE", &fail_above, false);
 	knob_size("MT_STANDIN_FAIL_AFTER", &fail_after, false);
 	for (i = 0; i < MT_MAX_DEVICES; i++)

@@ -34,7 +34,11 @@
  *                                (printable, at most 64 characters);
  *   MT_STANDIN_CC=MAJOR.MINOR    compute capability (default 9.0), which
  *                                decides kernels and library workspaces;
- *   MT_STANDIN_SMS=N             multiprocessors, 1 to 1024 (default 132).
+ *   MT_STANDIN_SMS=N             multiprocessors, 1 to 1024 (default 132);
+ *   MT_STANDIN_NVML_FAULT=WHAT   nvmlInit_v2 dies of SIGFPE (fpe), as a
+ *                                static program's dlopen of a library of
+ *                                another glibc does, or never returns
+ *                                (hang), as with a wedged driver.
  * Device allocations are cudaMalloc, cudaMallocAsync, cudaMallocManaged,
  * cuMemAlloc_v2 and cuMemCreate; each is charged its requested size.
  */
@@ -107,8 +111,16 @@ struct mt_block {
 #define MT_EINVAL 1
 #define MT_ENOMEM 2
 
+/* MT_STANDIN_NVML_FAULT */
+enum mt_nvml_fault {
+	MT_NVML_OK,
+	MT_NVML_FPE,
+	MT_NVML_HANG,
+};
+
 struct mt_standin_api {
 	int n_devices;
+	enum mt_nvml_fault nvml_fault;
 	size_t device_mem; /* bytes of each device */
 	const char *name; /* the device's, as cudaGetDeviceProperties says */
 	/*

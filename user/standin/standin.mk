@@ -11,7 +11,8 @@ STANDIN_CC := gcc
 STANDIN_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -pthread
 # -z defs: a symbol missing from a library fails its build, not its load.
 STANDIN_LD := -shared -Wl,-z,defs
-# The runtime and NVML reach the shared state in the driver beside them.
+# The runtime and NVML reach the shared state in the driver beside them;
+# cuBLAS calls the driver's entry points.
 STANDIN_DRIVER := -L$(STANDIN_DIR) -l:libcuda.so.1 -Wl,--enable-new-dtags \
 		  -Wl,-rpath,'$$ORIGIN'
 
@@ -41,9 +42,10 @@ $(STANDIN_DIR)/libnvidia-ml.so.1: $(addprefix $(STANDIN_SRC)/,nvml.c nvml.map st
 	@mkdir -p $(@D)
 	$(call standin_link,libnvidia-ml.so.1,nvml,$(STANDIN_DRIVER))
 
-$(STANDIN_DIR)/libcublas.so.12: $(addprefix $(STANDIN_SRC)/,cublas.c cublas.map standin.h)
+$(STANDIN_DIR)/libcublas.so.12: $(addprefix $(STANDIN_SRC)/,cublas.c cublas.map standin.h) \
+				 $(STANDIN_DIR)/libcuda.so.1
 	@mkdir -p $(@D)
-	$(call standin_link,libcublas.so.12,cublas)
+	$(call standin_link,libcublas.so.12,cublas,$(STANDIN_DRIVER))
 
 $(STANDIN_DIR)/libcublasLt.so.12: $(addprefix $(STANDIN_SRC)/,cublaslt.c cublaslt.map standin.h)
 	@mkdir -p $(@D)
