@@ -171,9 +171,15 @@ dry_key() {
 		"$ROOT/scripts/cuda-standin.sh" --lib-last --bind "$tmp" -- /usr/bin/python3 "$tmp/cuda_model.py" --steps 1
 	echo "$output"
 	left=$(find "$tmp" -name 'memtrace-dryrun.*')
-	# and the mount point cuda-standin.sh made for it in the shared root
 	rm -rf "$tmp"
-	rmdir "$ROOT_CUDA$tmp"
+	# the mount point cuda-standin.sh made for it in the shared root is
+	# removed by its watcher once the command ended (issue 34: dozens
+	# stayed in the root's /tmp)
+	for ((i = 0; i < 50; i++)); do
+		[ -e "$ROOT_CUDA$tmp" ] || break
+		sleep 0.1
+	done
+	[ ! -e "$ROOT_CUDA$tmp" ]
 	[ "$status" -eq 0 ]
 	[ -z "$left" ]
 	grep -qE "^# attach pid=[0-9]+ lib=$ROOT_CUDA$tmp/memtrace-dryrun\.[A-Za-z0-9]+/libcudart\.so\.12 " <<<"$output"
