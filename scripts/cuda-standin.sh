@@ -100,7 +100,7 @@ esac
 
 # The stand-ins are built here and copied into the root when they changed,
 # each by a rename, so that a process still running keeps the old file.
-make -s -C "$top" standin >&2 || die "building the stand-ins (make standin) failed"
+make -s --no-print-directory -C "$top" standin >&2 || die "building the stand-ins (make standin) failed"
 mkdir -p "$root$lib"
 for f in "$top"/.output/standin/*.so*; do
 	cmp -s "$f" "$root$lib/${f##*/}" && continue
