@@ -239,12 +239,15 @@ roots:
 	scripts/debian-root.sh sid >/dev/null
 	scripts/debian-root.sh cuda >/dev/null
 
+# Builds two at a time (CI has 2 cores): the tests themselves run one
+# after another within each step
 test: setup
 	$(MAKE) lint
-	$(MAKE) unit
-	$(MAKE) unit-asan
-	$(MAKE) fuzz-short
+	$(MAKE) -j2 unit
+	$(MAKE) -j2 unit-asan
+	$(MAKE) -j2 fuzz-short
 	$(MAKE) roots
+	$(MAKE) -j2 memtrace-bpf $(OUTPUT)/static/memtrace-bpf fixtures
 	$(MAKE) e2e
 
 demo: setup

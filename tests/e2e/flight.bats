@@ -518,9 +518,9 @@ forker() {
 	DIR=$BATS_TEST_TMPDIR/dumps
 	mkdir "$DIR"
 	forker
-	# 100 k events each, 3 s apart: a child's window is freed a second
+	# 60 k events each, 3 s apart: a child's window is freed a second
 	# after it is seen gone
-	"$TORCH_PY" "$BATS_TEST_TMPDIR/forker.py" "$BATS_TEST_TMPDIR/go" 6 100000 3 >"$BATS_TEST_TMPDIR/forker.out" &
+	"$TORCH_PY" "$BATS_TEST_TMPDIR/forker.py" "$BATS_TEST_TMPDIR/go" 6 60000 3 >"$BATS_TEST_TMPDIR/forker.out" &
 	FORKER_PID=$!
 	wait_for "$BATS_TEST_TMPDIR/forker.out" '^[0-9]+$' 60
 	parent=$(head -1 "$BATS_TEST_TMPDIR/forker.out")
@@ -539,8 +539,8 @@ forker() {
 	FL_PID=
 	cat "$BATS_TEST_TMPDIR/fl.err"
 	echo "VmRSS after the first child: $rss1 KiB; after the sixth: $rss6 KiB"
-	# a window of 100 k events is 16 MiB (168 bytes an event): five
-	# more kept would be 80 MiB more
+	# a window of 60 k events is 9.6 MiB (168 bytes an event): five
+	# more kept would be 48 MiB more
 	[ "$((rss6 - rss1))" -lt 16384 ]
 	# each process's end dump at its end, the parent's too; the last
 	# child, killed, has its signal dump instead
