@@ -518,9 +518,9 @@ forker() {
 	DIR=$BATS_TEST_TMPDIR/dumps
 	mkdir "$DIR"
 	forker
-	# 60 k events each, 3 s apart: a child's window is freed a second
+	# 60 k events each, 2 s apart: a child's window is freed a second
 	# after it is seen gone
-	"$TORCH_PY" "$BATS_TEST_TMPDIR/forker.py" "$BATS_TEST_TMPDIR/go" 6 60000 3 >"$BATS_TEST_TMPDIR/forker.out" &
+	"$TORCH_PY" "$BATS_TEST_TMPDIR/forker.py" "$BATS_TEST_TMPDIR/go" 6 60000 2 >"$BATS_TEST_TMPDIR/forker.out" &
 	FORKER_PID=$!
 	wait_for "$BATS_TEST_TMPDIR/forker.out" '^[0-9]+$' 60
 	parent=$(head -1 "$BATS_TEST_TMPDIR/forker.out")
