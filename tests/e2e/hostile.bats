@@ -18,6 +18,18 @@ state() {
 	awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true
 }
 
+# child_pid PARENT NAME: CMD_PID, the pid of PARENT's child NAME once it
+# is there (5 s at most)
+child_pid() {
+	local i
+	for ((i = 0; i < 500; i++)); do
+		CMD_PID=$(pgrep -P "$1" -x "$2" || true)
+		[ -n "$CMD_PID" ] && return 0
+		sleep 0.01
+	done
+	return 1
+}
+
 @test "-- COMMAND: a tracer killed with SIGKILL never leaves its command stopped" {
 	local try delay i s
 	# import torch maps dozens of libraries: the command is stopped at
@@ -27,12 +39,7 @@ state() {
 		"$MT" --keys -q -- "$TORCH_PY" -c 'import torch; print("DONE")' \
 			>"$BATS_TEST_TMPDIR/cmd.out" 2>"$BATS_TEST_TMPDIR/trace.err" &
 		MT_PID=$!
-		for ((i = 0; i < 100; i++)); do
-			CMD_PID=$(pgrep -P "$MT_PID" -x python3 || true)
-			[ -n "$CMD_PID" ] && break
-			sleep 0.01
-		done
-		[ -n "$CMD_PID" ]
+		child_pid "$MT_PID" python3
 		sleep "$delay"
 		kill -9 "$MT_PID"
 		wait "$MT_PID" 2>/dev/null || true
@@ -872,12 +879,7 @@ others_tmp() {
 	local d=$BATS_TEST_TMPDIR i
 	"$MT" estimate --dry-run -- sleep 60 >"$d/out" 2>&1 &
 	MT_PID=$!
-	for ((i = 0; i < 100; i++)); do
-		CMD_PID=$(pgrep -P "$MT_PID" -x sleep || true)
-		[ -n "$CMD_PID" ] && break
-		sleep 0.05
-	done
-	[ -n "$CMD_PID" ]
+	child_pid "$MT_PID" sleep
 	dir=$(ls -d /tmp/memtrace-dryrun.* | head -1)
 	sleep 1
 	kill -HUP "$MT_PID"
@@ -900,11 +902,7 @@ others_tmp() {
 	# a trace's command, told of a SIGTERM sent to the tracer alone
 	"$MT" -q -- sleep 60 >"$d/out" 2>&1 &
 	MT_PID=$!
-	for ((i = 0; i < 100; i++)); do
-		CMD_PID=$(pgrep -P "$MT_PID" -x sleep || true)
-		[ -n "$CMD_PID" ] && break
-		sleep 0.05
-	done
+	child_pid "$MT_PID" sleep
 	sleep 1
 	kill -TERM "$MT_PID"
 	wait "$MT_PID" || true
