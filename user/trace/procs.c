@@ -109,8 +109,11 @@ static bool find_python(struct mt_tracer *tr, struct mt_target *t)
 		return false;
 	if (ret) {
 		t->py_tries = PY_TRIES;
-		/* gone meanwhile: its exit is told where it is noticed */
-		if (!mt_target_poll_exit(t))
+		/*
+		 * gone meanwhile, or exiting (ESRCH: its mappings went
+		 * first): its exit is told where it is noticed
+		 */
+		if (ret != -ESRCH && !mt_target_poll_exit(t))
 			mt_err("pid %d: %s", t->pid, err);
 		return false;
 	}
@@ -363,12 +366,17 @@ void mt_tracer_rescan(struct mt_tracer *tr, struct mt_target *t)
 {
 	char err[512];
 	bool found;
+	int ret;
 
 	if (t->exited)
 		return;
 	found = find_python(tr, t);
-	if (mt_attach_scan(&tr->att, t, err, sizeof(err)) < 0 &&
-	    !mt_target_poll_exit(t))
+	ret = mt_attach_scan(&tr->att, t, err, sizeof(err));
+	/*
+	 * ESRCH: it is exiting, its mappings going before its exit shows
+	 * (a short child of a followed family, often): nothing to say
+	 */
+	if (ret < 0 && ret != -ESRCH && !mt_target_poll_exit(t))
 		mt_err("%s", err);
 	if (found)
 		say_python(tr, t);
