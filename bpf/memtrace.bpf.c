@@ -1235,6 +1235,9 @@ int BPF_PROG(mt_fork, struct task_struct *parent, struct task_struct *child)
 					.cpu = bpf_get_smp_processor_id(),
 					.kind = MT_K_FORK,
 					.args = { ptgid } };
+	if (e)
+		bpf_probe_read_kernel_str(e->comm, sizeof(e->comm),
+					  child->comm);
 	/* user space sets the child up before it gets far */
 	slot_end(&s, true, true);
 	return 0;

@@ -136,7 +136,11 @@ struct mt_hold {
 };
 
 /* mt_event.kind of what no probe reports: a traced process forked */
-#define MT_K_FORK 0x8000 /* pid: the child, args[0]: its parent */
+/*
+ * pid: the child, args[0]: its parent, comm: its name at the fork (it may
+ * have exec'd by the time user space reads this)
+ */
+#define MT_K_FORK 0x8000
 /*
  * a traced process ran execve: pid, tid and comm are the new image's,
  * args[0] the thread id that called it (a thread other than the leader

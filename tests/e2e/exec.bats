@@ -192,3 +192,34 @@ check_alive() {
 	check_lines "$PY312" "$TRACE"
 	check_alive "$TRACE"
 }
+
+@test "--children: a child that execs at once is followed under the name it forked with, then its exec" {
+	# CI saw "comm=python3 (forked)" for a bash child that had run
+	# execve before the tracer read its name from /proc
+	cat >"$BATS_TEST_TMPDIR/launcher.sh" <<-EOF
+		while [ ! -e "$BATS_TEST_TMPDIR/go" ]; do sleep 0.05; done
+		for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+		        /bin/sleep 1 &
+		done
+		wait
+	EOF
+	bash "$BATS_TEST_TMPDIR/launcher.sh" &
+	fx_PID=$!
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 0 --children "$fx_PID" -q
+	wait_for "$BATS_TEST_TMPDIR/trace.err" "^# follow pid=$fx_PID comm=bash \\(launcher\\)\$" 60
+	touch "$BATS_TEST_TMPDIR/go"
+	wait "$fx_PID"
+	fx_PID=
+	finish
+	cat "$BATS_TEST_TMPDIR/trace.err"
+	[ "$MT_STATUS" -eq 0 ]
+	# every sleep: forked as bash, then its exec, in that order
+	local pids pid
+	pids=$(sed -nE 's/^# exec pid=([0-9]+): now sleep \(\/usr\/bin\/sleep\): .*/\1/p' "$BATS_TEST_TMPDIR/trace.err")
+	[ "$(wc -w <<<"$pids")" -eq 20 ]
+	for pid in $pids; do
+		grep -E "^# (follow|exec) pid=$pid[: ]" "$BATS_TEST_TMPDIR/trace.err" | head -1 |
+			grep -qx "# follow pid=$pid comm=bash (forked)"
+	done
+	! grep -q 'comm=sleep (forked)' "$BATS_TEST_TMPDIR/trace.err"
+}

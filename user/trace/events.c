@@ -219,7 +219,7 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	if (ev->kind == MT_K_FORK) {
-		mt_tracer_add(tr, (int)ev->pid, "forked", false);
+		mt_tracer_add(tr, (int)ev->pid, "forked", ev->comm, false);
 		return 0;
 	}
 	if (ev->kind == MT_K_EXEC) {
@@ -234,7 +234,7 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 	/* --all: a process that mapped an attached library since the scan */
 	if (!t && tr->conf->all)
 		/* its probes were there when it mapped the library */
-		t = mt_tracer_add(tr, (int)ev->pid, "seen", false);
+		t = mt_tracer_add(tr, (int)ev->pid, "seen", NULL, false);
 	if (t && !t->ranked)
 		mt_tracer_read_rank(tr, t);
 	default0 = t && t->spawned;

@@ -439,10 +439,10 @@ static struct mt_target *slot(struct mt_tracer *tr)
  * failing the run when it is gone already or maps nothing of ours.
  */
 struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
-				bool running)
+				const char *comm, bool running)
 {
 	struct mt_target *t = mt_tracer_find(tr, (__u32)pid);
-	char err[512], comm[MT_FORMAT_COMM_LEN];
+	char err[512], shown[MT_FORMAT_COMM_LEN];
 
 	if (t)
 		return t;
@@ -457,6 +457,10 @@ struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
 		return NULL;
 	}
 	t->attached = running;
+	/* an exec after the fork follows as its own event, with its name */
+	if (comm)
+		snprintf(t->comm, sizeof(t->comm), "%.*s", MT_COMM_LEN - 1,
+			 comm);
 	if (t == &tr->targets[tr->ntargets])
 		tr->ntargets++;
 	watch_exec(tr, t);
@@ -464,7 +468,7 @@ struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
 		mt_err("follow pid %d: %s", pid, strerror(errno));
 	if (tr->att.log)
 		fprintf(tr->att.log, "# follow pid=%d comm=%s (%s)\n", pid,
-			mt_format_comm(comm, sizeof(comm), t->comm), how);
+			mt_format_comm(shown, sizeof(shown), t->comm), how);
 	mt_tracer_rescan(tr, t);
 	return t;
 }
@@ -651,7 +655,7 @@ static int follow_children(struct mt_tracer *tr)
 	int pids[MT_MAX_TARGETS];
 	size_t n;
 
-	if (!mt_tracer_add(tr, tr->conf->children_of, "launcher", true)) {
+	if (!mt_tracer_add(tr, tr->conf->children_of, "launcher", NULL, true)) {
 		mt_err("no such process: %d (check the pid "
 		       "with ps)",
 		       tr->conf->children_of);
@@ -661,7 +665,7 @@ static int follow_children(struct mt_tracer *tr)
 		return 2;
 	n = mt_descendants(tr->conf->children_of, pids, MT_MAX_TARGETS);
 	for (size_t i = 0; i < n; i++)
-		mt_tracer_add(tr, pids[i], "child", true);
+		mt_tracer_add(tr, pids[i], "child", NULL, true);
 	return 0;
 }
 
@@ -674,7 +678,7 @@ void mt_tracer_scan_all(struct mt_tracer *tr)
 	size_t n = mt_procs_mapping(ours, getpid(), pids, MT_MAX_TARGETS);
 
 	for (size_t i = 0; i < n; i++)
-		mt_tracer_add(tr, pids[i], "maps our libraries", true);
+		mt_tracer_add(tr, pids[i], "maps our libraries", NULL, true);
 }
 
 int mt_tracer_open(struct mt_tracer *tr)

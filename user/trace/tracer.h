@@ -71,9 +71,11 @@ struct mt_target *mt_tracer_find(struct mt_tracer *tr, __u32 pid);
  * A process --children or --all found, set up as -p does; NULL if not
  * (gone already, or MT_MAX_TARGETS alive or just gone: counted).
  * running: it ran before it was found, its earlier memory unseen.
+ * comm: its name when it was found (a fork's, before any exec), or NULL
+ * to read it now.
  */
 struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
-				bool running);
+				const char *comm, bool running);
 /* where t's events go: its own sink, or the shared one */
 struct mt_sink *mt_tracer_sink(struct mt_tracer *tr, const struct mt_target *t);
 void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_target *t);
