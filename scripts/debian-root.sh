@@ -29,8 +29,9 @@ sid) pkgs=python3,python3-torch,python3.15 ;;
 cuda)
 	dist=trixie
 	components=main,contrib,non-free
-	# binutils: torch's memory history resolves C++ frames with addr2line
-	pkgs=python3,python3-torch-cuda,binutils
+	# binutils: torch's memory history resolves C++ frames with addr2line;
+	# torchvision and torchaudio: the conformance corpus (tests/conformance)
+	pkgs=python3,python3-torch-cuda,binutils,python3-torchvision,python3-torchaudio
 	# The versions are those python3-torch-cuda 2.6.0+dfsg-7+b1 asks for.
 	standin='Package: memtrace-cuda-standin
 Version: 1
