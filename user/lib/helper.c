@@ -76,10 +76,14 @@ static void default_signals(void)
 		sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-int mt_helper_run(struct mt_helper *h, int (*fn)(int fd, void *arg), void *arg,
-		  unsigned int timeout_ms)
+/*
+ * The start both kinds of helper share: the pipe, the fork, and in the
+ * child the default signals. Returns 0 in the child, 1 in the parent (h
+ * set up), or -errno with h done.
+ */
+static int start(struct mt_helper *h, int fds[2], unsigned int timeout_ms)
 {
-	int fds[2], ret = open_pipe(h, fds, timeout_ms), null;
+	int ret = open_pipe(h, fds, timeout_ms);
 	pid_t pid;
 
 	if (ret) {
@@ -88,48 +92,51 @@ int mt_helper_run(struct mt_helper *h, int (*fn)(int fd, void *arg), void *arg,
 	}
 	pid = fork();
 	if (pid == 0) {
-		close(fds[0]);
 		default_signals();
-		/*
-		 * What a library says on its own (NVML's warnings) must not
-		 * land in the trace: fn answers through the pipe alone
-		 */
-		null = open("/dev/null", O_RDWR);
-		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
-		    dup2(null, 2) < 0)
-			_exit(127);
-		_exit(fn(fds[1], arg) & 0xff);
+		return 0;
 	}
-	return forked(h, pid, fds);
+	ret = forked(h, pid, fds);
+	return ret ? ret : 1;
+}
+
+int mt_helper_run(struct mt_helper *h, int (*fn)(int fd, void *arg), void *arg,
+		  unsigned int timeout_ms)
+{
+	int fds[2], ret = start(h, fds, timeout_ms), null;
+
+	if (ret)
+		return ret < 0 ? ret : 0;
+	close(fds[0]);
+	/*
+	 * What a library says on its own (NVML's warnings) must not land in
+	 * the trace: fn answers through the pipe alone
+	 */
+	null = open("/dev/null", O_RDWR);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
+	    dup2(null, 2) < 0)
+		_exit(127);
+	_exit(fn(fds[1], arg) & 0xff);
 }
 
 int mt_helper_exec(struct mt_helper *h, const char *path, char *const argv[],
 		   unsigned int timeout_ms)
 {
-	int fds[2], ret = open_pipe(h, fds, timeout_ms), null;
-	pid_t pid;
+	int fds[2], ret = start(h, fds, timeout_ms), null;
 
-	if (ret) {
-		h->done = true;
-		return ret;
-	}
-	pid = fork();
-	if (pid == 0) {
-		default_signals();
-		null = open("/dev/null", O_RDONLY);
-		if (null < 0 || dup2(null, 0) < 0 || dup2(fds[1], 1) < 0 ||
-		    dup2(fds[1], 2) < 0)
-			_exit(127);
-		/*
-		 * The tool's own files (BPF objects, outputs) are no business
-		 * of the program's; a kernel without close_range (before 5.9)
-		 * lets them through to a program that ends at once
-		 */
-		close_range(3, ~0U, 0);
-		execv(path, argv);
+	if (ret)
+		return ret < 0 ? ret : 0;
+	null = open("/dev/null", O_RDONLY);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(fds[1], 1) < 0 ||
+	    dup2(fds[1], 2) < 0)
 		_exit(127);
-	}
-	return forked(h, pid, fds);
+	/*
+	 * The tool's own files (BPF objects, outputs) are no business of the
+	 * program's; a kernel without close_range (before 5.9) lets them
+	 * through to a program that ends at once
+	 */
+	close_range(3, ~0U, 0);
+	execv(path, argv);
+	_exit(127);
 }
 
 static void reap(struct mt_helper *h, int options)
