@@ -29,7 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cudnn_model.h"
+/* the model is the dry run's to state: it lives beside it */
+#include "../dryrun/cudnn_model.h"
 #include "standin.h"
 
 typedef int cudnnStatus_t;

@@ -52,7 +52,7 @@ $(STANDIN_DIR)/libcublasLt.so.12: $(addprefix $(STANDIN_SRC)/,cublaslt.c cublasl
 	@mkdir -p $(@D)
 	$(call standin_link,libcublasLt.so.12,cublaslt)
 
-$(STANDIN_DIR)/libcudnn.so.9: $(addprefix $(STANDIN_SRC)/,cudnn.c cudnn.map cudnn_model.h standin.h) \
+$(STANDIN_DIR)/libcudnn.so.9: $(addprefix $(STANDIN_SRC)/,cudnn.c cudnn.map standin.h ../dryrun/cudnn_model.h) \
 			       $(STANDIN_DIR)/libcuda.so.1
 	@mkdir -p $(@D)
 	$(call standin_link,libcudnn.so.9,cudnn,$(STANDIN_DRIVER))

@@ -1,5 +1,6 @@
 /*
- * cudnn_model.h - the sizes the stand-in cuDNN answers, in one place.
+ * cudnn_model.h - the sizes the stand-in cuDNN (user/standin/cudnn.c)
+ * answers, in one place, and the line the dry run prints about them.
  *
  * A real cuDNN's workspace and reserve sizes depend on the engine its
  * heuristics pick for the GPU at hand, which nothing here can know.  The
