@@ -256,6 +256,48 @@ else
 	fi
 fi
 
+echo "== a torchvision ResNet-18 step (cuDNN) against its dry run"
+# tests/conformance/sweep.py's resnet18 (2x3x64x64, forward, backward, an
+# SGD step) on the GPU, then under a dry run of this GPU's memory: the
+# difference is mostly cuDNN's workspaces, which the stand-in models
+# (user/dryrun/cudnn_model.h) where the GPU's engines choose their own;
+# it is printed for docs/gpu-validation.md, and only the dry run's
+# agreement with PyTorch's own figures in the same process is a check
+SWEEP_PY=$ROOT/tests/conformance/sweep.py
+# rn_field FILE KEY: KEY of the sweep's "ok resnet18" line in FILE
+rn_field() {
+	ck_field "$(grep '^ok   resnet18 ' "$1")" "$2"
+}
+if ! "${PY[@]}" -c 'import torchvision' >/dev/null 2>&1; then
+	echo "SKIP resnet18: no torchvision in ${PY[*]}"
+else
+	"${PY[@]}" "$SWEEP_PY" resnet18 >"$OUTDIR/rn-gpu.out" 2>"$OUTDIR/rn-gpu.err"
+	rn_gpu_rc=$?
+	TMPDIR=$OUTDIR "$MT" estimate --dry-run --device "${total:-0}" -- "${DRY_PY[@]}" "$SWEEP_PY" resnet18 \
+		>"$OUTDIR/rn-dry.out" 2>"$OUTDIR/rn-dry.err"
+	rn_dry_rc=$?
+	rg_a=$(rn_field "$OUTDIR/rn-gpu.out" max_allocated)
+	rg_r=$(rn_field "$OUTDIR/rn-gpu.out" max_reserved)
+	rt_a=$(rn_field "$OUTDIR/rn-dry.out" max_allocated)
+	rt_r=$(rn_field "$OUTDIR/rn-dry.out" max_reserved)
+	rn_dry=$(grep '^# dryrun pid=[0-9]* dev=cuda:0 ' "$OUTDIR/rn-dry.out")
+	rd_a=$(ck_field "$rn_dry" peak_allocated)
+	rd_r=$(ck_field "$rn_dry" peak_reserved)
+	grep -h '^# dry run: cuDNN' "$OUTDIR/rn-dry.out"
+	if [ "$rn_gpu_rc" -ne 0 ] || [ -z "$rg_a" ]; then
+		check "resnet18: the step ran on the GPU (exit $rn_gpu_rc; $OUTDIR/rn-gpu.err)" false
+	elif [ "$rn_dry_rc" -ne 0 ] || [ -z "$rd_a" ]; then
+		check "resnet18: its dry run ran (exit $rn_dry_rc; $OUTDIR/rn-dry.err)" false
+	else
+		check "resnet18: the dry run's peaks are PyTorch's own in the dry run ($rd_a, $rd_r)" \
+			test "$rd_a $rd_r" = "$rt_a $rt_r"
+		check "resnet18: the dry run said what cuDNN workspaces it modelled" \
+			grep -q '^# dry run: cuDNN workspaces modelled: ' "$OUTDIR/rn-dry.out"
+		echo "resnet18 max_memory_allocated: GPU $rg_a, dry run $rd_a, difference $(pct "$rd_a" "$rg_a") ($((rd_a - rg_a)) bytes)"
+		echo "resnet18 max_memory_reserved: GPU $rg_r, dry run $rd_r, difference $(pct "$rd_r" "$rg_r") ($((rd_r - rg_r)) bytes)"
+	fi
+fi
+
 echo "== a CUDA graph capture"
 if scenario graph -- --steps 1 --graph; then
 	check "graph: c10 totals and peaks" ck_c10 cuda:0

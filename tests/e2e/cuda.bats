@@ -242,3 +242,19 @@ model() {
 	# takes the block's (it was cuda:? too: 68.0 MiB)
 	grep -qx 'Peak       cuda:? cudart: 20.0 MiB at 0.000 s, step 0, other' "$TRACE"
 }
+
+@test "cuda: torchvision and torchaudio models with convolutions, batch norm and RNNs train on the stand-in cuDNN" {
+	# issue 34: every convolution died of CUDNN_STATUS_NOT_SUPPORTED. A
+	# short subset of tests/conformance/sweep.py (the whole sweep is not
+	# part of make test): 2D and 3D convolutions, grouped and depthwise,
+	# batch norm, attention, a GRU-based optical flow and an RNN
+	root_stage "$ROOT_CUDA" "$ROOT/tests/conformance/sweep.py"
+	run "$STANDIN" -- /usr/bin/python3 "$STAGE/sweep.py" resnet18 \
+		mobilenet_v3_small r3d_18 raft_small vit_b_32 audio/deepspeech \
+		audio/wav2letter
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^ok ' <<<"$output")" -eq 7 ]
+	grep -qE '^sweep: 7 ok, 0 known, 0 failed ' <<<"$output"
+	! grep -q CUDNN_STATUS <<<"$output"
+}

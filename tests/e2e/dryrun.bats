@@ -23,7 +23,8 @@ teardown() {
 stage_dry() {
 	[ -n "${STAGE:-}" ] && return
 	root_stage "$ROOT_CUDA" "$ROOT/.output/static/memtrace-bpf" \
-		"$ROOT/tests/fixtures/cuda_model.py" "$ROOT/tests/fixtures/dryrun_job.py"
+		"$ROOT/tests/fixtures/cuda_model.py" "$ROOT/tests/fixtures/dryrun_job.py" \
+		"$ROOT/tests/fixtures/cudnn_job.py"
 }
 
 # dry ARG...: memtrace-bpf estimate --dry-run ARG... inside the CUDA root,
@@ -187,4 +188,18 @@ dry_key() {
 	[ "$(dry_key peak_allocated)" = "$alloc" ]
 	[ "$(dry_key peak_reserved)" = "$res" ]
 	grep -q ' device_mem=25769803776$' <<<"$output"
+}
+
+@test "dry run: convolutions, batch norm, LSTM/GRU and CTC go through the stand-in cuDNN, and the peaks are PyTorch's own" {
+	# issue 34: every convolution died of CUDNN_STATUS_NOT_SUPPORTED
+	dry -- /usr/bin/python3 @STAGE@/cudnn_job.py
+	[ "$status" -eq 0 ]
+	! grep -q CUDNN_STATUS <<<"$output"
+	read -r alloc res < <(sed -nE 's/^torch allocated_peak=([0-9]+) reserved_peak=([0-9]+)$/\1 \2/p' <<<"$output")
+	[ "$alloc" -gt 0 ]
+	[ "$(dry_key peak_allocated)" = "$alloc" ]
+	[ "$(dry_key peak_reserved)" = "$res" ]
+	grep -q '^Fits       yes: ' <<<"$output"
+	# what it assumed for cuDNN's workspaces, said once
+	[ "$(grep -c '^# dry run: cuDNN workspaces modelled: convolution = .*; a GPU.s engine may ask for more or less$' <<<"$output")" -eq 1 ]
 }

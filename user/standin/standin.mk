@@ -12,7 +12,8 @@ STANDIN_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -pthread
 # -z defs: a symbol missing from a library fails its build, not its load.
 STANDIN_LD := -shared -Wl,-z,defs
 # The runtime and NVML reach the shared state in the driver beside them;
-# cuBLAS calls the driver's entry points.
+# cuBLAS calls the driver's entry points; cuDNN asks it the multiprocessor
+# count (dropout states).
 STANDIN_DRIVER := -L$(STANDIN_DIR) -l:libcuda.so.1 -Wl,--enable-new-dtags \
 		  -Wl,-rpath,'$$ORIGIN'
 
@@ -51,6 +52,7 @@ $(STANDIN_DIR)/libcublasLt.so.12: $(addprefix $(STANDIN_SRC)/,cublaslt.c cublasl
 	@mkdir -p $(@D)
 	$(call standin_link,libcublasLt.so.12,cublaslt)
 
-$(STANDIN_DIR)/libcudnn.so.9: $(addprefix $(STANDIN_SRC)/,cudnn.c cudnn.map standin.h)
+$(STANDIN_DIR)/libcudnn.so.9: $(addprefix $(STANDIN_SRC)/,cudnn.c cudnn.map standin.h ../dryrun/cudnn_model.h) \
+			       $(STANDIN_DIR)/libcuda.so.1
 	@mkdir -p $(@D)
-	$(call standin_link,libcudnn.so.9,cudnn)
+	$(call standin_link,libcudnn.so.9,cudnn,$(STANDIN_DRIVER))

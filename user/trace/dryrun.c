@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include "dryrun/cudnn_model.h"
 #include "dryrun/standin.h"
 #include "event/format.h"
 #include "lib/err.h"
@@ -385,6 +386,15 @@ int mt_dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, bool ran)
 		c->dev.cc_minor, c->dev.sms);
 	print_devices(&ses->sum, c, out);
 	print_reads(dr, out);
+	/*
+	 * cuDNN is loaded by every CUDA PyTorch and the trace does not see
+	 * its calls, so whether the job used it is not known here: the
+	 * assumption is stated for every dry run.
+	 */
+	fprintf(out,
+		"# dry run: cuDNN workspaces modelled: %s; a GPU's engine may "
+		"ask for more or less\n",
+		MT_CUDNN_RULE);
 	fprintf(out, "Not counted the CUDA context and the libraries' own "
 		     "memory, outside PyTorch's allocator (some hundreds of "
 		     "MiB on a GPU)\n\n");
