@@ -30,6 +30,14 @@ struct mt_flight_conf {
 	__u64 sample_bytes; /* --sample-bytes of the trace; 0: none */
 };
 
+/*
+ * A dump's header lines for the analyses: its window's first and last
+ * event ("FIRST LAST", ns as the events' times), and how its process
+ * ended (analysis/session.h's MT_END_META)
+ */
+#define MT_FLIGHT_SPAN_KEY "window_ns"
+#define MT_FLIGHT_ENDED_KEY "ended"
+
 /* the window's memory when it is given as a time */
 #define MT_FLIGHT_MEM_DEFAULT (1ULL << 30)
 /* allocations older than the window kept, at most, a process */
