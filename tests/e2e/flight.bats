@@ -3,7 +3,8 @@
 # Debian's CUDA PyTorch on the CUDA stand-in with a small device (the
 # runtime is a stand-in, user/standin; the caching allocator and its OOM
 # path are PyTorch's), Debian 12's CPU PyTorch in a memory cgroup the
-# kernel's OOM killer acts in, and CPU jobs dumped on SIGUSR1.
+# kernel's OOM killer acts in, CPU jobs dumped on SIGUSR1, and CPU jobs
+# that die (a signal, an uncaught exception, an exit status).
 
 load helpers
 
