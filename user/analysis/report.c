@@ -68,6 +68,11 @@ struct account {
 	const char *peak_phase;
 	struct agg by_line, by_module, by_phase;
 	bool hidden; /* the allocator's segments of a device c10 covers */
+	/*
+	 * what the rows' shares are of: peak, or in a sampled trace the
+	 * rows' estimated sum where it is more (see set_wholes)
+	 */
+	__u64 whole;
 };
 
 struct report {
@@ -328,6 +333,25 @@ static void hide_segments(struct report *rp)
 	}
 }
 
+/*
+ * A sampled trace's rows at a moment are estimates of parts of an exact
+ * total, and may add up to more than it (a module at 806 % of a 64 KiB
+ * peak): their shares are then of their own sum, so that none passes
+ * 100 % and together they make 100 %
+ */
+static void set_wholes(struct report *rp)
+{
+	for (size_t i = 0; i < rp->nacc; i++) {
+		struct account *a = &rp->acc[i];
+		__u64 sum = 0;
+
+		for (size_t j = 0; j < a->by_line.n; j++)
+			sum += a->by_line.v[j].bytes;
+		a->whole = rp->s->conf.sample_bytes && sum > a->peak ? sum :
+								       a->peak;
+	}
+}
+
 static const char *account_name(char *buf, size_t len, const struct report *rp,
 				const struct account *a)
 {
@@ -511,7 +535,7 @@ static void headline_peaks(const struct report *rp)
 			 top->module ? module_name(top->module) : "",
 			 rp->s->conf.sample_bytes ? "~" : "",
 			 mt_format_bytes(b, sizeof(b), top->bytes),
-			 pct(p, sizeof(p), top->bytes, a->peak));
+			 pct(p, sizeof(p), top->bytes, a->whole));
 		headline(rp, NULL, MT_TONE_PLAIN, text);
 		mt_table_elide(el, sizeof(el),
 			       show_line(line, sizeof(line), top), room(rp, 5));
@@ -949,12 +973,12 @@ static void print_tree(struct report *rp, const struct account *a)
 		/* the cut children of the parents this node is past */
 		for (int k = MAX_DEPTH - 1; k > d; k--)
 			if (pend[k].n) {
-				tree_more(t, k, &pend[k], a->peak);
+				tree_more(t, k, &pend[k], a->whole);
 				memset(&pend[k], 0, sizeof(pend[k]));
 			}
 		if (!x)
 			break;
-		if (below(rp, x->incl[V_PEAK], a->peak) &&
+		if (below(rp, x->incl[V_PEAK], a->whole) &&
 		    below(rp, x->incl[V_END], end_total)) {
 			pend[d].n++;
 			for (int k = 0; k < MT_TREE_VALS; k++)
@@ -966,7 +990,7 @@ static void print_tree(struct report *rp, const struct account *a)
 		add(t, d ? MT_TONE_PLAIN : MT_TONE_BOLD,
 		    (const char *const[]){
 			    name, mt_format_bytes(b[0], 32, x->incl[V_PEAK]),
-			    pct(pc, sizeof(pc), x->incl[V_PEAK], a->peak),
+			    pct(pc, sizeof(pc), x->incl[V_PEAK], a->whole),
 			    mt_format_bytes(b[1], 32, x->self[V_PEAK]),
 			    x->self[V_OWN_PEAK] ?
 				    mt_format_bytes(b[2], 32,
@@ -999,7 +1023,7 @@ static void print_phases(struct report *rp, struct account *a)
 		    (const char *const[]){
 			    or_dash(v[i].module),
 			    mt_format_bytes(b, sizeof(b), v[i].bytes),
-			    pct(pc, sizeof(pc), v[i].bytes, a->peak), c });
+			    pct(pc, sizeof(pc), v[i].bytes, a->whole), c });
 	}
 	print_table(rp, t);
 }
@@ -1127,7 +1151,7 @@ static void print_account(struct report *rp, struct account *a)
 		fprintf(rp->out, "\n");
 	}
 	fprintf(rp->out, "Alive %s, by module and line:\n", when);
-	print_lines(rp, a->by_line.v, a->by_line.n, V_PEAK, a->peak,
+	print_lines(rp, a->by_line.v, a->by_line.n, V_PEAK, a->whole,
 		    rp->s->conf.top_live, ALIVE_COL(rp));
 }
 
@@ -1246,6 +1270,7 @@ void mt_report_print(struct mt_session *s, const struct mt_summary_end *end)
 		oom = true;
 	if (mt_leaks_verdict(s->leaks, &vd, keep_suspect, &sp))
 		oom = true;
+	set_wholes(&rp);
 	add_owns(&rp);
 	hide_segments(&rp);
 	fprintf(rp.out,
@@ -1293,6 +1318,7 @@ void mt_report_print_at(struct mt_session *s, bool at_peak, double at_secs)
 	mt_table_style_for(s->out, &rp.st);
 	oom = at_peak ? mt_peak_foreach(s->peak, s->live, add_group, &rp) :
 			mt_peak_foreach_now(s->live, add_group, &rp);
+	set_wholes(&rp);
 	hide_segments(&rp);
 	fprintf(rp.out, "%smemtrace-bpf report%s: ",
 		mt_table_tone_on(&rp.st, MT_TONE_BOLD),
