@@ -389,10 +389,17 @@ static void ended(struct mt_tracer *tr, struct mt_target *t)
 {
 	struct mt_flight_proc *p = t->flight;
 	char why[WHY_LEN], both[2 * WHY_LEN + 16];
-	const char *tag;
+	const char *tag = NULL;
+	bool died;
 
 	p->done = true;
-	if (death(tr, t, p, &tag, why, sizeof(why))) {
+	died = death(tr, t, p, &tag, why, sizeof(why));
+	if (died && p->armed && !strcmp(tag, "exit")) {
+		/* the OOM it died of, most likely: kept as long as one */
+		snprintf(both, sizeof(both), "%s; then %s", p->why, why);
+		dump_all(tr, t, "oom", both);
+		p->end_dumped = true;
+	} else if (died) {
 		snprintf(both, sizeof(both), "%s%s%s", why,
 			 p->armed ? "; before it, " : "",
 			 p->armed ? p->why : "");
