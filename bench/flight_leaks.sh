@@ -127,7 +127,7 @@ T_END=$(date +%s)
 	echo "|---|---|---|"
 	awk -F'\t' '{ printf "| %s | %s | %s |\n", $1, $2, $3 }' "$WORK/verdicts.tsv"
 	echo
-	echo "Command (as root, in the tree): \`WINDOWS='$WINDOWS' SECONDS_RUN=$SECONDS_RUN bench/flight_leaks.sh\`."
+	echo "Command (as root, in the tree): \`WINDOWS='$WINDOWS' SECONDS_RUN=$SECONDS_RUN STEP_MS=$STEP_MS LEAK=$LEAK bench/flight_leaks.sh\`."
 } >"$WORK/section.md"
 # shellcheck source=bench/section.sh
 . "$ROOT/bench/section.sh"
