@@ -269,6 +269,7 @@ bench: setup
 	bench/flight.sh
 	bench/flight_rss.sh
 	bench/flight_dump.sh
+	bench/flight_leaks.sh
 
 -include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)
 

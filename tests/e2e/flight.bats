@@ -3,7 +3,8 @@
 # Debian's CUDA PyTorch on the CUDA stand-in with a small device (the
 # runtime is a stand-in, user/standin; the caching allocator and its OOM
 # path are PyTorch's), Debian 12's CPU PyTorch in a memory cgroup the
-# kernel's OOM killer acts in, and CPU jobs dumped on SIGUSR1.
+# kernel's OOM killer acts in, CPU jobs dumped on SIGUSR1, and CPU jobs
+# that die (a signal, an uncaught exception, an exit status).
 
 load helpers
 
@@ -103,7 +104,7 @@ for k, v in w.items():
 	"$MT" script -i "$dump" | awk -v f="$from" '/^[^#\t]/ { old = $4 + 0 < f } old && /^\t.*cuda_model\.py:/' | grep -q .
 }
 
-@test "flight: a process the kernel's OOM killer takes: the dump says so" {
+@test "flight: a process the kernel's OOM killer takes: the dump says so, its headline's OOMs too" {
 	DIR=$BATS_TEST_TMPDIR/dumps
 	mkdir "$DIR"
 	# a memory cgroup of 300 MiB, v1 or v2, whichever this host has
@@ -132,8 +133,80 @@ for k, v in w.items():
 	run "$MT" report -i "$dump"
 	echo "$output"
 	[[ ${lines[0]} == "# record dump: pid "*" (rank 0) ended as the kernel's OOM killer acted in its cgroup ("*"oom_kill 0 -> 1), killed by SIGKILL" ]]
+	grep -qE "^OOMs       pid [0-9]+: the kernel's OOM killer took it \(its memory cgroup's oom_kill rose\), killed by SIGKILL$" <<<"$output"
+	! grep -q '^OOMs .* none' <<<"$output"
 	grep -qE '^Peak       cpu: [0-9.]+ MiB' <<<"$output"
 	grep -q 'hog.py:4)' <<<"$output"
+}
+
+# a training loop of $1 steps keeping $2 bytes a step, ended as $3 says:
+# "raise" (an uncaught ValueError), or an exit status
+loop_py() {
+	cat >"$BATS_TEST_TMPDIR/loop.py" <<-'EOF'
+		import sys, time, torch
+		torch.set_num_threads(1)
+		steps, leak, end = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+		model = torch.nn.Linear(64, 64)
+		opt = torch.optim.SGD(model.parameters(), lr=0.01)
+		x = torch.randn(32, 64)
+		keep = []
+		def check(i):
+		    raise ValueError(f"step {i}: loss is nan")
+		for i in range(steps):
+		    opt.zero_grad()
+		    model(x).sum().backward()
+		    opt.step()
+		    if leak:
+		        keep.append(torch.ones(leak // 4))
+		    time.sleep(0.004)
+		if end == "raise":
+		    check(i)
+		sys.exit(int(end))
+	EOF
+}
+
+@test "flight: a loop leaking 256 KiB a step dies of an uncaught exception: its dump names the leak's line, the exit status and the exception" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	loop_py
+	run "$MT" record --flight 1s --trace-exceptions ValueError -o "$DIR" -- \
+		"$TORCH_PY" "$BATS_TEST_TMPDIR/loop.py" 300 262144 raise
+	echo "$output"
+	[ "$status" -eq 0 ]
+	dump=$(dump_of exit)
+	grep -qx "memtrace-bpf: flight: dumped $dump: pid [0-9]* (rank 0) exited with status 1; the last exception it raised (--trace-exceptions): ValueError at check ($BATS_TEST_TMPDIR/loop.py:9)" <<<"$output"
+	run "$MT" report -i "$dump"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -qE '^Leaks      1 allocation group \(call and size, every allocation counted\) kept memory from each of 3 slices in a row of' <<<"$output"
+	# (wrapped at the width: its words are checked, not its lines)
+	grep -qE '^Died       pid [0-9]+: exited with status 1; the last exception it raised: ValueError at check' <<<"$output"
+	grep -A1 '^Died ' <<<"$output" | tr -s ' \n' ' ' | grep -qF "ValueError at check ($BATS_TEST_TMPDIR/loop.py:9)"
+	# the suspect: the kept tensors' line, every one of them counted
+	grep -A2 '^Leak suspects: allocations of one call and size' <<<"$output" |
+		grep -qE "<module> \($BATS_TEST_TMPDIR/loop.py:15\) +[0-9.]+ MiB +[0-9]+ +\+[0-9.]+ MiB/0.125 s$"
+	# the dump's steps began with its window: a lower bound
+	! grep -qE '^Peak .*, step [0-9]' <<<"$output"
+	run "$MT" report --keys -i "$dump"
+	grep -qE '^# leaks verdict=growing sites=1 boundaries=8 window=[01]\.[0-9]{3}s$' <<<"$output"
+	grep -qE '^# leak pid=[0-9]+ .* counts=- size=262144 call=c10:cpu_alloc stack=sampled ' <<<"$output"
+	grep -qE '^# ended pid=[0-9]+ how=exit code=1 raised=ValueError\\x20at\\x20check' <<<"$output"
+}
+
+@test "flight: the same loop without the leak, exiting 2, is dumped and not accused; exceptions untraced are said so" {
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	loop_py
+	run "$MT" record --flight 1s -o "$DIR" -- "$TORCH_PY" "$BATS_TEST_TMPDIR/loop.py" 300 0 2
+	echo "$output"
+	[ "$status" -eq 0 ]
+	dump=$(dump_of exit)
+	grep -qx "memtrace-bpf: flight: dumped $dump: pid [0-9]* (rank 0) exited with status 2; exceptions not traced (--trace-exceptions TYPE names the one it died of)" <<<"$output"
+	run "$MT" report -i "$dump"
+	echo "$output"
+	grep -qE "^Leaks      none in the dump's (1|0\.9[0-9]+) s window: no allocation group kept memory from its slices" <<<"$output"
+	grep -qE '^Died       pid [0-9]+: exited with status 2$' <<<"$output"
+	! grep -q '^Leak suspects' <<<"$output"
 }
 
 @test "flight: -p: a process a signal kills is dumped, the signal named; one that ends by itself is not" {
@@ -170,6 +243,7 @@ for k, v in w.items():
 		run "$MT" report -i "$dump"
 		[ "$status" -eq 0 ]
 		[ "${lines[0]}" = "# record dump: pid $pid (rank 0) was killed by SIGTERM (Terminated)" ]
+		grep -qx "Died       pid $pid: killed by SIGTERM (Terminated)" <<<"$output"
 		rm "$dump"
 	done
 	[ -z "$(ls "$DIR")" ]

@@ -101,6 +101,9 @@ static void call(struct world *w, double t, bool alloc, __u64 ptr)
 	call_in(w->f, w->site, t, alloc, ptr);
 }
 
+/* the last dump read's window_ns line, its first and last event; 0: none */
+static unsigned long long span_first, span_last;
+
 /* the one dump file in w's folder with tag in its name: its events */
 static size_t read_dump(struct world *w, const char *tag, __u64 *ptrs,
 			size_t max, double *seconds, bool *has_dump_meta)
@@ -139,9 +142,15 @@ static size_t read_dump(struct world *w, const char *tag, __u64 *ptrs,
 	assert_true(mt_reader_end(r, &end));
 	*seconds = end.seconds;
 	*has_dump_meta = false;
-	for (size_t i = 0; mt_reader_meta(r, i, &k, &v); i++)
+	span_first = span_last = 0;
+	for (size_t i = 0; mt_reader_meta(r, i, &k, &v); i++) {
 		if (!strcmp(k, "dump") && !strcmp(v, "asked"))
 			*has_dump_meta = true;
+		if (!strcmp(k, MT_FLIGHT_SPAN_KEY))
+			assert_int_equal(
+				sscanf(v, "%llu %llu", &span_first, &span_last),
+				2);
+	}
 	mt_reader_close(r);
 	fclose(f);
 	mt_sites_free(sites);
@@ -242,6 +251,9 @@ static void test_window(void **state)
 	assert_int_equal(p[3], 0xc001);
 	assert_int_equal(p[4], 0xe000);
 	assert_true(secs > 5.79 && secs < 5.81);
+	/* the window, for the leak check: its own events, not the older */
+	assert_int_equal(span_first, (__u64)(5.1 * SEC));
+	assert_int_equal(span_last, (__u64)(5.8 * SEC));
 	/* C's free leaves the window: C is no longer alive at its start */
 	call(&w, 6.9, true, 0xf000);
 	assert_int_equal(mt_flight_pinned(w.f), 3);
@@ -543,8 +555,8 @@ static void test_failed_then_retried(void **state)
  */
 static void test_eviction_order(void **state)
 {
-	static const char *const tags[] = { "oom", "end",    "asked",
-					    "end", "signal", "end" };
+	static const char *const tags[] = { "oom",    "end", "asked", "end",
+					    "signal", "end", "exit" };
 	struct world w = { 0 };
 	char kept[64] = "";
 	struct dirent *de;
@@ -570,9 +582,10 @@ static void test_eviction_order(void **state)
 	}
 	closedir(d);
 	assert_int_equal(strlen(kept), 3);
+	/* an exit outlasts an asked dump, as a signal does */
 	assert_non_null(strchr(kept, '1')); /* the oom */
-	assert_non_null(strchr(kept, '3')); /* the asked */
 	assert_non_null(strchr(kept, '5')); /* the signal */
+	assert_non_null(strchr(kept, '7')); /* the exit */
 	world_close(&w);
 }
 

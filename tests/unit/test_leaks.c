@@ -465,6 +465,132 @@ static void test_too_many_pids(void **state)
 			       "max_pids=64\n"));
 }
 
+/*
+ * A dump's window of 8 s, judged at its 8 slices' ends: allocations of a
+ * sampled trace, most without a stack (est_adj -1), at ts
+ */
+static __u64 alloc_w(struct sim *s, __u32 pid, struct mt_site *st, __u64 size,
+		     __u64 ts, bool sampled)
+{
+	struct mt_live e = { .ptr = s->next_ptr,
+			     .size = size,
+			     .ts = ts,
+			     .event = EV_MALLOC,
+			     .site = st,
+			     .pid = pid,
+			     .space = MT_SP_C10,
+			     .dev_type = MT_DT_CUDA,
+			     .est_adj = sampled ? 2.0f : -1.0f };
+
+	s->next_ptr += 0x100;
+	assert_int_equal(mt_live_insert(s->live, &e), 0);
+	return e.ptr;
+}
+
+/*
+ * 10 steps a second for 8 s: an activation freed within its step and,
+ * if leak, 4 KiB kept a step, one in 20 of them with its stack; the
+ * process's teardown frees what it kept before the window's end
+ */
+static void window_run(struct sim *s, bool leak)
+{
+	struct mt_site *act = site(s, 7, MOD_FC, PH_FWD, 0);
+	struct mt_site *cache = site(s, 7, MOD_CACHE, PH_FWD, 2);
+	__u64 kept[80];
+	int slice = 1;
+
+	mt_leaks_window(s->leaks, 8 * SEC);
+	alloc_w(s, 7, act, 1 << 20, 0, true);
+	for (int i = 0; i < 80; i++) {
+		__u64 ts = (__u64)i * SEC / 10 + 1;
+
+		if (ts > (__u64)slice * SEC)
+			mt_leaks_boundary(s->leaks, 7, 0, (__u64)slice++ * SEC,
+					  s->live);
+		release(s, 7, alloc_w(s, 7, act, 1 << 16, ts, i % 7 == 0));
+		if (leak)
+			kept[i] = alloc_w(s, 7, cache, 4096, ts, i % 20 == 3);
+	}
+	for (int i = 0; leak && i < 80; i++)
+		release(s, 7, kept[i]);
+	mt_leaks_boundary(s->leaks, 7, 0, 8 * SEC, s->live);
+}
+
+/* every allocation counts, stack or not; the teardown hides nothing */
+static void test_window_leak(void **state)
+{
+	struct sim *s = *state;
+	struct mt_leak_verdict vd;
+
+	window_run(s, true);
+	assert_int_equal(mt_leaks_verdict(s->leaks, &vd, NULL, NULL), 0);
+	assert_int_equal(vd.growing, 1);
+	assert_true(vd.window_s == 8.0);
+	assert_int_equal(mt_leaks_count(s->leaks, 7), 1);
+	/* at 7 s: the 60 made by 6 s; 10 a second, exact */
+	assert_string_equal(
+		print(s, false),
+		"# leaks verdict=growing sites=1 boundaries=8 window=8.000s\n"
+		"# leak pid=7 growth=+10.00/1s bytes_growth=+40960/1s "
+		"(+40.0 KiB) count=60 bytes=245760 (240 KiB) counts=- "
+		"size=4096 call=c10:malloc stack=sampled event=c10:malloc "
+		"module=Net.cache phase=forward node=-\n");
+}
+
+static void test_window_clean(void **state)
+{
+	struct sim *s = *state;
+	struct mt_leak_verdict vd;
+
+	window_run(s, false);
+	assert_int_equal(mt_leaks_verdict(s->leaks, &vd, NULL, NULL), 0);
+	assert_int_equal(vd.growing, 0);
+	assert_int_equal(vd.undecided, 0);
+	assert_true(vd.judged);
+	assert_string_equal(print(s, false),
+			    "# leaks verdict=none boundaries=8 "
+			    "window=8.000s\n");
+}
+
+/* kept from two slices of eight, never three in a row: cannot tell */
+static void test_window_undecided(void **state)
+{
+	struct sim *s = *state;
+	struct mt_site *cache = site(s, 7, MOD_CACHE, PH_FWD, 2);
+	struct mt_leak_verdict vd;
+
+	mt_leaks_window(s->leaks, 8 * SEC);
+	for (__u64 b = 1; b <= 8; b++) {
+		if (b == 2 || b == 5)
+			alloc_w(s, 7, cache, 512, b * SEC - SEC / 2, false);
+		mt_leaks_boundary(s->leaks, 7, 0, b * SEC, s->live);
+	}
+	assert_int_equal(mt_leaks_verdict(s->leaks, &vd, NULL, NULL), 0);
+	assert_int_equal(vd.growing, 0);
+	assert_int_equal(vd.undecided, 1);
+	assert_string_equal(print(s, false),
+			    "# leaks verdict=undecided sites=1 boundaries=8 "
+			    "window=8.000s\n");
+}
+
+/* a group none of whose allocations had a stack: named by call and size */
+static void test_window_no_stack(void **state)
+{
+	struct sim *s = *state;
+	struct mt_leak_verdict vd;
+
+	mt_leaks_window(s->leaks, 8 * SEC);
+	for (__u64 b = 1; b <= 8; b++) {
+		alloc_w(s, 7, NULL, 300, b * SEC - SEC / 2, false);
+		mt_leaks_boundary(s->leaks, 7, 0, b * SEC, s->live);
+	}
+	assert_int_equal(mt_leaks_verdict(s->leaks, &vd, NULL, NULL), 0);
+	assert_int_equal(vd.growing, 1);
+	assert_non_null(strstr(print(s, false),
+			       "counts=- size=300 call=c10:malloc stack=none "
+			       "event=- module=-"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -497,6 +623,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_null_site_and_cut_stack,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_many_pids, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_window_leak, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_window_clean, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_window_undecided, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_window_no_stack, setup,
 						teardown),
 	};
 

@@ -5,6 +5,15 @@
  * at each of the last RUN boundaries is a leak. Only the sites seen at a
  * process's latest boundary are kept: one absent there counts 0 at it, and
  * a leak's series must rise to its last sample, so nothing is lost.
+ *
+ * A flight recorder's dump is judged on its window alone (mt_leaks_window):
+ * its steps are not the process's, and in a sampled record only some
+ * allocations have a site, so that a site's count rises at a boundary by
+ * chance. There allocations are grouped by what every event has exactly,
+ * its call and size, each counted once at its size; the line shown is a
+ * sampled member's. The window's slices are its boundaries, and a group
+ * that grew at any of them stays a suspect: a dump taken at a process's
+ * exit ends with its teardown, which frees what leaked.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -31,10 +40,20 @@ struct sample {
 };
 
 struct leak_site {
+	/* the key; in a window, only shown (a sampled member's, or NULL) */
 	const struct mt_site *site;
+	const char *event; /* in a window: the key, with size */
+	__u64 size;
 	struct sample h[HISTORY]; /* by the pid's boundary number % HISTORY */
 	__u32 pid; /* 0: free */
 	__u32 last; /* the pid's boundary it was last seen at */
+	/*
+	 * in a window: it grew at some boundary (at: its latest sample and
+	 * growth then), or only kept memory from some slices (undecided)
+	 */
+	bool grew, unsure;
+	struct sample at;
+	__s64 at_dcount, at_dbytes;
 	__u32 next; /* in its chain or the free list */
 };
 
@@ -56,6 +75,7 @@ struct mt_leaks {
 	struct leak_site *sites;
 	size_t cap, used; /* slots allocated, slots ever handed out */
 	__u32 free_list;
+	__u64 window_ns; /* a dump's window; 0: a whole trace */
 };
 
 struct mt_leaks *mt_leaks_new(const struct mt_leak_conf *c)
@@ -107,10 +127,29 @@ static struct leak_pid *pid_get(struct mt_leaks *l, __u32 pid)
 	return &l->pids[l->npids++];
 }
 
-static size_t head_of(__u32 pid, const struct mt_site *site)
+void mt_leaks_window(struct mt_leaks *l, __u64 window_ns)
 {
-	return (size_t)mt_mix64((__u64)(uintptr_t)site ^ (__u64)pid << 32) &
-	       (SITE_HEADS - 1);
+	l->window_ns = window_ns;
+	l->conf.age_seconds = (double)window_ns / 1e9 / MT_LEAK_SLICES;
+}
+
+/* e's group: its site, or in a window its call and size */
+static bool same_group(const struct mt_leaks *l, const struct leak_site *s,
+		       const struct mt_live *e)
+{
+	if (l->window_ns)
+		return s->event == e->event && s->size == e->size;
+	return s->site == e->site;
+}
+
+static size_t head_of(const struct mt_leaks *l, __u32 pid,
+		      const struct mt_live *e)
+{
+	__u64 k = l->window_ns ?
+			  (__u64)(uintptr_t)e->event ^ mt_mix64(e->size) :
+			  (__u64)(uintptr_t)e->site;
+
+	return (size_t)mt_mix64(k ^ (__u64)pid << 32) & (SITE_HEADS - 1);
 }
 
 /* a zeroed slot off the free list or the array, grown up to MT_MAX_LEAK_SITES */
@@ -132,28 +171,37 @@ static struct leak_site *site_alloc(struct mt_leaks *l)
 	return s;
 }
 
-/* the site's record at boundary n of pid, made if new; NULL when full */
+/* e's group's record at boundary n of pid, made if new; NULL when full */
 static struct leak_site *site_at(struct mt_leaks *l, __u32 pid,
-				 const struct mt_site *site, __u32 n)
+				 const struct mt_live *e, __u32 n)
 {
-	size_t head = head_of(pid, site);
+	size_t head = head_of(l, pid, e);
 	struct leak_site *s;
 
 	for (__u32 i = l->heads[head]; i != NONE; i = s->next) {
 		s = &l->sites[i];
-		if (s->pid != pid || s->site != site)
+		if (s->pid != pid || !same_group(l, s, e))
 			continue;
-		/* kept from boundary n - 1 (see sweep): start sample n */
-		if (s->last != n) {
-			s->h[n % HISTORY] = (struct sample){ 0 };
-			s->last = n;
-		}
+		/*
+		 * kept from boundary n - 1 (see sweep), or in a window from
+		 * before boundaries it was absent at, which count 0: start
+		 * sample n
+		 */
+		for (__u32 b = s->last + 1; b <= n && b <= s->last + HISTORY;
+		     b++)
+			s->h[b % HISTORY] = (struct sample){ 0 };
+		s->last = n;
 		return s;
 	}
 	s = site_alloc(l);
 	if (!s)
 		return NULL;
-	s->site = site;
+	if (l->window_ns) {
+		s->event = e->event;
+		s->size = e->size;
+	} else {
+		s->site = e->site;
+	}
 	s->pid = pid;
 	s->last = n;
 	s->next = l->heads[head];
@@ -180,18 +228,61 @@ static void count_live(const struct mt_live *e, void *ctx)
 		       e->ts + sc->age_ns > sc->ts)
 		return;
 	/* an unsampled allocation of a sampled trace stands for nothing */
-	if (mt_live_unsampled(e))
+	if (!sc->l->window_ns && mt_live_unsampled(e))
 		return;
-	s = site_at(sc->l, e->pid, e->site, sc->p->n);
+	s = site_at(sc->l, e->pid, e, sc->p->n);
 	if (!s) {
 		sc->p->unfit++;
 		return;
 	}
+	if (!sc->l->window_ns) {
+		s->h[sc->p->n % HISTORY].count++;
+		s->h[sc->p->n % HISTORY].bytes += mt_live_est(e);
+		return;
+	}
+	/* in a window each allocation is itself, at its exact size */
 	s->h[sc->p->n % HISTORY].count++;
-	s->h[sc->p->n % HISTORY].bytes += mt_live_est(e);
+	s->h[sc->p->n % HISTORY].bytes += e->size;
+	/* the line a reader acts on: a sampled member with the program's own */
+	if (!mt_live_unsampled(e) && e->site &&
+	    (!s->site ||
+	     (!mt_site_own_frame(s->site) && mt_site_own_frame(e->site))))
+		s->site = e->site;
 }
 
-/* drop p's sites not seen at its latest boundary: they count 0 there */
+static bool judged(const struct leak_pid *p);
+static bool grows(const struct leak_site *s, const struct leak_pid *p);
+static bool undecided(const struct leak_site *s, const struct leak_pid *p);
+static const struct sample *sample(const struct leak_site *s,
+				   const struct leak_pid *p, int i);
+
+/* a window's groups that grew, or kept some, at p's latest boundary */
+static void latch(struct mt_leaks *l, const struct leak_pid *p)
+{
+	if (!l->window_ns || !judged(p))
+		return;
+	for (size_t i = 0; i < l->used; i++) {
+		struct leak_site *s = &l->sites[i];
+
+		if (s->pid != p->pid || s->last != p->n)
+			continue;
+		if (grows(s, p)) {
+			s->grew = true;
+			s->at = *sample(s, p, RUN);
+			s->at_dcount =
+				(__s64)(s->at.count - sample(s, p, 0)->count);
+			s->at_dbytes =
+				(__s64)(s->at.bytes - sample(s, p, 0)->bytes);
+		} else if (undecided(s, p)) {
+			s->unsure = true;
+		}
+	}
+}
+
+/*
+ * drop p's sites not seen at its latest boundary: they count 0 there
+ * (a window's suspects stay)
+ */
 static void sweep(struct mt_leaks *l, const struct leak_pid *p)
 {
 	for (size_t h = 0; h < SITE_HEADS; h++) {
@@ -201,7 +292,8 @@ static void sweep(struct mt_leaks *l, const struct leak_pid *p)
 			struct leak_site *s = &l->sites[*link];
 			__u32 i = *link;
 
-			if (s->pid != p->pid || s->last == p->n) {
+			if (s->pid != p->pid || s->last == p->n || s->grew ||
+			    s->unsure) {
 				link = &s->next;
 				continue;
 			}
@@ -233,12 +325,14 @@ void mt_leaks_boundary(struct mt_leaks *l, __u32 pid, __u32 step, __u64 ts,
 	p->ts[p->n % HISTORY] = ts;
 	p->unfit = 0;
 	mt_live_foreach(live, count_live, &sc);
+	latch(l, p);
 	sweep(l, p);
 }
 
 struct leak {
 	const struct leak_site *s;
 	const struct leak_pid *p;
+	struct sample now; /* its latest sample (a window's: when it grew) */
 	__s64 dcount, dbytes; /* over the last RUN boundaries */
 };
 
@@ -268,6 +362,26 @@ static bool grows(const struct leak_site *s, const struct leak_pid *p)
 	return count || bytes;
 }
 
+/*
+ * In a window: kept memory from some of its quarters and let none go, but
+ * not from each: a leak slower than one allocation a quarter, or state
+ * still filling. The window cannot tell which.
+ */
+static bool undecided(const struct leak_site *s, const struct leak_pid *p)
+{
+	bool rose = false;
+
+	for (int i = 0; i < RUN; i++) {
+		const struct sample *a = sample(s, p, i),
+				    *b = sample(s, p, i + 1);
+
+		if (b->bytes < a->bytes)
+			return false;
+		rose = rose || b->bytes > a->bytes;
+	}
+	return rose && !grows(s, p);
+}
+
 static int by_growth(const void *pa, const void *pb)
 {
 	const struct leak *x = pa, *y = pb;
@@ -293,7 +407,7 @@ static double boundary_seconds(const struct leak_pid *p)
 static void print_leak(const struct leak *k, bool stacks, FILE *out)
 {
 	const struct mt_site *site = k->s->site;
-	const struct sample *now = sample(k->s, k->p, RUN);
+	const struct sample *now = &k->now;
 	double per = (double)k->dbytes / RUN;
 	char unit[32], b[32], g[32];
 
@@ -310,23 +424,40 @@ static void print_leak(const struct leak *k, bool stacks, FILE *out)
 				(unsigned long long)(per < 0 ? -per : per)),
 		(uint64_t)now->count, (uint64_t)now->bytes,
 		mt_format_bytes(b, sizeof(b), now->bytes));
-	for (int i = 0; i <= RUN; i++)
-		fprintf(out, "%s%" PRIu64, i ? "," : "",
-			(uint64_t)sample(k->s, k->p, i)->count);
+	/* a window's group: its call and size; the site a sampled member's */
+	if (k->s->event) {
+		fprintf(out, "- size=%" PRIu64 " call=%s stack=%s",
+			(uint64_t)k->s->size, k->s->event,
+			site ? "sampled" : "none");
+	} else {
+		for (int i = 0; i <= RUN; i++)
+			fprintf(out, "%s%" PRIu64, i ? "," : "",
+				(uint64_t)sample(k->s, k->p, i)->count);
+	}
 	mt_site_print_keys(site, out);
 	fputc('\n', out);
 	if (stacks && site)
 		mt_site_print_stack(site, "#\t", out);
 }
 
+/* s is a leak: it grows now, or in a window it grew at a boundary */
+static bool is_leak(const struct mt_leaks *l, const struct leak_site *s,
+		    const struct leak_pid *p)
+{
+	if (l->window_ns)
+		return s->grew;
+	return judged(p) && grows(s, p);
+}
+
 size_t mt_leaks_count(const struct mt_leaks *l, __u32 pid)
 {
 	size_t k = pid_index(l, pid), n = 0;
 
-	if (k == l->npids || !judged(&l->pids[k]))
+	if (k == l->npids)
 		return 0;
 	for (size_t i = 0; i < l->used; i++)
-		if (l->sites[i].pid == pid && grows(&l->sites[i], &l->pids[k]))
+		if (l->sites[i].pid == pid &&
+		    is_leak(l, &l->sites[i], &l->pids[k]))
 			n++;
 	return n;
 }
@@ -347,11 +478,21 @@ static ssize_t collect(const struct mt_leaks *l, struct leak **out)
 		if (!s->pid)
 			continue;
 		p = &l->pids[pid_index(l, s->pid)];
-		if (!judged(p) || !grows(s, p))
+		if (!is_leak(l, s, p))
 			continue;
+		/* a window's suspect as it was when it grew */
+		if (l->window_ns) {
+			v[n++] = (struct leak){ .s = s,
+						.p = p,
+						.now = s->at,
+						.dcount = s->at_dcount,
+						.dbytes = s->at_dbytes };
+			continue;
+		}
 		v[n++] = (struct leak){
 			.s = s,
 			.p = p,
+			.now = *sample(s, p, RUN),
 			.dcount = (__s64)(sample(s, p, RUN)->count -
 					  sample(s, p, 0)->count),
 			.dbytes = (__s64)(sample(s, p, RUN)->bytes -
@@ -362,6 +503,21 @@ static ssize_t collect(const struct mt_leaks *l, struct leak **out)
 	return (ssize_t)n;
 }
 
+/* a window's groups that it cannot judge (undecided) */
+static size_t count_undecided(const struct mt_leaks *l)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < l->used; i++) {
+		const struct leak_site *s = &l->sites[i];
+
+		if (!s->pid)
+			continue;
+		n += s->unsure && !s->grew;
+	}
+	return n;
+}
+
 int mt_leaks_verdict(const struct mt_leaks *l, struct mt_leak_verdict *vd,
 		     void (*fn)(const struct mt_leak_suspect *k, void *ctx),
 		     void *ctx)
@@ -369,10 +525,14 @@ int mt_leaks_verdict(const struct mt_leaks *l, struct mt_leak_verdict *vd,
 	struct leak *v;
 	ssize_t n = collect(l, &v);
 
-	*vd = (struct mt_leak_verdict){ .needed = HISTORY };
+	*vd = (struct mt_leak_verdict){
+		.needed = HISTORY,
+		.window_s = (double)l->window_ns / 1e9,
+	};
 	if (n < 0)
 		return -ENOMEM;
 	vd->growing = (size_t)n;
+	vd->undecided = count_undecided(l);
 	for (size_t i = 0; i < l->npids; i++) {
 		vd->boundaries += l->pids[i].n;
 		if (judged(&l->pids[i]))
@@ -382,10 +542,12 @@ int mt_leaks_verdict(const struct mt_leaks *l, struct mt_leak_verdict *vd,
 		vd->uncounted += l->pids[i].unfit;
 	}
 	for (ssize_t i = 0; fn && i < n; i++) {
-		const struct sample *now = sample(v[i].s, v[i].p, RUN);
+		const struct sample *now = &v[i].now;
 		struct mt_leak_suspect k = {
 			.site = v[i].s->site,
 			.pid = v[i].s->pid,
+			.event = v[i].s->event,
+			.size = v[i].s->size,
 			.count = now->count,
 			.bytes = now->bytes,
 			.count_growth = (double)v[i].dcount / RUN,
@@ -406,7 +568,7 @@ void mt_leaks_print(const struct mt_leaks *l, const struct mt_livetable *live,
 	struct leak *v;
 	ssize_t got = collect(l, &v);
 	struct mt_live_stats st;
-	size_t n;
+	size_t n, u;
 	__u64 seen = 0;
 	bool any_judged = false;
 
@@ -426,11 +588,24 @@ void mt_leaks_print(const struct mt_leaks *l, const struct mt_livetable *live,
 		fprintf(out,
 			"# leaks verdict=growing sites=%zu boundaries=%" PRIu64,
 			n, (uint64_t)seen);
+		if (l->window_ns)
+			fprintf(out, " window=%.3fs",
+				(double)l->window_ns / 1e9);
+		mt_live_mark_table(&st, out);
+		fputc('\n', out);
+	} else if (any_judged && (u = count_undecided(l))) {
+		fprintf(out,
+			"# leaks verdict=undecided sites=%zu boundaries=%" PRIu64
+			" window=%.3fs",
+			u, (uint64_t)seen, (double)l->window_ns / 1e9);
 		mt_live_mark_table(&st, out);
 		fputc('\n', out);
 	} else if (any_judged) {
 		fprintf(out, "# leaks verdict=none boundaries=%" PRIu64,
 			(uint64_t)seen);
+		if (l->window_ns)
+			fprintf(out, " window=%.3fs",
+				(double)l->window_ns / 1e9);
 		mt_live_mark_table(&st, out);
 		fputc('\n', out);
 	}

@@ -32,6 +32,21 @@ void mt_leaks_free(struct mt_leaks *l);
 void mt_leaks_boundary(struct mt_leaks *l, __u32 pid, __u32 step, __u64 ts,
 		       const struct mt_livetable *live);
 
+/*
+ * The record is a flight recorder's dump whose window of events spans
+ * window_ns (record/flight.h): judge it on the window alone. Its steps are
+ * not the process's, and only sampled allocations have a site: the
+ * boundaries are then the ends of the window's MT_LEAK_SLICES slices (the
+ * caller passes them to mt_leaks_boundary with step 0), allocations
+ * counted by call and size, exact for every one, those made a slice
+ * before a boundary; a group that grew at any boundary is a leak. Call
+ * before the first boundary.
+ */
+void mt_leaks_window(struct mt_leaks *l, __u64 window_ns);
+
+/* the boundaries a window is judged at: the ends of its equal slices */
+#define MT_LEAK_SLICES 8
+
 /* how many of pid's sites are leaks by now */
 size_t mt_leaks_count(const struct mt_leaks *l, __u32 pid);
 
@@ -43,11 +58,21 @@ struct mt_leak_verdict {
 	int needed; /* boundaries a process needs to be judged */
 	__u64 boundaries; /* seen, over all processes */
 	__u64 uncounted; /* allocations the site table had no room for */
+	/*
+	 * a dump's window (mt_leaks_window), its seconds; 0: a whole trace.
+	 * Its groups that kept memory from some slices, never from RUN in a
+	 * row, and let none go: it cannot tell whether they leak.
+	 */
+	double window_s;
+	size_t undecided;
 };
 
 /* one growing site: its latest sample and its growth per boundary */
 struct mt_leak_suspect {
-	const struct mt_site *site;
+	const struct mt_site
+		*site; /* in a window: a sampled member's, or NULL */
+	const char *event; /* in a window: the group's call and size */
+	__u64 size;
 	__u32 pid;
 	__u64 count, bytes;
 	double count_growth, bytes_growth; /* per boundary */

@@ -7,6 +7,7 @@
  * table still adds up to its total.
  */
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -67,6 +68,11 @@ struct account {
 	const char *peak_phase;
 	struct agg by_line, by_module, by_phase;
 	bool hidden; /* the allocator's segments of a device c10 covers */
+	/*
+	 * what the rows' shares are of: peak, or in a sampled trace the
+	 * rows' estimated sum where it is more (see set_wholes)
+	 */
+	__u64 whole;
 };
 
 struct report {
@@ -327,6 +333,25 @@ static void hide_segments(struct report *rp)
 	}
 }
 
+/*
+ * A sampled trace's rows at a moment are estimates of parts of an exact
+ * total, and may add up to more than it (a module at 806 % of a 64 KiB
+ * peak): their shares are then of their own sum, so that none passes
+ * 100 % and together they make 100 %
+ */
+static void set_wholes(struct report *rp)
+{
+	for (size_t i = 0; i < rp->nacc; i++) {
+		struct account *a = &rp->acc[i];
+		__u64 sum = 0;
+
+		for (size_t j = 0; j < a->by_line.n; j++)
+			sum += a->by_line.v[j].bytes;
+		a->whole = rp->s->conf.sample_bytes && sum > a->peak ? sum :
+								       a->peak;
+	}
+}
+
 static const char *account_name(char *buf, size_t len, const struct report *rp,
 				const struct account *a)
 {
@@ -494,9 +519,11 @@ static void headline_peaks(const struct report *rp)
 		n = snprintf(text, sizeof(text), "%s: %s at %.3f s",
 			     account_name(name, sizeof(name), rp, a),
 			     mt_format_bytes(b, sizeof(b), a->peak), at);
+		/* a dump's steps began with its window: the process's are more */
 		if (n > 0 && rp->s->sum.attributed)
 			snprintf(text + n, sizeof(text) - (size_t)n,
-				 ", step %u, %s", a->peak_step,
+				 ", step %s%u, %s",
+				 rp->s->win_last ? ">= " : "", a->peak_step,
 				 or_dash(a->peak_phase));
 		headline(rp, any ? NULL : "Peak", MT_TONE_BOLD, text);
 		any = true;
@@ -508,7 +535,7 @@ static void headline_peaks(const struct report *rp)
 			 top->module ? module_name(top->module) : "",
 			 rp->s->conf.sample_bytes ? "~" : "",
 			 mt_format_bytes(b, sizeof(b), top->bytes),
-			 pct(p, sizeof(p), top->bytes, a->peak));
+			 pct(p, sizeof(p), top->bytes, a->whole));
 		headline(rp, NULL, MT_TONE_PLAIN, text);
 		mt_table_elide(el, sizeof(el),
 			       show_line(line, sizeof(line), top), room(rp, 5));
@@ -533,12 +560,59 @@ static void keep_suspect(const struct mt_leak_suspect *k, void *ctx)
 		s->v[s->n++] = *k;
 }
 
+/*
+ * A dump's verdict, on its window alone: what its slices show, and the
+ * slowest leak they could show
+ */
+static void headline_window_leaks(const struct report *rp,
+				  const struct mt_leak_verdict *vd)
+{
+	double w = vd->window_s, sl = w / MT_LEAK_SLICES;
+	char text[512];
+
+	if (vd->growing) {
+		snprintf(text, sizeof(text),
+			 "%zu allocation group%s (call and size, every "
+			 "allocation counted) kept memory from each of %d "
+			 "slices in a row of the dump's %.3g s window (%d "
+			 "slices): leak suspects below",
+			 vd->growing, vd->growing == 1 ? "" : "s",
+			 vd->needed - 1, w, MT_LEAK_SLICES);
+		headline(rp, "Leaks", MT_TONE_RED, text);
+	} else if (vd->undecided) {
+		snprintf(text, sizeof(text),
+			 "cannot tell: %zu allocation group%s kept memory from "
+			 "some of the %d slices of the dump's %.3g s window, "
+			 "never from %d in a row (a leak slower than one "
+			 "allocation every %.3g s, or state still filling); a "
+			 "longer --flight window decides",
+			 vd->undecided, vd->undecided == 1 ? "" : "s",
+			 MT_LEAK_SLICES, w, vd->needed - 1, sl);
+		headline(rp, "Leaks", MT_TONE_YELLOW, text);
+	} else if (vd->judged) {
+		snprintf(text, sizeof(text),
+			 "none in the dump's %.3g s window: no allocation "
+			 "group kept memory from its slices (a leak slower "
+			 "than one allocation every %.3g s would not show)",
+			 w, sl);
+		headline(rp, "Leaks", MT_TONE_GREEN, text);
+	} else {
+		snprintf(text, sizeof(text),
+			 "cannot tell: the window holds %" PRIu64
+			 " boundaries, %d needed",
+			 (uint64_t)vd->boundaries, vd->needed);
+		headline(rp, "Leaks", MT_TONE_PLAIN, text);
+	}
+}
+
 static void headline_leaks(const struct report *rp,
 			   const struct mt_leak_verdict *vd)
 {
 	char text[256];
 
-	if (vd->growing) {
+	if (vd->window_s > 0) {
+		headline_window_leaks(rp, vd);
+	} else if (vd->growing) {
 		snprintf(text, sizeof(text),
 			 "%zu call site%s grew at each of the last %d "
 			 "boundaries (steps, or --leak-age): leak suspects "
@@ -569,12 +643,37 @@ static void headline_leaks(const struct report *rp,
 	}
 }
 
+/* a dump's processes the kernel's OOM killer took: true if any */
+static bool headline_oomkills(const struct report *rp, const char **label)
+{
+	char text[256];
+	bool any = false;
+
+	for (size_t i = 0; i < rp->s->nended; i++) {
+		const struct mt_ended *e = &rp->s->ended[i];
+
+		if (e->how != MT_END_OOMKILL)
+			continue;
+		snprintf(text, sizeof(text),
+			 "pid %u: the kernel's OOM killer took it (its memory "
+			 "cgroup's oom_kill rose)%s%s",
+			 e->pid, e->code > 0 ? ", killed by SIG" : "",
+			 e->code > 0 ? sigabbrev_np(e->code) ?: "?" : "");
+		headline(rp, *label, MT_TONE_RED, text);
+		*label = NULL;
+		any = true;
+	}
+	return any;
+}
+
 static void headline_ooms(const struct report *rp)
 {
 	const struct mt_summary *sum = &rp->s->sum;
+	const char *label = "OOMs";
 	struct mt_oom_counts c;
 	__u64 failed = 0;
 	char text[256];
+	bool killed = headline_oomkills(rp, &label);
 
 	mt_oom_counts(rp->s->oom, &c);
 	for (size_t i = 0; i < sum->nfails; i++)
@@ -588,9 +687,9 @@ static void headline_ooms(const struct report *rp)
 			 (uint64_t)c.failures, c.failures == 1 ? "" : "s",
 			 (uint64_t)c.retries, (uint64_t)c.gave_up,
 			 c.gave_up == 1 ? "" : "s");
-		headline(rp, "OOMs", MT_TONE_RED, text);
-	} else {
-		headline(rp, "OOMs", MT_TONE_GREEN, "none");
+		headline(rp, label, MT_TONE_RED, text);
+	} else if (!killed) {
+		headline(rp, label, MT_TONE_GREEN, "none");
 	}
 	if (failed > c.failures) {
 		snprintf(text, sizeof(text),
@@ -598,6 +697,40 @@ static void headline_ooms(const struct report *rp)
 			 (uint64_t)(failed - c.failures),
 			 failed - c.failures == 1 ? "" : "s");
 		headline(rp, NULL, MT_TONE_YELLOW, text);
+	}
+}
+
+/*
+ * How a dump's process died, as its tracer saw it end: killed by a signal,
+ * or exited with a failure status (and the exception it raised last,
+ * where --trace-exceptions traced it). Nothing when none is known: only a
+ * dump says how its process ended.
+ */
+static void headline_died(const struct report *rp)
+{
+	const char *label = "Died";
+	char text[512];
+
+	for (size_t i = 0; i < rp->s->nended; i++) {
+		const struct mt_ended *e = &rp->s->ended[i];
+
+		if (e->how == MT_END_SIGNAL)
+			snprintf(text, sizeof(text),
+				 "pid %u: killed by SIG%s (%s)", e->pid,
+				 sigabbrev_np(e->code) ?: "?",
+				 strsignal(e->code));
+		else if (e->how == MT_END_EXIT)
+			snprintf(text, sizeof(text),
+				 "pid %u: exited with status %d%s%s", e->pid,
+				 e->code,
+				 e->raised[0] ? "; the last exception "
+						"it raised: " :
+						"",
+				 e->raised);
+		else
+			continue;
+		headline(rp, label, MT_TONE_RED, text);
+		label = NULL;
 	}
 }
 
@@ -840,12 +973,12 @@ static void print_tree(struct report *rp, const struct account *a)
 		/* the cut children of the parents this node is past */
 		for (int k = MAX_DEPTH - 1; k > d; k--)
 			if (pend[k].n) {
-				tree_more(t, k, &pend[k], a->peak);
+				tree_more(t, k, &pend[k], a->whole);
 				memset(&pend[k], 0, sizeof(pend[k]));
 			}
 		if (!x)
 			break;
-		if (below(rp, x->incl[V_PEAK], a->peak) &&
+		if (below(rp, x->incl[V_PEAK], a->whole) &&
 		    below(rp, x->incl[V_END], end_total)) {
 			pend[d].n++;
 			for (int k = 0; k < MT_TREE_VALS; k++)
@@ -857,7 +990,7 @@ static void print_tree(struct report *rp, const struct account *a)
 		add(t, d ? MT_TONE_PLAIN : MT_TONE_BOLD,
 		    (const char *const[]){
 			    name, mt_format_bytes(b[0], 32, x->incl[V_PEAK]),
-			    pct(pc, sizeof(pc), x->incl[V_PEAK], a->peak),
+			    pct(pc, sizeof(pc), x->incl[V_PEAK], a->whole),
 			    mt_format_bytes(b[1], 32, x->self[V_PEAK]),
 			    x->self[V_OWN_PEAK] ?
 				    mt_format_bytes(b[2], 32,
@@ -890,7 +1023,7 @@ static void print_phases(struct report *rp, struct account *a)
 		    (const char *const[]){
 			    or_dash(v[i].module),
 			    mt_format_bytes(b, sizeof(b), v[i].bytes),
-			    pct(pc, sizeof(pc), v[i].bytes, a->peak), c });
+			    pct(pc, sizeof(pc), v[i].bytes, a->whole), c });
 	}
 	print_table(rp, t);
 }
@@ -1018,7 +1151,7 @@ static void print_account(struct report *rp, struct account *a)
 		fprintf(rp->out, "\n");
 	}
 	fprintf(rp->out, "Alive %s, by module and line:\n", when);
-	print_lines(rp, a->by_line.v, a->by_line.n, V_PEAK, a->peak,
+	print_lines(rp, a->by_line.v, a->by_line.n, V_PEAK, a->whole,
 		    rp->s->conf.top_live, ALIVE_COL(rp));
 }
 
@@ -1060,29 +1193,45 @@ static void print_sites(struct report *rp)
 	agg_free(&a);
 }
 
+/* a dump's suspects count every allocation: exact, sampled or not */
+#define SUSPECT_COL(rp, title) \
+	MT_EST_TITLE((rp)->s->conf.sample_bytes && !(rp)->s->win_last, title)
+
 static void print_suspects(struct report *rp, const struct suspects *sp)
 {
 	const struct mt_table_col cols[] = {
 		{ "module", MT_TABLE_LEFT, false, 0 },
 		{ "line", MT_TABLE_LEFT, true, 0 },
-		{ EST_COL(rp, "alive"), MT_TABLE_RIGHT, false, 0 },
-		{ EST_COL(rp, "count"), MT_TABLE_RIGHT, false, 1 },
-		{ EST_COL(rp, "growth"), MT_TABLE_RIGHT, false, 0 },
+		{ SUSPECT_COL(rp, "alive"), MT_TABLE_RIGHT, false, 0 },
+		{ SUSPECT_COL(rp, "count"), MT_TABLE_RIGHT, false, 1 },
+		{ SUSPECT_COL(rp, "growth"), MT_TABLE_RIGHT, false, 0 },
 	};
 	struct mt_table *t;
 
 	if (!sp->n)
 		return;
-	heading(rp, "Leak suspects: alive across steps, growing at each");
+	if (rp->s->win_last)
+		heading(rp, "Leak suspects: allocations of one call and size "
+			    "kept from slice after slice of the window");
+	else
+		heading(rp, "Leak suspects: alive across steps, growing at "
+			    "each");
 	t = mt_table_new(cols, 5);
 	for (size_t i = 0; t && i < sp->n; i++) {
 		const struct mt_leak_suspect *k = &sp->v[i];
 		struct row r = { .module = k->site ? k->site->module : NULL };
-		char line[512], b[32], g[64], c[32], unit[32];
+		char line[512], b[32], g[64], c[32], unit[32], nostack[96];
 		double gb = k->bytes_growth < 0 ? -k->bytes_growth :
 						  k->bytes_growth;
 
 		r.line = site_line(k->site, &r.lib);
+		/* a dump's group none of whose allocations had its stack walked */
+		if (!k->site && k->event) {
+			snprintf(nostack, sizeof(nostack),
+				 "%s size=%" PRIu64 " (%s)", k->event,
+				 (uint64_t)k->size, MT_SAMPLE_NO_STACK);
+			r.line = nostack;
+		}
 		if (k->per_seconds > 0)
 			snprintf(unit, sizeof(unit), "%.3g s", k->per_seconds);
 		else
@@ -1121,6 +1270,7 @@ void mt_report_print(struct mt_session *s, const struct mt_summary_end *end)
 		oom = true;
 	if (mt_leaks_verdict(s->leaks, &vd, keep_suspect, &sp))
 		oom = true;
+	set_wholes(&rp);
 	add_owns(&rp);
 	hide_segments(&rp);
 	fprintf(rp.out,
@@ -1136,6 +1286,7 @@ void mt_report_print(struct mt_session *s, const struct mt_summary_end *end)
 	headline_peaks(&rp);
 	headline_leaks(&rp, &vd);
 	headline_ooms(&rp);
+	headline_died(&rp);
 	headline_filter(&rp);
 	headline_sampled(&rp);
 	headline_unseen(&rp);
@@ -1167,6 +1318,7 @@ void mt_report_print_at(struct mt_session *s, bool at_peak, double at_secs)
 	mt_table_style_for(s->out, &rp.st);
 	oom = at_peak ? mt_peak_foreach(s->peak, s->live, add_group, &rp) :
 			mt_peak_foreach_now(s->live, add_group, &rp);
+	set_wholes(&rp);
 	hide_segments(&rp);
 	fprintf(rp.out, "%smemtrace-bpf report%s: ",
 		mt_table_tone_on(&rp.st, MT_TONE_BOLD),

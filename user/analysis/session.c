@@ -107,8 +107,9 @@ static void count_steps(struct mt_session *s, const struct mt_call *r,
 			st->step++;
 			st->backward_seen = false;
 			st->last_boundary = ts;
-			mt_leaks_boundary(s->leaks, st->pid, st->step, ts,
-					  s->live);
+			if (!s->win_last)
+				mt_leaks_boundary(s->leaks, st->pid, st->step,
+						  ts, s->live);
 		}
 		if (!strcmp(phase, "backward"))
 			st->backward_seen = true;
@@ -116,10 +117,73 @@ static void count_steps(struct mt_session *s, const struct mt_call *r,
 	}
 	if (!st->last_boundary)
 		st->last_boundary = ts;
+	/* a dump's boundaries are its window's (window_boundaries) */
+	if (s->win_last)
+		return;
 	if (!st->step && age && ts - st->last_boundary >= age) {
 		st->last_boundary = ts;
 		mt_leaks_boundary(s->leaks, st->pid, 0, ts, s->live);
 	}
+}
+
+/*
+ * A dump's leak boundaries at the ends of its window's slices up to ts
+ * (the last one at its end): each counts every process as the live table is before
+ * the event at ts
+ */
+static void window_boundaries(struct mt_session *s, __u64 ts)
+{
+	__u64 span = s->win_last - s->win_first;
+
+	while (s->win_passed < MT_LEAK_SLICES) {
+		__u64 at = s->win_first +
+			   span * (__u64)(s->win_passed + 1) / MT_LEAK_SLICES;
+
+		if (ts <= at)
+			return;
+		for (size_t i = 0; i < MT_PROCS; i++)
+			if (s->procs[i].pid)
+				mt_leaks_boundary(s->leaks, s->procs[i].pid, 0,
+						  at, s->live);
+		s->win_passed++;
+	}
+}
+
+void mt_session_set_window(struct mt_session *s, __u64 first, __u64 last)
+{
+	if (last <= first)
+		return;
+	s->win_first = first;
+	s->win_last = last;
+	mt_leaks_window(s->leaks, last - first);
+}
+
+int mt_session_set_ended(struct mt_session *s, const char *value)
+{
+	struct mt_ended *e;
+	const char *raised = strstr(value, " raised=");
+	char how[16];
+	int pid, code;
+
+	if (sscanf(value, MT_END_META, &pid, how, &code) != 3 || pid <= 0)
+		return -EINVAL;
+	if (s->nended == MT_MAX_ENDED)
+		return 0;
+	e = &s->ended[s->nended];
+	*e = (struct mt_ended){ .pid = (__u32)pid, .code = code };
+	if (!strcmp(how, "exit"))
+		e->how = MT_END_EXIT;
+	else if (!strcmp(how, "signal"))
+		e->how = MT_END_SIGNAL;
+	else if (!strcmp(how, "oomkill"))
+		e->how = MT_END_OOMKILL;
+	else
+		return -EINVAL;
+	if (raised)
+		snprintf(e->raised, sizeof(e->raised), "%s",
+			 raised + strlen(" raised="));
+	s->nended++;
+	return 0;
 }
 
 static void count_calls(struct mt_proc *p, const struct mt_call *r)
@@ -333,6 +397,8 @@ bool mt_session_event(struct mt_session *s, struct mt_call *r,
 	if (!s->t0)
 		s->t0 = r->ev->ts;
 	s->last_ts = r->ev->ts;
+	if (s->win_last)
+		window_boundaries(s, r->ev->ts);
 	/* a process without Python still gets leak boundaries by time */
 	count_steps(s, r, site->phase);
 	/* steps and time count every event; the rest only those let through */
@@ -431,10 +497,34 @@ static void print_ranks(struct mt_session *s)
 	}
 }
 
+/* how a dump's processes ended (mt_session_set_ended), as key=value */
+static void print_ended(const struct mt_session *s)
+{
+	static const char *const how[] = {
+		[MT_END_EXIT] = "exit",
+		[MT_END_SIGNAL] = "signal",
+		[MT_END_OOMKILL] = "oomkill",
+	};
+	struct mt_esc e = { 0 };
+
+	for (size_t i = 0; i < s->nended; i++) {
+		const struct mt_ended *d = &s->ended[i];
+
+		e.used = 0;
+		fprintf(s->out, "# ended pid=%u how=%s code=%d raised=%s\n",
+			d->pid, how[d->how], d->code,
+			mt_esc(&e, d->raised[0] ? d->raised : "-",
+			       MT_ESC_FIELD));
+	}
+}
+
 void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
 {
 	bool stacks = !s->conf.no_stack;
 
+	/* a dump's last boundary: its window's end */
+	if (s->win_last)
+		window_boundaries(s, UINT64_MAX);
 	if (!s->conf.keys) {
 		mt_report_print(s, end);
 		return;
@@ -444,6 +534,7 @@ void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
 	mt_filter_print(s->filter, s->out);
 	print_ranks(s);
 	mt_oom_print(s->oom, s->out);
+	print_ended(s);
 	mt_peak_print(s->peak, s->live, s->t0, s->conf.top_live, stacks,
 		      s->out);
 	mt_leaks_print(s->leaks, s->live, stacks, s->out);

@@ -69,6 +69,21 @@ struct mt_session_observer {
 	void *ctx;
 };
 
+/* how a process ended, as a flight recorder's dump says it */
+enum mt_end_how { MT_END_EXIT = 1, MT_END_SIGNAL, MT_END_OOMKILL };
+
+/* the dump's "ended" header line (MT_END_META), read back */
+struct mt_ended {
+	__u32 pid;
+	enum mt_end_how how;
+	int code; /* the exit status, or the signal (an OOM kill's too) */
+	char raised[256]; /* the last exception traced before it; "" none */
+};
+
+/* the ended line's fields; " raised=TEXT" may follow, to the line's end */
+#define MT_END_META "pid=%d how=%15s code=%d"
+#define MT_MAX_ENDED 8
+
 struct mt_session {
 	struct mt_session_conf conf;
 	FILE *out;
@@ -87,6 +102,15 @@ struct mt_session {
 	__u64 sample_allocs, sample_walked;
 	__u64 t0; /* ts of the first event */
 	__u64 last_ts;
+	/*
+	 * a flight recorder's dump: its window's first and last event
+	 * (win_last 0: a whole trace), and the leak boundaries at its
+	 * quarters passed so far
+	 */
+	__u64 win_first, win_last;
+	int win_passed;
+	struct mt_ended ended[MT_MAX_ENDED];
+	size_t nended;
 };
 
 /* 0, or -ENOMEM (what was made is freed by mt_session_free) */
@@ -129,6 +153,20 @@ __u32 mt_session_step(const struct mt_session *s, __u32 pid);
 /* pid's rank, shown on its lines and in the per-rank table */
 void mt_session_set_rank(struct mt_session *s, __u32 pid,
 			 const struct mt_rank *r);
+
+/*
+ * The record is a flight recorder's dump, its window's events from first
+ * to last (ns): leaks are judged on the window alone (mt_leaks_window),
+ * and its step numbers are no more than a lower bound of the process's.
+ * Before the first event.
+ */
+void mt_session_set_window(struct mt_session *s, __u64 first, __u64 last);
+
+/*
+ * A dump's "ended" header line (MT_END_META): how its process ended, for
+ * the report's OOMs and Died. -EINVAL for a line it cannot read.
+ */
+int mt_session_set_ended(struct mt_session *s, const char *value);
 
 /* pid ran before it was traced (-p): its report says what that hides */
 void mt_session_set_attached(struct mt_session *s, __u32 pid);

@@ -280,7 +280,7 @@ static const struct argp_option flight_opts[] = {
 	  "A flight recorder: keep each process's last TIME (10m, 1h) or "
 	  "SIZE (512MiB) of events and every allocation alive at its start; "
 	  "dump them into the folder -o DIR on an OOM, a killed process, "
-	  "--alert-pct, SIGUSR1",
+	  "an exit status not 0, --alert-pct, SIGUSR1",
 	  0 },
 	{ "flight-dumps", OPT_FLIGHT_DUMPS, "N", 0,
 	  "--flight: dumps kept in DIR, the oldest removed first (default "
@@ -289,7 +289,9 @@ static const struct argp_option flight_opts[] = {
 	{ "flight-total", OPT_FLIGHT_TOTAL, "SIZE", 0,
 	  "--flight: bytes of dumps kept in DIR (default 8GiB)", 0 },
 	{ "flight-at-end", OPT_FLIGHT_AT_END, NULL, 0,
-	  "--flight: dump every window when the trace ends too", 0 },
+	  "--flight: dump every window when the trace ends too (a clean "
+	  "exit; a failed one is dumped anyway)",
+	  0 },
 	{ "flight-together", OPT_FLIGHT_TOGETHER, NULL, 0,
 	  "--flight: a process's dump dumps every process traced", 0 },
 	{ 0 },

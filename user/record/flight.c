@@ -110,8 +110,8 @@ static const struct fl_kind {
 	const char *tag;
 	int keep;
 } kinds[] = {
-	{ "end", 0 },	 { "usage", 1 },   { "asked", 1 },
-	{ "signal", 2 }, { "oomkill", 3 }, { "oom", 3 },
+	{ "end", 0 },  { "usage", 1 },	 { "asked", 1 }, { "signal", 2 },
+	{ "exit", 2 }, { "oomkill", 3 }, { "oom", 3 },
 };
 
 /* a tag not in kinds: kept as asked's */
@@ -806,6 +806,14 @@ static int write_dump(const struct mt_flight *f, int fd, const char *name,
 		ret = mt_recorder_meta(w, "dump", why);
 	if (!ret)
 		ret = mt_recorder_meta(w, "window", window);
+	if (!ret && f->n) {
+		char span[64];
+
+		snprintf(span, sizeof(span), "%llu %llu",
+			 (unsigned long long)ent(f, 0)->ev.ts,
+			 (unsigned long long)last);
+		ret = mt_recorder_meta(w, MT_FLIGHT_SPAN_KEY, span);
+	}
 	for (size_t i = 0; !ret && i < f->nmeta; i++)
 		ret = mt_recorder_meta(w, f->meta[i].key, f->meta[i].value);
 	for (size_t i = 0; !ret && i < np; i++)

@@ -8,8 +8,8 @@
  * (docs/FORMAT.md) in the dump folder, named by time, the tracer's pid,
  * a number, pid, rank and reason, and given that name only once it is
  * whole; the folder keeps at most so many dumps and bytes: the end dumps
- * removed first, then usage and asked, then signal, then oom and oomkill,
- * the oldest first within each.
+ * removed first, then usage and asked, then signal and exit, then oom
+ * and oomkill, the oldest first within each.
  */
 #ifndef __FLIGHT_H
 #define __FLIGHT_H
@@ -29,6 +29,14 @@ struct mt_flight_conf {
 	__u64 max_total; /* --flight-total: bytes of dumps kept */
 	__u64 sample_bytes; /* --sample-bytes of the trace; 0: none */
 };
+
+/*
+ * A dump's header lines for the analyses: its window's first and last
+ * event ("FIRST LAST", ns as the events' times), and how its process
+ * ended (analysis/session.h's MT_END_META)
+ */
+#define MT_FLIGHT_SPAN_KEY "window_ns"
+#define MT_FLIGHT_ENDED_KEY "ended"
 
 /* the window's memory when it is given as a time */
 #define MT_FLIGHT_MEM_DEFAULT (1ULL << 30)
@@ -82,7 +90,7 @@ void mt_flight_exec(struct mt_flight *f, const struct mt_event *ev,
 
 /*
  * Dump f as it is now: tag names it in the file name (oom, oomkill,
- * signal, usage, asked, end: how long the caps keep it), why says it in
+ * signal, exit, usage, asked, end: how long the caps keep it), why says it in
  * the dump's first lines; lost: the trace's events lost so far. A child
  * process writes it (where fork fails, this one does, before it returns):
  * f may be freed once this returns. mt_flight_dir_reap says it, counts it

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "analysis/report.h"
+#include "record/flight.h"
 #include "record/iter.h"
 #include "record/replay.h"
 #include "lib/err.h"
@@ -48,16 +49,28 @@ static void print_meta(const struct replay *rp, bool dump)
 
 /*
  * header lines read since the last look: the ranks for rank=, the
- * processes that ran before they were traced
+ * processes that ran before they were traced, a dump's window and how
+ * its process ended
  */
 static void apply_meta(struct replay *rp)
 {
 	const char *key, *value;
 
 	for (; mt_reader_meta(rp->it.rd, rp->meta, &key, &value); rp->meta++) {
+		unsigned long long first, last;
 		struct mt_rank r;
 		int pid;
 
+		if (!strcmp(key, MT_FLIGHT_SPAN_KEY) &&
+		    sscanf(value, "%llu %llu", &first, &last) == 2) {
+			mt_session_set_window(rp->ses, first, last);
+			continue;
+		}
+		/* a line of a later version read as none: the rest stands */
+		if (!strcmp(key, MT_FLIGHT_ENDED_KEY)) {
+			(void)mt_session_set_ended(rp->ses, value);
+			continue;
+		}
 		if (!strcmp(key, MT_REC_ATTACH_KEY) &&
 		    sscanf(value, "pid=%d", &pid) == 1 && pid > 0) {
 			mt_session_set_attached(rp->ses, (__u32)pid);

@@ -6,7 +6,9 @@
  * retry, its report and the exception are in it too; a process that
  * exits in the meantime is dumped at once. A process that ends is dumped
  * when the kernel's OOM killer took it (its cgroup's memory.events
- * oom_kill rose) or, for the command we started, when a signal killed it.
+ * oom_kill rose), when a signal killed it, or when it exited with a status
+ * other than 0 (an uncaught exception, sys.exit(1)); the dump's "ended"
+ * line says how, for the report's headline.
  * Each process has its own window and dumps; --flight-together dumps them
  * all at any process's trigger. A process's window is freed once it is
  * gone and its last dump taken (with --flight-at-end its end dump, taken
@@ -45,6 +47,8 @@ struct mt_flight_proc {
 	bool done; /* its end was handled */
 	bool py_noted, rank_noted; /* in its header */
 	bool end_dumped; /* its end made a dump */
+	/* the last exception --trace-exceptions saw it raise; "" none */
+	char raised[256];
 };
 
 static volatile sig_atomic_t asked;
@@ -279,6 +283,11 @@ void mt_tracer_flight_event(struct mt_tracer *tr, struct mt_target *t,
 	if (!tr->flight_t0)
 		tr->flight_t0 = ev->ts;
 	mt_flight_event(p->f, ev, default0, r, site);
+	/* its last raise: what an exit with a failure status follows */
+	if (r->ev->kind == MT_K_PY_RAISE && site)
+		snprintf(p->raised, sizeof(p->raised), "%s at %s",
+			 site->detail ? site->detail : "?",
+			 site->depth ? site->frames[0] : "(no stack)");
 	if (is_oom(r, site))
 		arm_oom(tr, t, p, r, site);
 	if (r->role == MT_ROLE_ALLOC || r->role == MT_ROLE_FREE)
@@ -297,14 +306,51 @@ void mt_tracer_flight_exec(struct mt_tracer *tr, struct mt_target *t,
 	p->py_noted = false;
 }
 
+/* how t ended, for the report (analysis/session.h's MT_END_META) */
+static void note_ended(const struct mt_target *t, struct mt_flight_proc *p,
+		       const char *how, int code)
+{
+	char v[512];
+	int n;
+
+	n = snprintf(v, sizeof(v), "pid=%d how=%s code=%d", t->pid, how, code);
+	if (n > 0 && (size_t)n < sizeof(v) && p->raised[0])
+		snprintf(v + n, sizeof(v) - (size_t)n, " raised=%s", p->raised);
+	mt_flight_meta(p->f, MT_FLIGHT_ENDED_KEY, v);
+}
+
+/* the exception an exit follows, in words: traced or not */
+static void raised_words(const struct mt_tracer *tr,
+			 const struct mt_flight_proc *p, char *buf, size_t len)
+{
+	if (p->raised[0])
+		snprintf(buf, len,
+			 "; the last exception it raised (--trace-exceptions): "
+			 "%s",
+			 p->raised);
+	else if (tr->conf->exc_types)
+		snprintf(buf, len,
+			 "; no exception of --trace-exceptions' types seen "
+			 "raised");
+	else
+		snprintf(buf, len,
+			 "; exceptions not traced (--trace-exceptions TYPE "
+			 "names the one it died of)");
+}
+
 /* why t ended, if a dump should say so: tag and why filled */
-static bool death(const struct mt_target *t, const struct mt_flight_proc *p,
-		  const char **tag, char *why, size_t len)
+static bool death(const struct mt_tracer *tr, const struct mt_target *t,
+		  struct mt_flight_proc *p, const char **tag, char *why,
+		  size_t len)
 {
 	__u64 kills = oom_kills(p->cgroup);
 	int sig = t->has_status && WIFSIGNALED(t->status) ?
 			  WTERMSIG(t->status) :
 			  0;
+	int status = t->has_status && WIFEXITED(t->status) ?
+			     WEXITSTATUS(t->status) :
+			     0;
+	char exc[400];
 
 	if (kills > p->oom_kills) {
 		*tag = "oomkill";
@@ -316,6 +362,7 @@ static bool death(const struct mt_target *t, const struct mt_flight_proc *p,
 			 (unsigned long long)kills,
 			 sig ? ", killed by SIG" : "",
 			 sig ? sigabbrev_np(sig) : "");
+		note_ended(t, p, "oomkill", sig);
 		return true;
 	}
 	if (sig) {
@@ -323,6 +370,15 @@ static bool death(const struct mt_target *t, const struct mt_flight_proc *p,
 		snprintf(why, len, "pid %d (rank %d) was killed by SIG%s (%s)",
 			 t->pid, t->rank.known ? t->rank.rank : 0,
 			 sigabbrev_np(sig), strsignal(sig));
+		note_ended(t, p, "signal", sig);
+		return true;
+	}
+	if (status) {
+		*tag = "exit";
+		raised_words(tr, p, exc, sizeof(exc));
+		snprintf(why, len, "pid %d (rank %d) exited with status %d%s",
+			 t->pid, t->rank.known ? t->rank.rank : 0, status, exc);
+		note_ended(t, p, "exit", status);
 		return true;
 	}
 	return false;
@@ -333,10 +389,17 @@ static void ended(struct mt_tracer *tr, struct mt_target *t)
 {
 	struct mt_flight_proc *p = t->flight;
 	char why[WHY_LEN], both[2 * WHY_LEN + 16];
-	const char *tag;
+	const char *tag = NULL;
+	bool died;
 
 	p->done = true;
-	if (death(t, p, &tag, why, sizeof(why))) {
+	died = death(tr, t, p, &tag, why, sizeof(why));
+	if (died && p->armed && !strcmp(tag, "exit")) {
+		/* the OOM it died of, most likely: kept as long as one */
+		snprintf(both, sizeof(both), "%s; then %s", p->why, why);
+		dump_all(tr, t, "oom", both);
+		p->end_dumped = true;
+	} else if (died) {
 		snprintf(both, sizeof(both), "%s%s%s", why,
 			 p->armed ? "; before it, " : "",
 			 p->armed ? p->why : "");
