@@ -51,7 +51,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mt_sync  # noqa: E402
 
 # name: (builder, input maker, options)
-# options: amp (autocast bf16), ckpt (torch.utils.checkpoint of stages)
+# options: amp (autocast bf16), ckpt (torch.utils.checkpoint of stages),
+# inplace (its forward adds in place to a module's output: no --modlog)
 
 
 def vision(shape, classes=10):
@@ -138,18 +139,18 @@ def wavernn_in(n):
 
 MODELS = {
     "resnet18": (tv("resnet18", num_classes=10), vision((3, 64, 64)),
-                 {"ckpt"}),
+                 {"ckpt", "inplace"}),
     "mobilenet_v3_small": (tv("mobilenet_v3_small", num_classes=10),
-                           vision((3, 64, 64)), set()),
+                           vision((3, 64, 64)), {"inplace"}),
     "efficientnet_b0": (tv("efficientnet_b0", num_classes=10),
-                        vision((3, 64, 64)), set()),
+                        vision((3, 64, 64)), {"inplace"}),
     "vit": (vit, vision((3, 32, 32)), {"amp"}),
     "convnext_tiny": (tv("convnext_tiny", num_classes=10),
-                      vision((3, 64, 64)), set()),
+                      vision((3, 64, 64)), {"inplace"}),
     "swin_t": (swin, vision((3, 64, 64)), set()),
     "densenet121": (tv("densenet121", num_classes=10), vision((3, 64, 64)),
                     set()),
-    "deeplabv3": (deeplab, segmentation, set()),
+    "deeplabv3": (deeplab, segmentation, {"inplace"}),
     "wav2vec2": (wav2vec2, audio, set()),
     "conformer": (conformer, features, set()),
     "wavernn": (wavernn, wavernn_in, set()),
@@ -223,6 +224,25 @@ def unique_weights(model):
     return sorted(out, reverse=True)
 
 
+def modlog_class():
+    """cuda_model.py's ModLog, its peaks those of the whole run: the
+    reset at MID is for the attach there, which --module-log (attached
+    at READY) does not see."""
+    from cuda_model import ModLog
+
+    class WholeRun(ModLog):
+        floor = (0, 0)
+
+        def record(self, name, stage):
+            cuda = torch.cuda
+            self.out.write(
+                f"{name} {stage} {cuda.memory_allocated(self.dev)} "
+                f"{cuda.memory_reserved(self.dev)} "
+                f"{max(self.floor[0], cuda.max_memory_allocated(self.dev))} "
+                f"{max(self.floor[1], cuda.max_memory_reserved(self.dev))}\n")
+    return WholeRun
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model", nargs="?", choices=sorted(MODELS))
@@ -262,9 +282,12 @@ def main():
     model.to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     modlog = None
-    if args.modlog:
-        from cuda_model import ModLog
-        modlog = ModLog(args.modlog, model, dev)
+    if args.modlog and "inplace" in opts:
+        mt_sync.emit(f"nohooks {args.model}: its forward adds in place to a "
+                     "module's output (out += identity), which PyTorch's "
+                     "full backward hooks refuse")
+    elif args.modlog:
+        modlog = modlog_class()(args.modlog, model, dev)
     called = []
     hooks = [mod.register_forward_pre_hook(
         lambda m, _, n=name: called.append(n or type(m).__name__))
@@ -279,6 +302,8 @@ def main():
                 mt_sync.emit(f"MID {os.getpid()}")
                 mt_sync.wait("MT_GO2")
             peaks = (mid["allocated_peak"], mid["reserved_peak"])
+            if modlog:
+                modlog.floor = peaks
             torch.cuda.reset_peak_memory_stats(dev)
         x = x.to(dev, non_blocking=True)
         y = y.to(dev, non_blocking=True)
