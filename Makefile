@@ -49,7 +49,7 @@ include tests/fixtures/fixtures.mk
 STANDIN_DIR := $(OUTPUT)/standin
 include user/standin/standin.mk
 
-.PHONY: all static test unit unit-asan e2e fuzz fuzz-short lint demo bench setup roots clean fmt npm-tools
+.PHONY: all static test unit unit-asan e2e fuzz fuzz-short lint demo bench setup roots clean fmt npm-tools conformance
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -201,6 +201,14 @@ $(FUZZ_DIR)/seeds-python.stamp: $(FUZZ_DIR)/fuzz_python
 	mkdir -p $(FUZZ_DIR)/seeds-python
 	MT_FUZZ_SEEDS=$(FUZZ_DIR)/seeds-python $< -runs=0 >/dev/null 2>&1
 	touch $@
+
+# the whole conformance corpus (tests/e2e/corpus.bats; make test runs its
+# short set); its table from the run: scripts/corpus-table.sh
+conformance: memtrace-bpf $(OUTPUT)/static/memtrace-bpf fixtures npm-tools
+	rm -f $(OUTPUT)/corpus-results; \
+	MT_CORPUS=all MT_CORPUS_RESULTS=$(OUTPUT)/corpus-results \
+		bats --print-output-on-failure tests/e2e/corpus.bats; \
+	st=$$?; scripts/corpus-table.sh $(OUTPUT)/corpus-results; exit $$st
 
 fuzz: $(foreach t,$(FUZZ_TARGETS),$(FUZZ_DIR)/fuzz_$(t) \
 	$(FUZZ_DIR)/seeds-$(t).stamp)

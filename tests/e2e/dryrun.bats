@@ -37,11 +37,6 @@ dry() {
 	echo "$output"
 }
 
-# the dry run's figure KEY of cuda:0, from its '# dryrun' line
-dry_key() {
-	sed -nE "s/^# dryrun pid=[0-9]+ dev=cuda:0 .*\\b$1=([0-9]+).*/\\1/p" <<<"$output"
-}
-
 @test "dry run: the static binary alone in a container gives PyTorch's own peaks, and leaves nothing behind" {
 	! ls "$ROOT_CUDA"/usr/lib/x86_64-linux-gnu/libcudart.so* 2>/dev/null
 	dry -- /usr/bin/python3 @STAGE@/cuda_model.py --steps 2

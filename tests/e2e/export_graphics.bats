@@ -8,8 +8,6 @@
 load helpers
 
 MODEL_PY=$ROOT/tests/fixtures/incident_model.py
-FLAMEGRAPH=$(command -v flamegraph.pl ||
-	echo /usr/share/perl5/Devel/NYTProf/flamegraph.pl)
 
 # flamegraph.pl FOLDED > SVG, bytes as its count
 flamegraph() {

@@ -8,9 +8,6 @@
 load helpers
 
 MODEL_PY=$ROOT/tests/fixtures/incident_model.py
-NPM=$ROOT/.output/npm/node_modules
-AJV=$NPM/.bin/ajv
-SCHEMA=$NPM/speedscope/dist/release/file-format-schema.json
 
 # one record of the model for the tests that read it back
 setup_file() {

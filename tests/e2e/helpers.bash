@@ -7,6 +7,11 @@ FIX=$ROOT/.output/fixtures
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 CUDART=$CUDA_HOME/lib64/libcudart.so.13
 TORCH_PY=/usr/bin/python3
+NPM=$ROOT/.output/npm/node_modules
+AJV=$NPM/.bin/ajv
+SCHEMA=$NPM/speedscope/dist/release/file-format-schema.json
+FLAMEGRAPH=$(command -v flamegraph.pl ||
+	echo /usr/share/perl5/Devel/NYTProf/flamegraph.pl)
 
 # wait_for FILE PATTERN [SECS]: until a line of FILE matches PATTERN
 wait_for() {
@@ -234,4 +239,26 @@ modlog_check() {
 		encoder.0.act encoder.1 encoder.1.proj encoder.1.act encoder.2
 		encoder.2.proj encoder.2.act mid mid.proj mid.act head" \
 		-f "$ROOT/tests/e2e/modlog_check.awk" "$1"
+}
+
+# export_of REC KIND [ARGS...]: REC exported as KIND (report ARGS) into
+# $BATS_TEST_TMPDIR/<REC's name><ARGS as a word>-KIND.<its extension>
+# (ajv reads a file by its extension); prints that path
+export_of() {
+	local rec=$1 kind=$2 out ext=json
+	shift 2
+	case $kind in
+	memviz) ext=pickle ;;
+	folded | svg) ext=$kind ;;
+	esac
+	out=$(basename "$rec" .mtb)$(printf '%s' "$@" | tr -c 'a-z0-9' _)
+	out=$BATS_TEST_TMPDIR/$out-$kind.$ext
+	"$MT" report -q -i "$rec" --export "$kind" -o "$out" "$@" >/dev/null
+	echo "$out"
+}
+
+# dry_key KEY: the dry run's figure KEY of cuda:0, from the '# dryrun'
+# line of run's output
+dry_key() {
+	sed -nE "s/^# dryrun pid=[0-9]+ dev=cuda:0 .*\\b$1=([0-9]+).*/\\1/p" <<<"$output"
 }

@@ -13,11 +13,6 @@ load helpers
 bats_require_minimum_version 1.5.0
 
 MODEL_PY=$ROOT/tests/fixtures/incident_model.py
-NPM=$ROOT/.output/npm/node_modules
-AJV=$NPM/.bin/ajv
-SCHEMA=$NPM/speedscope/dist/release/file-format-schema.json
-FLAMEGRAPH=$(command -v flamegraph.pl ||
-	echo /usr/share/perl5/Devel/NYTProf/flamegraph.pl)
 
 setup_file() {
 	# the helpers keep their files in BATS_TEST_TMPDIR: here, the file's
@@ -70,22 +65,6 @@ bytes() {
 # peak KEYS: the CPU's peak bytes
 peak() {
 	sed -nE 's/^# device pid=[0-9]+ dev=cpu source=cpu current=[0-9]+ peak=([0-9]+)$/\1/p' "$1"
-}
-
-# export_of REC KIND [ARGS...]: REC exported as KIND (report ARGS) into
-# $BATS_TEST_TMPDIR/<REC's name><ARGS as a word>-KIND.<its extension>
-# (ajv reads a file by its extension); prints that path
-export_of() {
-	local rec=$1 kind=$2 out ext=json
-	shift 2
-	case $kind in
-	memviz) ext=pickle ;;
-	folded | svg) ext=$kind ;;
-	esac
-	out=$(basename "$rec" .mtb)$(printf '%s' "$@" | tr -c 'a-z0-9' _)
-	out=$BATS_TEST_TMPDIR/$out-$kind.$ext
-	"$MT" report -q -i "$rec" --export "$kind" -o "$out" "$@" >/dev/null
-	echo "$out"
 }
 
 # memviz PICKLE: loaded, torch's _memory_viz (1.13) run on it; prints per
