@@ -1001,21 +1001,6 @@ static __always_inline bool walk_wanted(struct mt_event *ev, __u64 cookie,
  */
 #define CU_PROP_LOCATION_ID_OFF 12
 
-/* c10::Device's DeviceType of CUDA, in its low byte; the index above */
-#define C10_DEVICE_CUDA 1
-
-/* MT_F_LEARNDEV: a thread of unknown device takes its allocation's */
-static __always_inline void learn_device(struct thread_vars *tv,
-					 const struct mt_event *ev)
-{
-	if ((__s64)ev->args[1] <= 0 || (ev->args[4] & 0xff) != C10_DEVICE_CUDA)
-		return;
-	if (!tv)
-		tv = thread_vars_get();
-	if (tv && tv->dev == MT_DEV_UNKNOWN)
-		tv->dev = (__s8)((ev->args[4] >> 8) & 0xff);
-}
-
 /* the event of a call at its entry, written in place */
 static __always_inline void entry_event(struct mt_event *ev,
 					struct pt_regs *ctx, __u64 cookie)
@@ -1032,8 +1017,6 @@ static __always_inline void entry_event(struct mt_event *ev,
 						 CU_PROP_LOCATION_ID_OFF)) == 0)
 			ev->dev = dev;
 	}
-	if (cookie & MT_F_LEARNDEV)
-		learn_device(tv, ev);
 }
 
 /*

@@ -96,13 +96,6 @@ enum mt_kind {
 #define MT_F_NODEOUT (1ULL << 33)
 /* entry (dry run): only a cudaMemcpy(Async) whose arg 3 is device to host */
 #define MT_F_D2H (1ULL << 34)
-/*
- * entry: c10's reporter. An allocation (arg1 > 0) on a CUDA device (arg4,
- * a c10::Device) is made on the thread's current device: a thread whose
- * device is unknown (its cudaSetDevice came before the attach) takes it,
- * so that the runtime and driver calls after it name their device.
- */
-#define MT_F_LEARNDEV (1ULL << 35)
 
 /*
  * A ring buffer record holds 1 to MT_BATCH events back to back: each CPU

@@ -120,8 +120,8 @@ static const struct mt_kind_info kinds[MT_K_MAX] = {
 	/* (ptr, alloc_size, total_allocated, total_reserved, Device) */
 	[MT_K_C10_REPORT] = {
 		.event = "c10:alloc", .free_event = "c10:free",
-		.lib = MT_LIB_C10, .flags = MT_F_LEARNDEV, .role = MT_ROLE_ALLOC,
-		.space = MT_SP_C10, .devsrc = MT_DS_C10ARG,
+		.lib = MT_LIB_C10, .role = MT_ROLE_ALLOC, .space = MT_SP_C10,
+		.devsrc = MT_DS_C10ARG, 
 		.syms = { "_ZN3c1027reportMemoryUsageToProfilerEPv{int64}{int64}{int64}NS_6DeviceE" },
 		.ptr_arg = MT_A(0), .size_arg = MT_A(1), .allocated_arg = MT_A(2),
 		.reserved_arg = MT_A(3), .dev_arg = MT_A(4), .signed_size = true,
