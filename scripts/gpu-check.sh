@@ -10,7 +10,7 @@
 # and why a check failed (why.txt). PYTHON (default python3) is the
 # command of a Python with a CUDA torch: words split at blanks, so that a
 # dry run on the CUDA stand-in is PYTHON="scripts/cuda-standin.sh --bind
-# $PWD --bind OUTDIR -- python3" (see README). Nothing is installed: the checks are those of
+# $PWD --bind OUTDIR -- python3" (see docs/memtrace-bpf-estimate.md). Nothing is installed: the checks are those of
 # tests/e2e/cuda.bats, from the same library (tests/e2e/cuda_checks.bash),
 # on the same model (tests/fixtures/cuda_model.py), so that what the CUDA
 # stand-in shows in `make test` is shown on the GPU too. One check is the

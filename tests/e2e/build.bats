@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The build itself: what `make` with no goal does (README, Quick start).
+# The build itself: what `make` with no goal does (README, Install).
 
 load helpers
 

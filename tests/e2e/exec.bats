@@ -52,7 +52,7 @@ table() {
 # PID (-p, --children), or ARGS... -- the fixture (MODE --). With REC=1 a
 # recorder follows it too (-p), into t.mtb. Each image goes on once its
 # allocation is in the trace with its stack (the recorder's too): an event
-# still on its way when its image goes cannot be named (README), and the
+# still on its way when its image goes cannot be named (README, Known limits), and the
 # image after is what this is about.
 exec_run() {
 	local from=$1 to=$2 mode=$3

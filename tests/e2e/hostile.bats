@@ -90,7 +90,7 @@ out.write("DONE\n")
 	CMD_PID=$(awk '/^READY /{print $2}' "$d/cmd.out")
 	kill -STOP "$MT_PID"
 	touch "$d/load"
-	# README: its guard continues a load held 2 s; a tenth to see it
+	# README, Safety: its guard continues a load held 2 s; a tenth to see it
 	wait_for "$d/cmd.out" '^loaded ' 10
 	secs=$(awk '/^loaded /{print $2}' "$d/cmd.out")
 	echo "dlopen under a stopped tracer: $secs s"

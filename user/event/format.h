@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* The perf-script-style event line; its grammar is documented in README. */
+/* The perf-script-style event line; its grammar is documented in docs/OUTPUT.md. */
 #ifndef __FORMAT_H
 #define __FORMAT_H
 

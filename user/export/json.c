@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * --export json: JSON lines, one object per event with every key of its
- * event line (README) and the Python stack as an array, innermost first.
+ * event line (docs/OUTPUT.md) and the Python stack as an array, innermost first.
  * Every event is written, --min-size or not; the comm is the thread's own
  * name (the event line replaces its blanks). What comes from the site
  * (caller, phase, module, node, stack) is rendered once per site and

@@ -55,7 +55,7 @@ int mt_elf_resolve_any_fd(int fd, const char *name, const char *const *names,
  * Debian's torch 2.6), else off. The kernel emulates the push that
  * usually begins a function at a uprobe, but steps endbr64 out of line,
  * which made each hit about fifteen times dearer here (10.9 against 0.7 us
- * a call in a C loop, README's Benchmark); endbr64 only marks where an
+ * a call in a C loop, docs/BENCHMARK.md); endbr64 only marks where an
  * indirect call may land, so 4 bytes on the arguments, the stack and the
  * return address are as at the entry, for an entry probe and a return
  * probe alike. A file that cannot be read there keeps off.

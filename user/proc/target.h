@@ -64,7 +64,7 @@ int mt_target_open(struct mt_target *t, int pid, char *err, size_t errlen);
 
 /*
  * The most a spawned command waits at a library load for us to continue
- * it: then its guard does (README: How it works).
+ * it: then its guard does (docs/INTERNALS.md).
  */
 #define MT_HOLD_MAX_MS 2000
 

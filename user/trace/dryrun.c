@@ -222,7 +222,7 @@ static int not_served(const struct mt_tracer *tr, const struct mt_dryrun *dr)
 		mt_err("estimate --dry-run: %s loaded the CUDA runtime %s, "
 		       "not the stand-in's libcudart.so.12: its torch is no "
 		       "CUDA 12 build, or finds its runtime ahead of "
-		       "LD_LIBRARY_PATH (README: Dry run)",
+		       "LD_LIBRARY_PATH (docs/memtrace-bpf-estimate.md)",
 		       cmd, dr->other);
 	else if (command_failure(tr, failed, sizeof(failed))[0])
 		mt_err("estimate --dry-run: %s failed (%s; its own output "
