@@ -196,8 +196,10 @@ check_alive() {
 @test "--children: a child that execs at once is followed under the name it forked with, then its exec" {
 	# CI saw "comm=python3 (forked)" for a bash child that had run
 	# execve before the tracer read its name from /proc
+	# it waits on a fifo: a polling loop's own sleeps would be children
+	mkfifo "$BATS_TEST_TMPDIR/go"
 	cat >"$BATS_TEST_TMPDIR/launcher.sh" <<-EOF
-		while [ ! -e "$BATS_TEST_TMPDIR/go" ]; do sleep 0.05; done
+		read -r _ <"$BATS_TEST_TMPDIR/go"
 		for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
 		        /bin/sleep 1 &
 		done
@@ -207,7 +209,7 @@ check_alive() {
 	fx_PID=$!
 	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 0 --children "$fx_PID" -q
 	wait_for "$BATS_TEST_TMPDIR/trace.err" "^# follow pid=$fx_PID comm=bash \\(launcher\\)\$" 60
-	touch "$BATS_TEST_TMPDIR/go"
+	echo go >"$BATS_TEST_TMPDIR/go"
 	wait "$fx_PID"
 	fx_PID=
 	finish
