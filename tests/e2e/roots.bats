@@ -66,7 +66,9 @@ assert_events() {
 	grep -q "^# attach pid=[0-9]* lib=.*/libc10\.so\.$torch " "$TRACE"
 	grep -q "^# attach pid=[0-9]* lib=.*/libtorch_cpu\.so\.$torch " "$TRACE"
 	mark=$(awk '$1=="mark"{print $3}' "$MODEL")
-	# one marker per step, each allocated and freed
+	# one marker per step, each allocated and freed (shown for a failure)
+	sized "$mark"
+	grep -E '^# (summary|lost|late)' "$TRACE" || true
 	[ "$(sized "$mark" | grep -c ': c10:cpu_alloc: .* dev=cpu ')" -eq 2 ]
 	[ "$(sized "$mark" | grep -c ': c10:cpu_free: .* dev=cpu ')" -eq 2 ]
 	[ "$(events c10:cpu_alloc | wc -l)" -gt 100 ]
