@@ -154,7 +154,7 @@ mt_field() {
 # corpus_c10 MODEL: the trace from READY (every event): the caching
 # allocator's totals, peaks, events, live blocks and segments
 corpus_c10() {
-	local m=$1 ok=0 dev
+	local m=$1 ok=0 dev why=
 	TRACE=$D/live.out
 	dev="^# device pid=$PID dev=cuda:0 source=c10 "
 	{ ck_c10 cuda:0 && ck_c10_bytes cuda:0; } || ok=1
@@ -170,8 +170,11 @@ corpus_c10() {
 		"$(ck_live c10:alloc | wc -l)" "$(ck_torch cuda:0 active_blocks)" $ok || true
 	ok=0
 	ck_segments cuda:0 || ok=1
+	# the first segment's device, cut before a block names it (README)
+	grep -q "^# device pid=$PID dev=cuda:? source=cudart " "$TRACE" &&
+		why="equal; the first segment says cuda:? (cudaSetDevice before the attach)"
 	res "$m" "-p from READY: segments (cudaMalloc of libc10_cuda)" \
-		"$(ck_live cudart:cudaMalloc libc10_cuda | wc -l)" "$(ck_torch cuda:0 segments)" $ok || true
+		"$(ck_live cudart:cudaMalloc libc10_cuda | wc -l)" "$(ck_torch cuda:0 segments)" $ok "${why:-equal}" || true
 }
 
 # corpus_mid MODEL: -q --keys attached at MID: totals, peaks since, what
