@@ -25,7 +25,9 @@ At the end it prints, as tests/fixtures/cuda_model.py does (its report()),
 the snapshot's "segment" and "block" lines, then
 
     since dev=cuda:0 allocated_peak= reserved_peak=   peaks since MID
-    grad <module> <bytes>     a weight whose size no other parameter has
+    grad <module> <bytes> <ptr>
+                              a weight whose size no other parameter has,
+                              the address of its last step's gradient
     modules <name> ...        the modules called in a step
     done <model>
 
@@ -346,7 +348,9 @@ def main():
     mt_sync.emit(f"since dev=cuda:0 allocated_peak={since['allocated_peak']}"
                  f" reserved_peak={since['reserved_peak']}")
     for n, name in unique_weights(model):
-        mt_sync.emit(f"grad {name} {n}")
+        grad = model.get_submodule(name).weight.grad
+        ptr = grad.data_ptr() if grad is not None else 0
+        mt_sync.emit(f"grad {name} {n} {ptr:#x}")
     mt_sync.emit("modules " + " ".join(dict.fromkeys(called)))
     mt_sync.emit(f"done {args.model}")
     mt_sync.finish()

@@ -256,8 +256,8 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 
 		mt_summary_totals(&k->ses->sum, ev->pid, &allocated, &reserved);
 		mt_modlog_event(t->modlog, ev->ts, ev->tid, site->phase,
-				site->frames, site->depth, site->truncated,
-				allocated, reserved);
+				site->node, site->frames, site->depth,
+				site->truncated, allocated, reserved);
 	}
 	return 0;
 }

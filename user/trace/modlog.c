@@ -89,6 +89,7 @@ struct mt_modlog {
 	size_t ncalled;
 	struct nest fwd, bwd;
 	struct figures now; /* at the last event */
+	__u64 now_ts; /* the last event's time */
 	/*
 	 * backward: now, less what moved while the thread handed a Node's
 	 * gradients on, since a module's Node last began
@@ -312,17 +313,26 @@ static void raise_max(struct figures *f)
 }
 
 void mt_modlog_event(struct mt_modlog *ml, __u64 ts, __u32 tid,
-		     const char *phase, const char *const *frames, int depth,
-		     bool truncated, __u64 allocated, __u64 reserved)
+		     const char *phase, bool in_node, const char *const *frames,
+		     int depth, bool truncated, __u64 allocated, __u64 reserved)
 {
 	int calls = calls_in(frames, depth);
+	bool in_backward = !strcmp(phase, backward);
 
 	phase_to(ml, phase, ts);
 	if (ml->start == UNDECIDED && calls)
 		began_inside(ml);
 	if (ml->fwd.n && tid == ml->fwd.tid && !truncated)
 		leave_to(ml, &ml->fwd, calls, ts);
-	if (ml->bwd.n && tid == ml->bwd.tid && strcmp(phase, backward))
+	if (ml->bwd.n && tid == ml->bwd.tid && !in_backward)
+		leave_to(ml, &ml->bwd, 0, ts);
+	/*
+	 * The engine runs the last Node and the final callbacks on its own
+	 * thread, then wakes the one in backward(), which runs no Node of a
+	 * device's graph: what that thread does outside a Node, such as
+	 * freeing the loss's gradient of ones, is after the whole backward.
+	 */
+	if (ml->bwd.n && tid != ml->bwd.tid && in_backward && !in_node)
 		leave_to(ml, &ml->bwd, 0, ts);
 	/* unsigned arithmetic: done stays below now, the sums are exact */
 	if (!ml->handing_on || tid != ml->bwd.tid) {
@@ -332,6 +342,7 @@ void mt_modlog_event(struct mt_modlog *ml, __u64 ts, __u32 tid,
 	}
 	ml->now.allocated = allocated;
 	ml->now.reserved = reserved;
+	ml->now_ts = ts;
 	raise_max(&ml->now);
 }
 
@@ -472,12 +483,31 @@ void mt_modlog_probe(struct mt_tracer *tr, const struct mt_event *ev)
 	node_eval(t->modlog, ev->ts, ev->tid, p);
 }
 
+/*
+ * The calls no event was seen outside of: the last step's optimizer step
+ * returns with nothing after it, the process ends or is let go. No event
+ * came since the last, so the figures are those a hook would read.
+ */
+static int end_pending(struct mt_modlog *ml)
+{
+	int n = ml->fwd.n + ml->bwd.n;
+
+	leave_to(ml, &ml->fwd, 0, ml->now_ts);
+	leave_to(ml, &ml->bwd, 0, ml->now_ts);
+	if (ml->in_optimizer && ml->backward_seen) {
+		put(ml, "optimizer", POST_STEP, ml->now_ts, &ml->now);
+		n++;
+	}
+	return ml->start == WHOLE ? n : 0;
+}
+
 int mt_modlog_close(struct mt_modlog *ml)
 {
-	int ret = 0;
+	int ret = 0, ended;
 
 	if (!ml)
 		return 0;
+	ended = end_pending(ml);
 	if (!ml->calls)
 		fprintf(ml->f, "# no module call seen: this torch has no "
 			       "torch::jit::tracer::getTracingState to probe, "
@@ -495,11 +525,12 @@ int mt_modlog_close(struct mt_modlog *ml)
 			"# other_thread=%lu module calls and Nodes of a "
 			"second thread left out\n",
 			ml->other_thread);
-	if (ml->fwd.n || ml->bwd.n)
+	if (ended)
 		fprintf(ml->f,
-			"# open=%d modules still running at the end: no "
-			"post record\n",
-			ml->fwd.n + ml->bwd.n);
+			"# ended=%d post records written at the trace's end, "
+			"with the figures and time of its last event: no "
+			"event came after their calls returned\n",
+			ended);
 	if (fclose(ml->f))
 		ret = -errno;
 	mt_strpool_free(ml->pool);

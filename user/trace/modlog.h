@@ -28,15 +28,16 @@ struct mt_modlog *mt_modlog_open(const char *pattern, int pid, bool with_time,
 				 char *err, size_t errlen);
 
 /*
- * An allocator event of thread tid, phase and Python stack (frames named
- * as python/stack.h does, innermost first; truncated: cut at depth) at ts,
- * after which the process held allocated / reserved bytes. The module
- * calls it is not in have returned: their post records show the memory
- * before it.
+ * An allocator event of thread tid, phase, made in an autograd Node or
+ * not (in_node), and Python stack (frames named as python/stack.h does,
+ * innermost first; truncated: cut at depth) at ts, after which the
+ * process held allocated / reserved bytes. The module calls it is not in
+ * have returned: their post records show the memory before it.
  */
 void mt_modlog_event(struct mt_modlog *ml, __u64 ts, __u32 tid,
-		     const char *phase, const char *const *frames, int depth,
-		     bool truncated, __u64 allocated, __u64 reserved);
+		     const char *phase, bool in_node, const char *const *frames,
+		     int depth, bool truncated, __u64 allocated,
+		     __u64 reserved);
 
 /*
  * An event of the module-call probes (MT_K_MODULE_CALL, MT_K_NODE_EVAL,
@@ -46,7 +47,11 @@ void mt_modlog_event(struct mt_modlog *ml, __u64 ts, __u32 tid,
  */
 void mt_modlog_probe(struct mt_tracer *tr, const struct mt_event *ev);
 
-/* Note what the log could not show and close; 0 or -errno. */
+/*
+ * Write the post records of the calls no event was seen outside of, with
+ * the figures of the last event; note what the log could not show and
+ * close. 0 or -errno.
+ */
 int mt_modlog_close(struct mt_modlog *ml);
 
 #endif /* __MODLOG_H */
