@@ -122,9 +122,10 @@ unit-asan: $(addprefix $(OUTPUT)/asan/,$(UNIT_TESTS))
 npm-tools:
 	scripts/npm-tools.sh $(OUTPUT)/npm
 
+# two lanes side by side (scripts/e2e-lanes.sh says which file goes where)
 e2e: memtrace-bpf $(OUTPUT)/static/memtrace-bpf fixtures npm-tools \
      $(OUTPUT)/fuzz/seeds
-	bats --print-output-on-failure tests/e2e
+	scripts/e2e-lanes.sh
 
 # Every reader of outside input under libFuzzer, ASan and UBSan (clang
 # throughout), one target a reader: the record reader (record), ELF symbol
