@@ -76,7 +76,9 @@ browse() {
 
 # pixels PNG X0 Y0 X1 Y1: "WIDTH HEIGHT SHARE COLOURS" of the screenshot:
 # its size; in the box, the share (in %) of pixels in colour (not white,
-# grey or black: what the viewers fill data with) and how many colours
+# grey or black: what the viewers fill data with; but d3's Tableau 10,
+# MemoryViz's palette, has a grey of its own, #bab0ab, which a segment
+# plot drew its largest blocks in now and then) and how many colours
 # cover at least 0.1 % of it
 pixels() {
 	"$TORCH_PY" - "$@" <<'PY'
@@ -87,7 +89,9 @@ from PIL import Image
 img = Image.open(sys.argv[1]).convert("RGB")
 box = img.crop(tuple(int(v) for v in sys.argv[2:6]))
 n = box.width * box.height
-inked = Counter(p for p in box.getdata() if max(p) - min(p) > 20)
+tableau_grey = (0xba, 0xb0, 0xab)
+inked = Counter(p for p in box.getdata()
+                if max(p) - min(p) > 20 or p == tableau_grey)
 many = sum(1 for c in inked.values() if c * 1000 >= n)
 print(img.width, img.height, 100 * sum(inked.values()) // n, many)
 PY
