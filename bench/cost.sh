@@ -37,12 +37,7 @@ OUT=${OUT:-$ROOT/bench/RESULTS.md}
 MODES=(bare empty counter memleak mtq mtn mts rec)
 W2="$W2_SHAPE --iters $ITERS"
 
-die() {
-	echo "cost: $*" >&2
-	exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || die "run as root (uprobes need it)"
+need_root "uprobes need it"
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a number of repetitions"
 [[ $ITERS =~ ^[1-9][0-9]*$ ]] || die "ITERS=$ITERS: a number of iterations"
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"

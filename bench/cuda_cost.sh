@@ -44,12 +44,7 @@ OUT=${OUT:-$ROOT/bench/RESULTS.md}
 MODES=(bare mtq mtn mts hist)
 STANDIN=$ROOT/scripts/cuda-standin.sh
 
-die() {
-	echo "cuda_cost: $*" >&2
-	exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || die "run as root (uprobes and the root's chroot need it)"
+need_root "uprobes and the root's chroot need it"
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a number of repetitions"
 [[ $STEPS =~ ^[1-9][0-9]*$ ]] || die "STEPS=$STEPS: a number of steps"
 [[ $BARE_STEPS =~ ^[1-9][0-9]*$ ]] || die "BARE_STEPS=$BARE_STEPS: a number of steps"

@@ -51,12 +51,7 @@ MODES=(cpu dry bare)
 TITLE="Dry run against the CPU step and the CPU-trace estimate"
 EST_TITLE="Estimate from a CPU trace against PyTorch on CUDA (stand-in)"
 
-die() {
-	echo "dryrun: $*" >&2
-	exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || die "run as root (uprobes and the container need it)"
+need_root "uprobes and the container need it"
 for v in REPS STEPS CPU_STEPS STEPS_MODEL; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v=${!v}: a positive number"
 done

@@ -44,12 +44,7 @@ TITLE="Estimate from a CPU trace against PyTorch on CUDA (stand-in)"
 LT_OFF="CUBLASLT_WORKSPACE_SIZE=0"
 WS_OFF="CUBLASLT_WORKSPACE_SIZE=0 CUBLAS_WORKSPACE_CONFIG=:0:0"
 
-die() {
-	echo "estimate_cuda: $*" >&2
-	exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || die "run as root (uprobes and chroot need it)"
+need_root "uprobes and chroot need it"
 [[ $STEPS =~ ^[1-9][0-9]*$ ]] || die "STEPS=$STEPS: a number of steps"
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
 TROOT=$("$ROOT/scripts/debian-root.sh" trixie) ||

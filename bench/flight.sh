@@ -44,12 +44,7 @@ declare -A WARGS=(
 	[W2]="$W2_SHAPE --iters $W2_ITERS"
 )
 
-die() {
-	echo "flight: $*" >&2
-	exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || die "run as root (uprobes need it)"
+need_root "uprobes need it"
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a number of repetitions"
 [[ $W1_ITERS =~ ^[1-9][0-9]*$ ]] || die "W1_ITERS=$W1_ITERS: a number of iterations"
 [[ $W2_ITERS =~ ^[1-9][0-9]*$ ]] || die "W2_ITERS=$W2_ITERS: a number of iterations"

@@ -28,17 +28,8 @@ SECONDS_RUN=${SECONDS_RUN:-16}
 RINGBUF_MB=${RINGBUF_MB:-1}
 OUT=${OUT:-$ROOT/bench/RESULTS.md}
 
-die() {
-	echo "flight_dump: $*" >&2
-	exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || die "run as root (uprobes need it)"
-for v in REPS DUMPS SECONDS_RUN RINGBUF_MB; do
-	if ! [[ ${!v} =~ ^[1-9][0-9]*$ ]]; then
-		die "$v=${!v}: a whole number above 0"
-	fi
-done
+need_root "uprobes need it"
+whole_numbers REPS DUMPS SECONDS_RUN RINGBUF_MB
 [ "$SECONDS_RUN" -ge $((2 * DUMPS + 8)) ] || die "SECONDS_RUN=$SECONDS_RUN: at least 2 x DUMPS + 8"
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
 [ -z "${BASE_MT:-}" ] || [ -x "$BASE_MT" ] || die "BASE_MT=$BASE_MT is no program"

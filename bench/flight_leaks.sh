@@ -27,17 +27,8 @@ STEP_MS=${STEP_MS:-20}
 LEAK=${LEAK:-262144}
 OUT=${OUT:-$ROOT/bench/RESULTS.md}
 
-die() {
-	echo "flight_leaks: $*" >&2
-	exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || die "run as root (uprobes need it)"
-for v in SECONDS_RUN STEP_MS LEAK; do
-	if ! [[ ${!v} =~ ^[1-9][0-9]*$ ]]; then
-		die "$v=${!v}: a whole number above 0"
-	fi
-done
+need_root "uprobes need it"
+whole_numbers SECONDS_RUN STEP_MS LEAK
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
 
 make_work flight-leaks || die "cannot make a work directory"

@@ -36,12 +36,7 @@ WINDOW_S=${WINDOW_S:-60}
 RATES=${RATES:-0 50000}
 OUT=${OUT:-$ROOT/bench/RESULTS.md}
 
-die() {
-	echo "flight_rss: $*" >&2
-	exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || die "run as root (uprobes need it)"
+need_root "uprobes need it"
 [[ $DURATION =~ ^[1-9][0-9]*$ ]] || die "DURATION=$DURATION: a number of seconds"
 [[ $EVERY =~ ^[1-9][0-9]*$ ]] || die "EVERY=$EVERY: a number of seconds, at least 1"
 [[ $WINDOW_S =~ ^[1-9][0-9]*$ ]] || die "WINDOW_S=$WINDOW_S: a number of seconds"

@@ -58,12 +58,7 @@ py-copy|q|w.max = w.c->max_depth < MT_MAX_FRAMES ? w.c->max_depth : MT_MAX_FRAME
 py-stacks|q|if (bpf_map_lookup_elem(&stacks, &w.hash))|if (ev->pid != 1) return;|the frame walk: bpf_loop over the frames in the copy, a read only for a frame outside it (3.12+: a copy of the C stack at the first entry frame), the hash
 full|q|-|-|the stacks map: the lookup of the stack's id, and its store when the stack is new"
 
-die() {
-	echo "floor: $*" >&2
-	exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || die "run as root (uprobes and bpf_stats need it)"
+need_root "uprobes and bpf_stats need it"
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a number of repetitions"
 [[ $ITERS =~ ^[1-9][0-9]*$ ]] || die "ITERS=$ITERS: a number of iterations"
 [ -r "$LIB" ] || die "$LIB missing (python3-torch)"

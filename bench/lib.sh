@@ -1,8 +1,7 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # its variables are for the scripts sourcing it
-# Sourced by bench/run.sh, bench/cost.sh and bench/sample_error.sh once they
-# have set ROOT and WAIT_NAME (their name in messages); their functions
-# use MT and the script's die.
+# Sourced by the bench scripts once they have set ROOT and WAIT_NAME (their
+# name in messages); its functions use MT.
 
 # What the benches run: Debian's python3 with python3-torch 1.13, the two
 # functions memtrace-bpf probes for CPU tensors (the anchors probe them
@@ -18,6 +17,25 @@ BLAS_LD=
 # compute-bound, W2 launch-bound (bench/run.sh says more)
 W1_SHAPE="--batch 16 --seq 128 --d-model 256 --ff 1024 --layers 4"
 W2_SHAPE="--batch 2 --seq 16 --d-model 64 --ff 256 --layers 4"
+
+# die MESSAGE: the script's name and MESSAGE on stderr, exit 1
+die() {
+	echo "$WAIT_NAME: $*" >&2
+	exit 1
+}
+
+# need_root WHY: die unless root, saying WHY root is needed
+need_root() {
+	[ "$(id -u)" -eq 0 ] || die "run as root ($1)"
+}
+
+# whole_numbers VAR...: die unless each VAR holds a whole number above 0
+whole_numbers() {
+	local v
+	for v in "$@"; do
+		[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v=${!v}: a whole number above 0"
+	done
+}
 
 # probe_bytes PID: the probed bytes of the probed functions in PID, as
 # "0xNN/0xNN"

@@ -64,12 +64,7 @@ declare -A WARGS=(
 	[W2]="$W2_SHAPE --iters $W2_ITERS"
 )
 
-die() {
-	echo "bench: $*" >&2
-	exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || die "run as root (uprobes need it)"
+need_root "uprobes need it"
 case $ONLY in
 "") ;;
 record) grep -q '^## Goals' "$OUT" 2>/dev/null ||

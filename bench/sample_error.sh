@@ -29,12 +29,7 @@ declare -A WARGS=(
 	[W2]="$W2_SHAPE --iters $W2_ITERS"
 )
 
-die() {
-	echo "sample_error: $*" >&2
-	exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || die "run as root (uprobes need it)"
+need_root "uprobes need it"
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a number of repetitions"
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
 
