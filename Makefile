@@ -49,7 +49,7 @@ include tests/fixtures/fixtures.mk
 STANDIN_DIR := $(OUTPUT)/standin
 include user/standin/standin.mk
 
-.PHONY: all static test unit unit-asan e2e fuzz fuzz-short lint demo bench setup roots clean fmt npm-tools conformance
+.PHONY: all static test unit unit-asan e2e fuzz fuzz-short lint demo bench setup roots clean fmt npm-tools conformance man install
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -243,6 +243,24 @@ setup:
 
 # the Debian roots the container tests run in, built once per machine
 # (cached under MT_ROOTS) before BATS starts, outside its descriptors
+# The pages of docs/ as man pages (section 8: the tool needs root). The
+# title line go-md2man makes of "# NAME(8)" is put in man's own form.
+PREFIX ?= /usr/local
+MAN_PAGES := $(patsubst docs/%.md,$(OUTPUT)/man/man8/%.8,$(wildcard docs/memtrace-bpf*.md))
+
+$(OUTPUT)/man/man8/%.8: docs/%.md
+	@mkdir -p $(@D)
+	go-md2man -in $< -out $@.tmp
+	sed -i -E '1,3s/^\.TH ([a-z-]+)\(8\)$$/.TH "\1" "8" "" "memtrace-bpf" "memtrace-bpf"/' $@.tmp
+	mv $@.tmp $@
+
+man: $(MAN_PAGES)
+
+install: memtrace-bpf man
+	install -D -m 0755 memtrace-bpf $(DESTDIR)$(PREFIX)/sbin/memtrace-bpf
+	install -d $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 0644 $(MAN_PAGES) $(DESTDIR)$(PREFIX)/share/man/man8/
+
 roots:
 	scripts/debian-root.sh trixie >/dev/null
 	scripts/debian-root.sh sid >/dev/null

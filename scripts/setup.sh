@@ -11,7 +11,7 @@ pkgs=(
 	cppcheck clang-format
 	python3 python3-torch libopenblas0-serial
 	util-linux procps binutils curl time gdb tmux
-	chromium python3-pil
+	chromium python3-pil go-md2man
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -33,3 +33,35 @@ load helpers
 	grep -q 'make test' "$ROOT/README.md"
 	grep -q 'make roots' "$ROOT/README.md"
 }
+
+@test "make install puts the binary and a man page a command; help COMMAND shows it" {
+	dest=$BATS_TEST_TMPDIR/dest
+	run make -C "$ROOT" --no-print-directory install DESTDIR="$dest" PREFIX=/usr
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -x "$dest/usr/sbin/memtrace-bpf" ]
+	for p in memtrace-bpf memtrace-bpf-top memtrace-bpf-record \
+		memtrace-bpf-report memtrace-bpf-script memtrace-bpf-estimate; do
+		head -3 "$dest/usr/share/man/man8/$p.8" | grep -qx ".TH \"$p\" \"8\" \"\" \"memtrace-bpf\" \"memtrace-bpf\""
+	done
+	# man renders the page the tool asks for
+	run env MANPATH="$dest/usr/share/man" MANPAGER=cat MANWIDTH=80 "$MT" help record
+	[ "$status" -eq 0 ]
+	grep -qE '^ +memtrace-bpf-record +— +trace +into +a +binary +record' <<<"$output"
+	grep -qE '^OPTIONS$' <<<"$output"
+	run env MANPATH="$dest/usr/share/man" MANPAGER=cat "$MT" help
+	[ "$status" -eq 0 ]
+	grep -qE '^ +memtrace-bpf — ' <<<"$output"
+}
+
+@test "help: an unknown command, no page installed, no man: one line each, exit 2" {
+	run "$MT" help nope
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: help nope: no such command (memtrace-bpf help COMMAND: record, report, script, estimate, top; none for the live trace)" ]
+	run env MANPATH="$BATS_TEST_TMPDIR" "$MT" help top
+	[ "$status" -eq 2 ]
+	grep -qx 'memtrace-bpf: help: no manual page memtrace-bpf-top installed: make install puts them in place, or read docs/memtrace-bpf-top.md' <<<"$output"
+	run env PATH=/nonexistent "$MT" help
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: help: run man: No such file or directory: read docs/memtrace-bpf.md, or install man-db" ]
+}

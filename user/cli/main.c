@@ -6,8 +6,11 @@
  * each (none for trace), the option groups it takes and what runs it.
  */
 #include <stddef.h>
+#include <string.h>
 #include "cli/conf.h"
+#include "cli/help.h"
 #include "cli/options.h"
+#include "lib/err.h"
 #include "trace/trace.h"
 
 static const char trace_doc[] =
@@ -49,7 +52,7 @@ static const char trace_doc[] =
 	"'#' are the tool's own (libraries attached, lost events, summary).\n"
 	"Exit status: 0 when traced to the end, 2 on a usage or setup error.\n"
 	"The modes record, report, script, estimate and top have their own\n"
-	"--help.";
+	"--help; memtrace-bpf help [COMMAND] shows the manual page.";
 
 static const char record_doc[] =
 	"Trace as memtrace-bpf does, into a binary record that report, script\n"
@@ -148,12 +151,30 @@ static const struct mt_cmd cmds[] = {
 	  top_doc, do_trace },
 };
 
+/* memtrace-bpf help [COMMAND] */
+static int help(int argc, char **argv)
+{
+	const char *names[sizeof(cmds) / sizeof(cmds[0])];
+	size_t n = 0;
+
+	if (argc > 3) {
+		mt_err("help takes one command at most (memtrace-bpf help COMMAND)");
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (cmds[i].name)
+			names[n++] = cmds[i].name;
+	return mt_help(argc == 3 ? argv[2] : NULL, names, n);
+}
+
 int main(int argc, char **argv)
 {
 	const struct mt_cmd *cmd;
 	struct mt_options o;
 	int ret;
 
+	if (argc >= 2 && !strcmp(argv[1], "help"))
+		return help(argc, argv);
 	ret = mt_parse_options(argc, argv, cmds, sizeof(cmds) / sizeof(cmds[0]),
 			       &o, &cmd);
 	return ret ? ret : cmd->run(&o);
