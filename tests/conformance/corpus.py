@@ -26,8 +26,8 @@ the snapshot's "segment" and "block" lines, then
 
     since dev=cuda:0 allocated_peak= reserved_peak=   peaks since MID
     grad <module> <bytes> <ptr>
-                              a weight, the address of its last step's
-                              gradient
+                              a weight of a module called in a step, the
+                              address of its last step's gradient
     modules <name> ...        the modules called in a step
     done <model>
 
@@ -240,13 +240,10 @@ def modlog_class():
     class WholeRun(ModLog):
         floor = (0, 0)
 
-        def record(self, name, stage):
-            cuda = torch.cuda
-            self.out.write(
-                f"{name} {stage} {cuda.memory_allocated(self.dev)} "
-                f"{cuda.memory_reserved(self.dev)} "
-                f"{max(self.floor[0], cuda.max_memory_allocated(self.dev))} "
-                f"{max(self.floor[1], cuda.max_memory_reserved(self.dev))}\n")
+        def figures(self):
+            now = super().figures()
+            return now[:2] + (max(self.floor[0], now[2]),
+                              max(self.floor[1], now[3]))
     return WholeRun
 
 
@@ -358,6 +355,10 @@ def main():
     mt_sync.emit(f"since dev=cuda:0 allocated_peak={since['allocated_peak']}"
                  f" reserved_peak={since['reserved_peak']}")
     for n, name in weights(model):
+        # the gradient is named with the module that ran: swin_t's
+        # attention calls F.linear with attn.qkv's weight, never attn.qkv
+        if name not in called:
+            continue
         grad = model.get_submodule(name).weight.grad
         ptr = grad.data_ptr() if grad is not None else 0
         mt_sync.emit(f"grad {name} {n} {ptr:#x}")
