@@ -26,8 +26,8 @@ the snapshot's "segment" and "block" lines, then
 
     since dev=cuda:0 allocated_peak= reserved_peak=   peaks since MID
     grad <module> <bytes> <ptr>
-                              a weight whose size no other parameter has,
-                              the address of its last step's gradient
+                              a weight of a module called in a step, the
+                              address of its last step's gradient
     modules <name> ...        the modules called in a step
     done <model>
 
@@ -54,7 +54,7 @@ import mt_sync  # noqa: E402
 
 # name: (builder, input maker, options)
 # options: amp (autocast bf16), ckpt (torch.utils.checkpoint of stages),
-# inplace (its forward adds in place to a module's output: no --modlog)
+# inplace (its forward modifies a module's output in place: no --modlog)
 
 
 def vision(shape, classes=10):
@@ -150,8 +150,9 @@ MODELS = {
     "convnext_tiny": (tv("convnext_tiny", num_classes=10),
                       vision((3, 64, 64)), {"inplace"}),
     "swin_t": (swin, vision((3, 64, 64)), set()),
+    # its forward: F.relu(self.features(x), inplace=True)
     "densenet121": (tv("densenet121", num_classes=10), vision((3, 64, 64)),
-                    set()),
+                    {"inplace"}),
     "deeplabv3": (deeplab, segmentation, {"inplace"}),
     "wav2vec2": (wav2vec2, audio, set()),
     "conformer": (conformer, features, set()),
@@ -166,14 +167,7 @@ def forward(name, model, x, y, opts):
         return logits.mean(1).log_softmax(-1).gather(1, y[:, None]).neg() \
             .mean()
     if name == "conformer":
-        # its layers one after the other, as Conformer.forward does,
-        # without the padding mask: forward makes that from
-        # torch.max(lengths).item() on the device, garbage on the
-        # stand-in (no kernel runs); the sequences here are full anyway
-        out = x.transpose(0, 1)
-        for layer in model.conformer_layers:
-            out = layer(out, None)
-        return nn.functional.mse_loss(out.transpose(0, 1), y)
+        return nn.functional.mse_loss(model(x), y)
     if name == "wavernn":
         out = model(x, y)  # the waveform and its spectrogram
         return out.square().mean()
@@ -195,6 +189,19 @@ def checkpointed(model, x):
     return model.fc(torch.flatten(model.avgpool(x), 1))
 
 
+def conformer_layers(model, x):
+    """Conformer's forward without its padding mask, put in place of it:
+    Conformer.forward makes the mask from torch.max(lengths).item() on
+    the device, garbage on the stand-in (no kernel runs); the sequences
+    here are full anyway. Its layers one after the other, as it calls
+    them, through model(x): the modules named from the model, as the
+    in-process hooks name them, not each layer a root of its own."""
+    out = x.transpose(0, 1)
+    for layer in model.conformer_layers:
+        out = layer(out, None)
+    return out.transpose(0, 1)
+
+
 def stats(dev):
     s = torch.cuda.memory_stats(dev)
     return {k: s.get(v, 0) for k, v in (
@@ -208,19 +215,18 @@ def stats(dev):
         ("free_bytes", "allocated_bytes.all.freed"))}
 
 
-def unique_weights(model):
-    """(module, bytes) of the weights whose size no other parameter has,
-    largest first."""
-    sizes = {}
-    for _, p in model.named_parameters():
-        n = p.numel() * p.element_size()
-        sizes[n] = sizes.get(n, 0) + 1
+def weights(model):
+    """(bytes, module) of the weights, largest first: the check finds a
+    gradient by its address, so weights of one size (Conformer's two
+    identical layers) are told apart as well."""
     out = []
     for name, mod in model.named_modules():
-        w = getattr(mod, "weight", None)
+        # not getattr: a parametrized weight (wav2vec2's weight_norm) is
+        # computed by calling its parametrization, a module the hooks log
+        w = mod._parameters.get("weight")
         if isinstance(w, nn.Parameter) and name:
             n = w.numel() * w.element_size()
-            if sizes[n] == 1 and n % 512 == 0:
+            if n % 512 == 0:
                 out.append((n, name))
     return sorted(out, reverse=True)
 
@@ -234,13 +240,10 @@ def modlog_class():
     class WholeRun(ModLog):
         floor = (0, 0)
 
-        def record(self, name, stage):
-            cuda = torch.cuda
-            self.out.write(
-                f"{name} {stage} {cuda.memory_allocated(self.dev)} "
-                f"{cuda.memory_reserved(self.dev)} "
-                f"{max(self.floor[0], cuda.max_memory_allocated(self.dev))} "
-                f"{max(self.floor[1], cuda.max_memory_reserved(self.dev))}\n")
+        def figures(self):
+            now = super().figures()
+            return now[:2] + (max(self.floor[0], now[2]),
+                              max(self.floor[1], now[3]))
     return WholeRun
 
 
@@ -270,6 +273,8 @@ def main():
     model.train()
     if "ckpt" in opts:
         model.forward = checkpointed.__get__(model)
+    if args.model == "conformer":
+        model.forward = conformer_layers.__get__(model)
     if args.modlog:
         # PyTorch's full backward hooks refuse a module whose output is
         # modified in place (ReLU(inplace=True) and the like)
@@ -286,8 +291,10 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     modlog = None
     if args.modlog and "inplace" in opts:
-        mt_sync.emit(f"nohooks {args.model}: its forward adds in place to a "
-                     "module's output (out += identity), which PyTorch's "
+        how = ("F.relu(self.features(x), inplace=True)"
+               if args.model == "densenet121" else "out += identity")
+        mt_sync.emit(f"nohooks {args.model}: its forward modifies a "
+                     f"module's output in place ({how}), which PyTorch's "
                      "full backward hooks refuse")
     elif args.modlog:
         modlog = modlog_class()(args.modlog, model, dev)
@@ -347,7 +354,11 @@ def main():
     report([0])
     mt_sync.emit(f"since dev=cuda:0 allocated_peak={since['allocated_peak']}"
                  f" reserved_peak={since['reserved_peak']}")
-    for n, name in unique_weights(model):
+    for n, name in weights(model):
+        # the gradient is named with the module that ran: swin_t's
+        # attention calls F.linear with attn.qkv's weight, never attn.qkv
+        if name not in called:
+            continue
         grad = model.get_submodule(name).weight.grad
         ptr = grad.data_ptr() if grad is not None else 0
         mt_sync.emit(f"grad {name} {n} {ptr:#x}")
