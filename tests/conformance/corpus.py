@@ -42,7 +42,6 @@ development only while the stand-in's cuDNN refuses convolutions.
 
 import argparse
 import os
-import pickle
 import sys
 
 import torch
@@ -284,9 +283,11 @@ def main():
     batches = [make_batch(args.batch) for _ in range(args.steps)]
     dev = torch.device("cuda", 0)
 
+    from cuda_model import history_save, history_start, report
+
     mt_sync.start()
     if args.history:
-        torch.cuda.memory._record_memory_history(stacks="python")
+        history_start()
     model.to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     modlog = None
@@ -332,13 +333,10 @@ def main():
                 h.remove()
     torch.cuda.synchronize()
     if args.history:
-        with open(args.history, "wb") as f:
-            pickle.dump(torch.cuda.memory._snapshot(), f)
-        torch.cuda.memory._record_memory_history(enabled=None)
+        history_save(args.history)
     if modlog:
         modlog.out.close()
     since = stats(dev)
-    from cuda_model import report
     if peaks:
         # the whole run's peaks: before MID's reset and after it
         real = torch.cuda.memory_stats
