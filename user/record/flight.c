@@ -512,11 +512,14 @@ static int ring_room(struct mt_flight *f)
 	return 0;
 }
 
-/* an allocation's key: its address, with its memory space and device */
+/*
+ * An allocation's key: its address in its memory space. Not its device:
+ * CUDA's addresses are unique over devices (unified addressing), and a
+ * free may come from a thread whose device is not known (cuda:?).
+ */
 static __u64 key_of(const struct mt_call *r)
 {
-	__u64 k = r->ptr ^ ((__u64)r->ki->space << 56) ^
-		  ((__u64)(r->dev_index + 1) << 48);
+	__u64 k = r->ptr ^ ((__u64)r->ki->space << 56);
 
 	return k ? k : 1;
 }
