@@ -154,7 +154,7 @@ mt_field() {
 # corpus_c10 MODEL: the trace from READY (every event): the caching
 # allocator's totals, peaks, events, live blocks and segments
 corpus_c10() {
-	local m=$1 ok=0 dev why=
+	local m=$1 ok=0 dev
 	TRACE=$D/live.out
 	dev="^# device pid=$PID dev=cuda:0 source=c10 "
 	{ ck_c10 cuda:0 && ck_c10_bytes cuda:0; } || ok=1
@@ -170,11 +170,8 @@ corpus_c10() {
 		"$(ck_live c10:alloc | wc -l)" "$(ck_torch cuda:0 active_blocks)" $ok || true
 	ok=0
 	ck_segments cuda:0 || ok=1
-	# the thread's cudaSetDevice came before the attach (README)
-	grep -q "^# device pid=$PID dev=cuda:? source=cudart " "$TRACE" &&
-		why="equal; the runtime layer says cuda:? (cudaSetDevice before the attach)"
 	res "$m" "-p from READY: segments (cudaMalloc of libc10_cuda)" \
-		"$(ck_live cudart:cudaMalloc libc10_cuda | wc -l)" "$(ck_torch cuda:0 segments)" $ok "${why:-equal}" || true
+		"$(ck_live cudart:cudaMalloc libc10_cuda | wc -l)" "$(ck_torch cuda:0 segments)" $ok || true
 }
 
 # corpus_mid MODEL: -q --keys attached at MID: totals, peaks since, what

@@ -24,6 +24,7 @@
 #include <bpf/libbpf.h>
 #include "memtrace.h" /* the types of its globals, before the skeleton */
 #include "memtrace.skel.h"
+#include "event/devlearn.h"
 #include "lib/reorder.h"
 #include "trace/tracer.h"
 
@@ -36,6 +37,23 @@
  */
 #define HOLD_MAX_NS (1000 * 1000000ULL)
 
+static void on_event(void *ctx, const struct mt_event *ev)
+{
+	mt_tracer_on_event(ctx, (void *)ev, sizeof(*ev));
+}
+
+static bool from_start(void *ctx, __u32 pid)
+{
+	const struct mt_target *t = mt_tracer_find(ctx, pid);
+
+	return t && t->spawned;
+}
+
+static const struct mt_devlearn_ops devlearn_ops = {
+	.event = on_event,
+	.from_start = from_start,
+};
+
 int mt_order_open(struct mt_tracer *tr)
 {
 	int n = libbpf_num_possible_cpus();
@@ -47,7 +65,9 @@ int mt_order_open(struct mt_tracer *tr)
 	tr->frontier = calloc((size_t)n, sizeof(*tr->frontier));
 	tr->flushed = calloc((size_t)n, sizeof(*tr->flushed));
 	tr->order = mt_reorder_new(sizeof(struct mt_event), HELD_MAX);
-	if (!tr->batch_st || !tr->frontier || !tr->flushed || !tr->order)
+	tr->devlearn = mt_devlearn_new(&devlearn_ops, tr);
+	if (!tr->batch_st || !tr->frontier || !tr->flushed || !tr->order ||
+	    !tr->devlearn)
 		return -ENOMEM;
 	return 0;
 }
@@ -56,6 +76,8 @@ void mt_order_close(struct mt_tracer *tr)
 {
 	mt_reorder_free(tr->order);
 	tr->order = NULL;
+	mt_devlearn_free(tr->devlearn);
+	tr->devlearn = NULL;
 	free(tr->batch_st);
 	tr->batch_st = NULL;
 	free(tr->frontier);
@@ -64,14 +86,17 @@ void mt_order_close(struct mt_tracer *tr)
 	tr->flushed = NULL;
 }
 
-/* hand an event on, noting one that comes after a later one */
+/*
+ * hand an event on, noting one that comes after a later one; on to the
+ * devices learned (event/devlearn.h), which may keep it a moment
+ */
 static void handle(struct mt_tracer *tr, const struct mt_event *ev)
 {
 	if (ev->ts < tr->released_ts)
 		tr->late_events++;
 	else
 		tr->released_ts = ev->ts;
-	mt_tracer_on_event(tr, (void *)ev, sizeof(*ev));
+	mt_devlearn_push(tr->devlearn, ev);
 }
 
 /* handle the held events stamped before upto, in time order */
@@ -81,6 +106,7 @@ static void release(struct mt_tracer *tr, __u64 upto)
 
 	while ((ev = mt_reorder_pop(tr->order, upto)))
 		handle(tr, ev);
+	mt_devlearn_upto(tr->devlearn, upto);
 }
 
 /* the lowest frontier: no event stamped before it is still to come */

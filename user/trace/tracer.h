@@ -15,6 +15,7 @@
 #include "trace/trace.h"
 #include "proc/target.h"
 
+struct mt_devlearn;
 struct mt_reorder;
 struct ring_buffer;
 
@@ -56,6 +57,7 @@ struct mt_tracer {
 	__u64 lost_reported;
 	/* order.c: the events held until they can be handled in time order */
 	struct mt_reorder *order;
+	struct mt_devlearn *devlearn; /* a device BPF could not tell */
 	struct mt_batch_state *batch_st; /* each CPU's, as last read */
 	int ncpus;
 	__u64 *frontier; /* each CPU's: none of its events before it to come */
