@@ -139,7 +139,7 @@ static void release_in(struct sim *s, __u32 pid, __u16 space, __u64 ptr)
 
 	s->seq++;
 	assert_true(mt_live_remove(s->live, pid, space, ptr, &e));
-	mt_peak_release(s->peak, &e);
+	mt_peak_release(s->peak, &e, MT_MK_UNKNOWN);
 }
 
 static void release(struct sim *s, __u64 ptr)

@@ -19,6 +19,7 @@ struct mt_live {
 	const char *caller; /* interned library basename */
 	struct mt_site *site; /* who made it; NULL in tests only */
 	__u32 step; /* optimizer steps the process had finished by then */
+	__u32 born; /* its process's phase instance then (memkind.h) */
 	__u32 pid; /* 0 marks an empty slot: never insert pid 0 */
 	__u16 space; /* enum mt_space */
 	__u8 dev_type; /* enum mt_dev_type */

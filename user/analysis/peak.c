@@ -51,6 +51,8 @@ struct account {
 	/* allocations the live table had no room for: not in cur or peak */
 	__u64 untracked_count, untracked_bytes;
 	bool estimated; /* its groups hold a sampled trace's estimates */
+	/* exact bytes freed since the peak, alive at it, by kind */
+	__u64 kinds[MT_MK_MAX];
 };
 
 struct accounts {
@@ -341,6 +343,7 @@ void mt_peak_alloc(struct mt_peak *p, const struct mt_live *e)
 	p->stale += a->ngroups;
 	a->ngroups = 0;
 	a->unfit = (struct tally){ 0 };
+	memset(a->kinds, 0, sizeof(a->kinds));
 }
 
 void mt_peak_untracked(struct mt_peak *p, const struct mt_live *e)
@@ -355,7 +358,8 @@ void mt_peak_untracked(struct mt_peak *p, const struct mt_live *e)
 	a->untracked_bytes += e->size;
 }
 
-void mt_peak_release(struct mt_peak *p, const struct mt_live *e)
+void mt_peak_release(struct mt_peak *p, const struct mt_live *e,
+		     enum mt_memkind kind)
 {
 	size_t i = account_slot(&p->a, e);
 	struct account *a = p->a.slots[i] ? &p->a.v[p->a.slots[i] - 1] : NULL;
@@ -374,6 +378,7 @@ void mt_peak_release(struct mt_peak *p, const struct mt_live *e)
 		a->estimated |= e->est_adj != 0;
 	g = freed_group(p, (__u32)(a - p->a.v) + 1, e->site);
 	tally_live(g ? &g->t : &a->unfit, e);
+	a->kinds[kind < MT_MK_MAX ? kind : MT_MK_UNKNOWN] += e->size;
 }
 
 /* what printing one view needs */
@@ -795,4 +800,54 @@ int mt_peak_foreach_now(const struct mt_livetable *live,
 	ret = view_walk(v, false, hand_account, &h);
 	now_view_free(v);
 	return ret;
+}
+
+struct kinds_walk {
+	const struct mt_peak *p;
+	struct mt_peak_kinds *v; /* an account's, by its index */
+	mt_peak_kind_fn *kind_of;
+	void *kctx;
+};
+
+static void kinds_live(const struct mt_live *e, void *ctx)
+{
+	struct kinds_walk *w = ctx;
+	const struct account *a = account_find(&w->p->a, e);
+	enum mt_memkind k;
+
+	if (!a || !a->peak || e->seq > a->peak_seq)
+		return;
+	k = w->kind_of(e, w->kctx);
+	w->v[a - w->p->a.v].bytes[k < MT_MK_MAX ? k : MT_MK_UNKNOWN] += e->size;
+}
+
+int mt_peak_foreach_kinds(const struct mt_peak *p,
+			  const struct mt_livetable *live,
+			  mt_peak_kind_fn *kind_of, void *kctx,
+			  void (*fn)(const struct mt_peak_kinds *k, void *ctx),
+			  void *ctx)
+{
+	struct kinds_walk w = { p, NULL, kind_of, kctx };
+
+	if (!p->a.n)
+		return 0;
+	w.v = calloc(p->a.n, sizeof(*w.v));
+	if (!w.v)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->a.n; i++) {
+		const struct account *a = &p->a.v[i];
+
+		w.v[i] = (struct mt_peak_kinds){ .pid = a->pid,
+						 .space = a->space,
+						 .dev_type = a->dev_type,
+						 .dev = a->dev,
+						 .peak = a->peak };
+		memcpy(w.v[i].bytes, a->kinds, sizeof(a->kinds));
+	}
+	mt_live_foreach(live, kinds_live, &w);
+	for (size_t i = 0; i < p->a.n; i++)
+		if (w.v[i].peak)
+			fn(&w.v[i], ctx);
+	free(w.v);
+	return 0;
 }

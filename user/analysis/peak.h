@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include "event/kinds.h"
 #include "analysis/livetable.h"
+#include "analysis/memkind.h"
 
 struct mt_peak;
 
@@ -29,8 +30,36 @@ void mt_peak_alloc(struct mt_peak *p, const struct mt_live *e);
  */
 void mt_peak_untracked(struct mt_peak *p, const struct mt_live *e);
 
-/* e, live until now, was freed (after the live table let it go) */
-void mt_peak_release(struct mt_peak *p, const struct mt_live *e);
+/*
+ * e, live until now, was freed (after the live table let it go); kind:
+ * what it was (memkind.h), told now that its life is known
+ */
+void mt_peak_release(struct mt_peak *p, const struct mt_live *e,
+		     enum mt_memkind kind);
+
+/* an account's bytes alive at its peak, by kind (memkind.h) */
+struct mt_peak_kinds {
+	__u32 pid;
+	enum mt_space space;
+	enum mt_dev_type dev_type;
+	int dev; /* -1: none or unknown */
+	__u64 peak;
+	__u64 bytes[MT_MK_MAX]; /* exact; they add up to peak */
+};
+
+/* the kind of e, alive at the end */
+typedef enum mt_memkind mt_peak_kind_fn(const struct mt_live *e, void *ctx);
+
+/*
+ * Each account with a peak, in the order first seen: the bytes alive at
+ * it by kind, those freed since told at their free, those still alive
+ * by kind_of. 0, or -ENOMEM.
+ */
+int mt_peak_foreach_kinds(const struct mt_peak *p,
+			  const struct mt_livetable *live,
+			  mt_peak_kind_fn *kind_of, void *kctx,
+			  void (*fn)(const struct mt_peak_kinds *k, void *ctx),
+			  void *ctx);
 
 /*
  * For each account: when it peaked (ts, seconds since t0), the peak in

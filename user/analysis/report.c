@@ -73,6 +73,7 @@ struct account {
 	 * rows' estimated sum where it is more (see set_wholes)
 	 */
 	__u64 whole;
+	__u64 kinds[MT_MK_MAX]; /* exact bytes at the peak (memkind.h) */
 };
 
 struct report {
@@ -501,6 +502,56 @@ static void headline_before(const struct report *rp, const struct account *a)
 	headline(rp, NULL, MT_TONE_YELLOW, text);
 }
 
+static void add_kinds(const struct mt_peak_kinds *k, void *ctx)
+{
+	struct account *a =
+		account_of(ctx, k->pid, k->space, k->dev_type, k->dev);
+
+	if (a && (k->space == MT_SP_C10 || k->space == MT_SP_CPU))
+		memcpy(a->kinds, k->bytes, sizeof(a->kinds));
+}
+
+/*
+ * What kind of memory the peak held, largest first, and what helps with
+ * the largest known kind
+ */
+static void headline_kinds(const struct report *rp, const struct account *a)
+{
+	bool done[MT_MK_MAX] = { false };
+	char text[600], p[16];
+	__u64 sum = 0;
+	int n, first = -1;
+
+	for (int k = 0; k < MT_MK_MAX; k++)
+		sum += a->kinds[k];
+	if (!sum)
+		return;
+	n = snprintf(text, sizeof(text), "  kinds:");
+	for (int i = 0; i < MT_MK_MAX && n > 0 && (size_t)n < sizeof(text);
+	     i++) {
+		int best = -1;
+
+		for (int k = 0; k < MT_MK_MAX; k++)
+			if (!done[k] && a->kinds[k] &&
+			    (best < 0 || a->kinds[k] > a->kinds[best]))
+				best = k;
+		if (best < 0)
+			break;
+		done[best] = true;
+		if (first < 0 && best != MT_MK_UNKNOWN)
+			first = best;
+		n += snprintf(text + n, sizeof(text) - (size_t)n, "%s %s %s",
+			      i ? "," : "", mt_memkind_name(best),
+			      pct(p, sizeof(p), a->kinds[best], sum));
+	}
+	headline(rp, NULL, MT_TONE_PLAIN, text);
+	if (first < 0 || !mt_memkind_remedy(first))
+		return;
+	snprintf(text, sizeof(text), "  for %s: %s", mt_memkind_name(first),
+		 mt_memkind_remedy(first));
+	headline(rp, NULL, MT_TONE_PLAIN, text);
+}
+
 static void headline_peaks(const struct report *rp)
 {
 	bool any = false;
@@ -528,6 +579,7 @@ static void headline_peaks(const struct report *rp)
 		headline(rp, any ? NULL : "Peak", MT_TONE_BOLD, text);
 		any = true;
 		headline_before(rp, a);
+		headline_kinds(rp, a);
 		if (!top)
 			continue;
 		snprintf(text, sizeof(text), "  most held%s%s: %s%s, %s",
@@ -1266,7 +1318,9 @@ void mt_report_print(struct mt_session *s, const struct mt_summary_end *end)
 	bool oom = false;
 
 	mt_table_style_for(s->out, &rp.st);
-	if (mt_peak_foreach(s->peak, s->live, add_group, &rp))
+	if (mt_peak_foreach(s->peak, s->live, add_group, &rp) ||
+	    mt_peak_foreach_kinds(s->peak, s->live, mt_session_kind_alive, s,
+				  add_kinds, &rp))
 		oom = true;
 	if (mt_leaks_verdict(s->leaks, &vd, keep_suspect, &sp))
 		oom = true;

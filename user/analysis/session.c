@@ -114,6 +114,7 @@ static void count_steps(struct mt_session *s, const struct mt_call *r,
 		if (!strcmp(phase, "backward"))
 			st->backward_seen = true;
 		st->phase = phase;
+		mt_memkind_tick(&st->clock, phase, st->step);
 	}
 	if (!st->last_boundary)
 		st->last_boundary = ts;
@@ -224,7 +225,10 @@ static void forget(struct mt_session *s, const struct mt_live *old)
 
 	if (p->live)
 		p->live--;
-	mt_peak_release(s->peak, old);
+	mt_peak_release(s->peak, old,
+			mt_memkind_of(old->site ? old->site->phase : NULL,
+				      old->born, &p->clock, false,
+				      !p->attached));
 	site_live(old->site, old, false);
 	mt_summary_own(&s->sum, old, -(__s64)mt_live_est(old));
 	if (counted)
@@ -320,6 +324,7 @@ static void track_live(struct mt_session *s, struct mt_call *r,
 			.caller = site->caller,
 			.site = site,
 			.step = mt_session_step(s, ev->pid),
+			.born = proc_of(s, ev->pid)->clock.instance,
 			.pid = ev->pid,
 			.space = (__u16)r->ki->space,
 			.dev_type = (__u8)r->dev_type,
@@ -518,6 +523,38 @@ static void print_ended(const struct mt_session *s)
 	}
 }
 
+enum mt_memkind mt_session_kind_alive(const struct mt_live *e, void *ctx)
+{
+	const struct mt_proc *p = mt_session_proc(ctx, e->pid);
+
+	if (!p)
+		return MT_MK_UNKNOWN;
+	return mt_memkind_of(e->site ? e->site->phase : NULL, e->born,
+			     &p->clock, true, !p->attached);
+}
+
+/* PyTorch's tensor memory: what kinds tell apart */
+static bool has_kinds(enum mt_space space)
+{
+	return space == MT_SP_C10 || space == MT_SP_CPU;
+}
+
+static void print_kinds(const struct mt_peak_kinds *k, void *ctx)
+{
+	FILE *out = ctx;
+	char dev[16];
+
+	if (!has_kinds(k->space))
+		return;
+	fprintf(out, "# kinds pid=%u dev=%s space=%s peak=%" PRIu64, k->pid,
+		mt_format_dev(dev, sizeof(dev), k->dev_type, k->dev),
+		mt_space_name(k->space), (uint64_t)k->peak);
+	for (int i = 0; i < MT_MK_MAX; i++)
+		fprintf(out, " %s=%" PRIu64, mt_memkind_name(i),
+			(uint64_t)k->bytes[i]);
+	fputc('\n', out);
+}
+
 void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
 {
 	bool stacks = !s->conf.no_stack;
@@ -537,6 +574,9 @@ void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
 	print_ended(s);
 	mt_peak_print(s->peak, s->live, s->t0, s->conf.top_live, stacks,
 		      s->out);
+	if (mt_peak_foreach_kinds(s->peak, s->live, mt_session_kind_alive, s,
+				  print_kinds, s->out))
+		fprintf(s->out, "# kinds: out of memory\n");
 	mt_leaks_print(s->leaks, s->live, stacks, s->out);
 	mt_frag_print(s->frag, s->live, s->t0, s->out);
 	mt_ops_print(s->sites, s->conf.top_ops, s->out);

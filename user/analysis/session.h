@@ -16,6 +16,7 @@
 #include "event/kinds.h"
 #include "analysis/leaks.h"
 #include "analysis/livetable.h"
+#include "analysis/memkind.h"
 #include "analysis/oom.h"
 #include "analysis/peak.h"
 #include "proc/rank.h"
@@ -54,6 +55,7 @@ struct mt_proc {
 	struct mt_rank rank; /* from its environment (rank= on its lines) */
 	/* it ran before it was traced (-p): what it held then is unseen */
 	bool attached;
+	struct mt_memkind_clock clock; /* its phase instances (memkind.h) */
 	__u64 allocs, frees, failed, live; /* allocation calls */
 };
 
@@ -173,6 +175,12 @@ void mt_session_set_attached(struct mt_session *s, __u32 pid);
 
 /* what the session knows of pid; NULL if none of its events came */
 const struct mt_proc *mt_session_proc(const struct mt_session *s, __u32 pid);
+
+/*
+ * The kind of e, alive at the end (memkind.h); ctx: the session. An
+ * mt_peak_kind_fn.
+ */
+enum mt_memkind mt_session_kind_alive(const struct mt_live *e, void *ctx);
 
 /*
  * The end of the trace: the report for people, or with conf.keys the

@@ -1,0 +1,70 @@
+#!/usr/bin/env bats
+# What kind of memory each byte at a peak is (analysis/memkind.h): told
+# from the phases each allocation lived through, checked against what
+# PyTorch holds in the same process (Debian's torch 1.13, on the CPU).
+
+load helpers
+
+# kinds FIXTURE: traced from its start, the key lines in $KEYS, its
+# output in $MODEL, the report in $REPORT
+kinds() {
+	KEYS=$BATS_TEST_TMPDIR/keys.out
+	MODEL=$BATS_TEST_TMPDIR/model.out
+	REPORT=$BATS_TEST_TMPDIR/report.out
+	"$MT" -q --keys -o "$KEYS" -- "$TORCH_PY" "$ROOT/tests/fixtures/$1" >"$MODEL"
+	"$MT" -q -o "$REPORT" -- "$TORCH_PY" "$ROOT/tests/fixtures/$1" >/dev/null
+	cat "$MODEL"
+	grep -E '^# (peak pid|kinds)' "$KEYS"
+	sed -n '/^Peak/,/^Leaks/p' "$REPORT"
+}
+
+# field LINE KEY: the value of KEY= in LINE
+field() {
+	sed -nE "s/.* $2=([^ ]*).*/\\1/p" <<<"$1"
+}
+
+# the kinds of the one CPU account add up to its peak
+ck_sum() {
+	local line=$1 sum=0 k
+	for k in parameters inputs activations gradients optimizer_state temporaries unknown; do
+		sum=$((sum + $(field "$line" $k)))
+	done
+	[ "$sum" -eq "$(field "$line" peak)" ]
+}
+
+@test "kinds: at an Adam step's peak, parameters, gradients and optimizer state are PyTorch's to the byte" {
+	kinds kinds_adam.py
+	local line torch
+	line=$(grep '^# kinds pid=[0-9]* dev=cpu space=cpu ' "$KEYS")
+	torch=$(grep '^torch ' "$MODEL")
+	ck_sum "$line"
+	[ "$(field "$line" parameters)" -eq "$(field "$torch" parameters)" ]
+	[ "$(field "$line" gradients)" -eq "$(field "$torch" gradients)" ]
+	[ "$(field "$line" optimizer_state)" -eq "$(field "$torch" optimizer_state)" ]
+	# Adam's own temporaries, the first batch; nothing unknown
+	[ "$(field "$line" temporaries)" -gt 0 ]
+	[ "$(field "$line" inputs)" -gt 0 ]
+	[ "$(field "$line" unknown)" -eq 0 ]
+	# the report: the kinds, largest first, and what helps the largest
+	grep -qE '^ +kinds: optimizer_state [0-9.]+%, ' "$REPORT"
+	grep -qE '^ +for optimizer_state: a sharded optimizer \(ZeRO, FSDP\)$' "$REPORT"
+}
+
+@test "kinds: with SGD the peak is in backward: activations saved for it, gradients, no optimizer state" {
+	kinds kinds_sgd.py
+	local line torch acts
+	line=$(grep '^# kinds pid=[0-9]* dev=cpu space=cpu ' "$KEYS")
+	torch=$(grep '^torch ' "$MODEL")
+	ck_sum "$line"
+	grep -qE '^Peak +cpu: .*, backward$' "$REPORT"
+	[ "$(field "$line" parameters)" -eq "$(field "$torch" parameters)" ]
+	[ "$(field "$line" optimizer_state)" -eq 0 ]
+	[ "$(field "$line" gradients)" -gt 0 ]
+	[ "$(field "$line" gradients)" -le "$(field "$torch" parameters)" ]
+	# what forward made and backward still needs: no more than autograd
+	# saved and the model's output
+	acts=$(field "$line" activations)
+	[ "$acts" -gt 0 ]
+	[ "$acts" -le $(($(field "$torch" saved) + $(field "$torch" out))) ]
+	grep -qE '^ +kinds: parameters [0-9.]+%, .*activations' "$REPORT"
+}

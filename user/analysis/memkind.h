@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What kind of memory an allocation is, from the phases it lived through:
+ * what it tells a person to do at a peak (checkpointing for activations,
+ * a sharded optimizer for its state...). Each process keeps a clock of
+ * phase instances: it ticks when its events pass from one of forward,
+ * backward and optimizer to another, or to a new step ("other" events, a
+ * data loader's among them, do not tick it). An allocation notes the
+ * instance it was made in; its kind is decided when it is freed, or at
+ * the end while alive:
+ *
+ *   freed in the instance it was made in         temporaries
+ *   made in forward, alive past it               activations
+ *   made in backward, alive past it              gradients
+ *   made in the optimizer, alive past it         optimizer_state
+ *   made outside the phases before the first one,
+ *   alive into the second step, in a process
+ *   traced from its start                        parameters (and buffers)
+ *   made outside the phases, alive into a phase
+ *   (before the first: freed in the first step)  inputs
+ *   anything else (no phase known: a stack not
+ *   sampled, an attach mid-run; alive at the end
+ *   in the instance it was made in)              unknown
+ */
+#ifndef __MEMKIND_H
+#define __MEMKIND_H
+
+#include <stdbool.h>
+#include <linux/types.h>
+
+enum mt_memkind {
+	MT_MK_PARAMETERS,
+	MT_MK_INPUTS,
+	MT_MK_ACTIVATIONS,
+	MT_MK_GRADIENTS,
+	MT_MK_OPTIMIZER,
+	MT_MK_TEMPORARIES,
+	MT_MK_UNKNOWN,
+	MT_MK_MAX,
+};
+
+/* a process's phase instances; zero-initialised: none seen */
+struct mt_memkind_clock {
+	__u32 instance; /* 0 until a phase is seen */
+	__u32 step; /* the step of the instance */
+	const char *phase; /* of the instance; NULL: none yet */
+};
+
+/* an event of the process in phase (NULL: not known) at step */
+void mt_memkind_tick(struct mt_memkind_clock *c, const char *phase, __u32 step);
+
+/*
+ * The kind of an allocation made in phase (NULL: not known) at instance
+ * born, now at clock c: freed now, or (alive) still held at the end.
+ * from_start: its process was traced from its start.
+ */
+enum mt_memkind mt_memkind_of(const char *phase, __u32 born,
+			      const struct mt_memkind_clock *c, bool alive,
+			      bool from_start);
+
+/* "activations", "optimizer_state"...: one token, for key lines too */
+const char *mt_memkind_name(enum mt_memkind k);
+/* what helps with it, a short clause; NULL: nothing to say */
+const char *mt_memkind_remedy(enum mt_memkind k);
+
+#endif /* __MEMKIND_H */
