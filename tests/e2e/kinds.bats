@@ -68,3 +68,27 @@ ck_sum() {
 	[ "$acts" -le $(($(field "$torch" saved) + $(field "$torch" out))) ]
 	grep -qE '^ +kinds: parameters [0-9.]+%, .*activations' "$REPORT"
 }
+
+@test "kinds against torch.profiler's memory timeline (torch 2.14, sid): the same peak and parameters to the byte" {
+	need_roots sid
+	root_stage "$ROOT_SID" "$ROOT/tests/fixtures/kinds_profiler.py"
+	KEYS=$BATS_TEST_TMPDIR/keys.out
+	# the root's /proc for torch, in a mount namespace of the command's
+	"$MT" -q --keys -o "$KEYS" -- unshare -m sh -c \
+		'mount -t proc proc "$1/proc" && exec chroot "$1" python3 "$2"' \
+		sh "$ROOT_SID" "$STAGE/kinds_profiler.py" >"$BATS_TEST_TMPDIR/model.out"
+	root_unstage
+	local line torch
+	torch=$(grep '^profiler peak=' "$BATS_TEST_TMPDIR/model.out")
+	line=$(grep '^# kinds pid=[0-9]* dev=cpu space=cpu ' "$KEYS")
+	echo "PyTorch: $torch"
+	echo "ours:    $line"
+	ck_sum "$line"
+	[ "$(field "$line" peak)" -eq "$(field "$torch" peak)" ]
+	[ "$(field "$line" parameters)" -eq "$(field "$torch" parameter)" ]
+	# the rest differ by definition (docs/TESTS.md): at the first step's
+	# peak the profiler has no optimizer state yet, and calls the state
+	# being made temporary
+	[ "$(field "$torch" optimizer_state)" -eq 0 ]
+	[ "$(field "$line" optimizer_state)" -eq "$(field "$torch" temporary)" ]
+}
