@@ -271,6 +271,10 @@ loop_py() {
 	run "$MT" report -i "$dump"
 	[ "$status" -eq 0 ]
 	[[ ${lines[0]} == "# record dump: out of memory in pid $fx_PID (rank 0) at "* ]]
+	# the headline's OOMs: the error raised, not "none"
+	grep -qE "^OOMs +3 OutOfMemoryErrors raised, no allocation seen failing$" <<<"$output"
+	grep -qE "^ +at raise_it \(.*/raise_exc\.py:$line\)$" <<<"$output"
+	"$MT" report -i "$dump" --keys | grep -q '^# oom .* exceptions=3 out_of_memory_errors=3$'
 }
 
 @test "flight: SIGUSR1 dumps; the folder keeps --flight-dumps, the oldest removed and said" {

@@ -90,7 +90,7 @@ section() {
 	grep -q '^#	do_calls (.*ctypes_cudart.py:[0-9]*)$' <<<"$oom"
 	grep -q '^#	mt_frame (.*ctypes_cudart.py:[0-9]*)$' <<<"$oom"
 	grep -q '^#     977 KiB in 1 allocations: cudart:cudaMalloc module=- phase=other at do_calls ' <<<"$oom"
-	grep -q '^# oom failed_allocations=1 num_alloc_retries=0 allocator_gave_up=0 exceptions=0$' "$TRACE"
+	grep -q '^# oom failed_allocations=1 num_alloc_retries=0 allocator_gave_up=0 exceptions=0 out_of_memory_errors=0$' "$TRACE"
 }
 
 @test "the real libcudart without a GPU: a failed call with its error, not an OOM" {
@@ -102,7 +102,7 @@ section() {
 	# cudaErrorInsufficientDriver is no shortage of memory
 	[ "$(grep -c '^# OOM' "$TRACE")" -eq 0 ]
 	grep -q '^# failed event=cudart:cudaMalloc ret=35 err=cudaErrorInsufficientDriver count=1 bytes=1310723$' "$TRACE"
-	grep -q '^# oom failed_allocations=0 num_alloc_retries=0 allocator_gave_up=0 exceptions=0$' "$TRACE"
+	grep -q '^# oom failed_allocations=0 num_alloc_retries=0 allocator_gave_up=0 exceptions=0 out_of_memory_errors=0$' "$TRACE"
 }
 
 @test "--watch predicts the time to OOM of a steady growth within 20 %" {
@@ -139,7 +139,7 @@ section() {
 	grep -qF "#	raise_it ($ROOT/tests/fixtures/raise_exc.py:$line)" "$TRACE"
 	# the KeyError was not asked for
 	! grep -q 'KeyError' "$TRACE"
-	grep -q ' exceptions=3$' "$TRACE"
+	grep -q ' exceptions=3 out_of_memory_errors=3$' "$TRACE"
 }
 
 @test "--trace-exceptions on every CPython 3.10-3.13: the type and the line of the raise" {

@@ -22,8 +22,15 @@ struct pending {
 
 struct mt_oom {
 	struct pending p[PENDING];
-	__u64 failures, retries, gave_up, raised;
+	__u64 failures, retries, gave_up, raised, raised_oom;
+	const struct mt_site *raised_oom_site;
 };
+
+bool mt_oom_is_raise(const struct mt_call *r, const struct mt_site *site)
+{
+	return r->ev->kind == MT_K_PY_RAISE && site && site->detail &&
+	       strstr(site->detail, "OutOfMemoryError");
+}
 
 struct mt_oom *mt_oom_new(void)
 {
@@ -232,6 +239,8 @@ void mt_oom_event(struct mt_oom *o, const struct mt_call *r,
 
 	if (r->ev->kind == MT_K_PY_RAISE) {
 		o->raised++;
+		if (mt_oom_is_raise(r, site) && !o->raised_oom++)
+			o->raised_oom_site = site;
 		print_raise(r, site, t0, stacks, out);
 		return;
 	}
@@ -264,7 +273,9 @@ void mt_oom_counts(const struct mt_oom *o, struct mt_oom_counts *c)
 	*c = (struct mt_oom_counts){ .failures = o->failures,
 				     .retries = o->retries,
 				     .gave_up = o->gave_up,
-				     .raised = o->raised };
+				     .raised = o->raised,
+				     .raised_oom = o->raised_oom,
+				     .raised_oom_site = o->raised_oom_site };
 }
 
 void mt_oom_print(const struct mt_oom *o, FILE *out)
@@ -272,7 +283,8 @@ void mt_oom_print(const struct mt_oom *o, FILE *out)
 	fprintf(out,
 		"# oom failed_allocations=%" PRIu64
 		" num_alloc_retries=%" PRIu64 " allocator_gave_up=%" PRIu64
-		" exceptions=%" PRIu64 "\n",
+		" exceptions=%" PRIu64 " out_of_memory_errors=%" PRIu64 "\n",
 		(uint64_t)o->failures, (uint64_t)o->retries,
-		(uint64_t)o->gave_up, (uint64_t)o->raised);
+		(uint64_t)o->gave_up, (uint64_t)o->raised,
+		(uint64_t)o->raised_oom);
 }

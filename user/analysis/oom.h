@@ -30,7 +30,13 @@ struct mt_oom_counts {
 	__u64 retries; /* the caching allocator's retries after one */
 	__u64 gave_up; /* c10's OOM reports: the allocator gave up */
 	__u64 raised; /* Python exceptions traced (--trace-exceptions) */
+	/* of them, torch's OutOfMemoryError; the first one's site */
+	__u64 raised_oom;
+	const struct mt_site *raised_oom_site;
 };
+
+/* r is a Python raise of torch's OutOfMemoryError (--trace-exceptions) */
+bool mt_oom_is_raise(const struct mt_call *r, const struct mt_site *site);
 
 void mt_oom_counts(const struct mt_oom *o, struct mt_oom_counts *c);
 

@@ -718,6 +718,28 @@ static bool headline_oomkills(const struct report *rp, const char **label)
 	return any;
 }
 
+/*
+ * torch's OutOfMemoryError raised with no allocation seen failing: a
+ * failure before the trace or its window, or the error raised by hand
+ */
+static void headline_raised_oom(const struct report *rp, const char *label,
+				const struct mt_oom_counts *c)
+{
+	char text[600], line[512], el[512];
+	struct row r = { 0 };
+
+	r.line = site_line(c->raised_oom_site, &r.lib);
+	snprintf(text, sizeof(text),
+		 "%" PRIu64 " OutOfMemoryError%s raised, no allocation seen "
+		 "failing",
+		 (uint64_t)c->raised_oom, c->raised_oom == 1 ? "" : "s");
+	headline(rp, label, MT_TONE_RED, text);
+	mt_table_elide(el, sizeof(el), show_line(line, sizeof(line), &r),
+		       room(rp, 5));
+	snprintf(text, sizeof(text), "  at %s", el);
+	headline(rp, NULL, MT_TONE_PLAIN, text);
+}
+
 static void headline_ooms(const struct report *rp)
 {
 	const struct mt_summary *sum = &rp->s->sum;
@@ -740,6 +762,8 @@ static void headline_ooms(const struct report *rp)
 			 (uint64_t)c.retries, (uint64_t)c.gave_up,
 			 c.gave_up == 1 ? "" : "s");
 		headline(rp, label, MT_TONE_RED, text);
+	} else if (c.raised_oom) {
+		headline_raised_oom(rp, label, &c);
 	} else if (!killed) {
 		headline(rp, label, MT_TONE_GREEN, "none");
 	}

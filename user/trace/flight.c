@@ -214,8 +214,7 @@ static bool is_oom(const struct mt_call *r, const struct mt_site *site)
 	if (r->role == MT_ROLE_OOM)
 		return true;
 	if (r->ev->kind == MT_K_PY_RAISE)
-		return site && site->detail &&
-		       strstr(site->detail, "OutOfMemoryError");
+		return mt_oom_is_raise(r, site);
 	return r->role == MT_ROLE_ALLOC && r->failed &&
 	       mt_cuda_err_is_oom(r->ki->errdomain, r->ret);
 }
