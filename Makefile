@@ -226,7 +226,7 @@ fuzz: $(foreach t,$(FUZZ_TARGETS),$(FUZZ_DIR)/fuzz_$(t) \
 fuzz-short:
 	$(MAKE) fuzz FUZZ_SECS=40
 
-C_SOURCES := $(wildcard user/*/*.c user/*/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/fuzz/*.c tests/fixtures/*.c tests/fixtures/*.cpp)
+C_SOURCES := $(wildcard user/*/*.c user/*/*.h bpf/*.c bpf/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fixtures/*.c tests/fixtures/*.cpp)
 
 lint:
 	scripts/check-layers.sh $(LAYERS)

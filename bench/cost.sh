@@ -38,20 +38,11 @@ MODES=(bare empty counter memleak mtq mtn mts rec)
 W2="$W2_SHAPE --iters $ITERS"
 
 need_root "uprobes need it"
-[[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a number of repetitions"
-[[ $ITERS =~ ^[1-9][0-9]*$ ]] || die "ITERS=$ITERS: a number of iterations"
+whole_numbers REPS ITERS
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
 [ -r "$LIB" ] || die "$LIB missing (python3-torch)"
 command -v bpftrace >/dev/null || die "bpftrace missing"
-# The loop on the last CPU, every tracer's reader on the others: neither
-# takes the other's CPU, and the loop does not move between CPUs.
-PIN_WL=()
-PIN_TOOL=()
-NCPU=$(nproc)
-if [ "$NCPU" -ge 2 ] && command -v taskset >/dev/null; then
-	PIN_WL=(taskset -c $((NCPU - 1)))
-	PIN_TOOL=(taskset -c 0-$((NCPU - 2)))
-fi
+pin_cpus
 
 make_work cost || die "cannot make a work directory"
 RUNS=$WORK/runs.tsv

@@ -12,6 +12,8 @@ time, less one; a ratio is taken per repetition, from its own overheads.
 import statistics
 import sys
 
+import lib
+
 NAMES = {
     "empty": "bpftrace: empty action on New/Delete (`bench/anchor_empty.bt`)",
     "counter": "bpftrace: count New entry + return and Delete "
@@ -36,8 +38,7 @@ GOALS = [
 def main():
     if len(sys.argv) != 3:
         raise SystemExit(__doc__)
-    meta = dict(line.rstrip("\n").split("=", 1)
-                for line in open(sys.argv[1]) if "=" in line)
+    meta = lib.read_meta(sys.argv[1])
     loops, events, lost = {}, {}, {}
     with open(sys.argv[2]) as f:
         next(f)
@@ -56,8 +57,8 @@ def main():
     put("## Cost against bpftrace anchors (W2)")
     put("")
     put(f"Measured {meta['date']} by `bench/cost.sh` ({meta['reps']} "
-        f"repetitions, {int(meta['secs']) // 60} min {int(meta['secs']) % 60}"
-        f" s; load average at the end {meta['load']}, {meta['cores']} "
+        f"repetitions, {lib.duration(int(meta['secs']))}; load average at "
+        f"the end {meta['load']}, {meta['cores']} "
         f"cores; CPUs: {meta.get('pinning', 'not pinned')}); "
         f"{meta['tool']}; {meta['bpftrace']}. W2 = "
         f"`{meta['w2_args']}`. Every repetition runs each mode once, in an "
@@ -68,9 +69,8 @@ def main():
         "repetition meets it, not met when none does, not resolved when the "
         "spread straddles it.")
     put("")
-    put("| mode | loop s, median (min–max) | overhead, median (min–max) "
-        "| events | lost |")
-    put("|---|---|---|---|---|")
+    put(lib.head("mode", "loop s, median (min–max)",
+                 "overhead, median (min–max)", "events", "lost"))
     b = list(loops["bare"].values())
     put(f"| bare | {statistics.median(b):.3f} ({min(b):.3f}–{max(b):.3f}) "
         "| – | – | – |")
@@ -86,9 +86,9 @@ def main():
             f"{f'{min(ev):,}–{max(ev):,}' if ev else '–'} | "
             f"{max(lost[m]) if ev else '–'} |")
     put("")
-    put("| goal | ratio of overheads, median (min–max over repetitions) "
-        "| met? |")
-    put("|---|---|---|")
+    put(lib.head("goal",
+                 "ratio of overheads, median (min–max over repetitions)",
+                 "met?"))
     def ratios(ours, anchor):
         """each repetition's overhead of ours over anchor's, if positive"""
         if ours not in over or anchor not in over:
@@ -129,8 +129,8 @@ def main():
             "attribution); its errors against full attribution: "
             "`bench/sample_error.sh`.")
         put("")
-        put("| its overhead against that of | ratio, median (min–max) |")
-        put("|---|---|")
+        put(lib.head("its overhead against that of",
+                     "ratio, median (min–max)"))
         for a, rs in rows:
             put(f"| {NAMES[a]} | {spread(rs)} |")
     lost_any = sum(sum(v) for v in lost.values())

@@ -45,9 +45,7 @@ MODES=(bare mtq mtn mts hist)
 STANDIN=$ROOT/scripts/cuda-standin.sh
 
 need_root "uprobes and the root's chroot need it"
-[[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a number of repetitions"
-[[ $STEPS =~ ^[1-9][0-9]*$ ]] || die "STEPS=$STEPS: a number of steps"
-[[ $BARE_STEPS =~ ^[1-9][0-9]*$ ]] || die "BARE_STEPS=$BARE_STEPS: a number of steps"
+whole_numbers REPS STEPS BARE_STEPS
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
 [ -x "$STANDIN" ] || die "$STANDIN missing"
 # the root (built on first use, minutes) and the stand-ins in it
@@ -72,13 +70,7 @@ FIRST_INSN=$(objdump -d --no-show-raw-insn --start-address=0x"$A" --stop-address
 TORCH_VER=$(dpkg-query --admindir="$CROOT/var/lib/dpkg" -W -f '${Version}' python3-torch-cuda 2>/dev/null || echo '?')
 PY_VER=$(chroot "$CROOT" /usr/bin/python3 -c 'import platform; print(platform.python_version())' 2>/dev/null || echo '?')
 
-PIN_WL=()
-PIN_TOOL=()
-NCPU=$(nproc)
-if [ "$NCPU" -ge 2 ] && command -v taskset >/dev/null; then
-	PIN_WL=(taskset -c $((NCPU - 1)))
-	PIN_TOOL=(taskset -c 0-$((NCPU - 2)))
-fi
+pin_cpus
 
 make_work cuda-cost || die "cannot make a work directory"
 # the step script and the handshake files lie in the root's /tmp (STAGE,

@@ -14,6 +14,8 @@ from its own overheads.
 import statistics
 import sys
 
+import lib
+
 TITLE = "Cost on a CUDA training step (stand-in)"
 NAMES = {
     "bare": "bare",
@@ -23,11 +25,6 @@ NAMES = {
     "hist": "PyTorch's recorder, `_record_memory_history(stacks=\"python\")`",
 }
 MT = ("mtq", "mtn", "mts")
-
-
-def med_range(v, fmt, unit=""):
-    return (f"{fmt(statistics.median(v))}{unit} "
-            f"({fmt(min(v))} to {fmt(max(v))})")
 
 
 def pct(x):
@@ -41,14 +38,8 @@ def times(x):
 def main():
     if len(sys.argv) != 3:
         raise SystemExit(__doc__)
-    meta = dict(line.rstrip("\n").split("=", 1)
-                for line in open(sys.argv[1]) if "=" in line)
-    runs = {}
-    with open(sys.argv[2]) as f:
-        keys = next(f).rstrip("\n").split("\t")
-        for line in f:
-            row = dict(zip(keys, line.rstrip("\n").split("\t")))
-            runs.setdefault(row["mode"], {})[int(row["rep"])] = row
+    meta = lib.read_meta(sys.argv[1])
+    runs = lib.by_mode_rep(lib.read_tsv(sys.argv[2]))
     reps = sorted(runs["bare"])
     ms = {m: {r: 1e3 * float(row["loop_s"]) / int(row["steps"])
               for r, row in v.items()} for m, v in runs.items()}
@@ -64,7 +55,7 @@ def main():
     put(f"## {TITLE}")
     put("")
     put(f"Measured {meta['date']} by `bench/cuda_cost.sh` ({meta['reps']} "
-        f"repetitions, {secs // 60} min {secs % 60} s; load average "
+        f"repetitions, {lib.duration(secs)}; load average "
         f"{meta['load']}) on {meta['cpu']}, {meta['cores']} cores, "
         f"kernel {meta['kernel']}; CPUs: {meta['pinning']}; {meta['tool']}; "
         f"{meta['torch']} in the root of `scripts/debian-root.sh cuda` on "
@@ -86,20 +77,21 @@ def main():
         "taken in each repetition from its own overheads; medians with "
         "their min to max over the repetitions.")
     put("")
-    put("| mode | ms a step, median (min to max) | overhead, median (min to "
-        "max) | ratio to the recorder's overhead | events a step | µs "
-        "added an event, median | lost |")
-    put("|---|---|---|---|---|---|---|")
+    put(lib.head("mode", "ms a step, median (min to max)",
+                 "overhead, median (min to max)",
+                 "ratio to the recorder's overhead", "events a step",
+                 "µs added an event, median", "lost"))
     for m in ("bare", "mtq", "mtn", "mts", "hist"):
         if m not in runs:
             continue
-        row = [NAMES[m], med_range(list(ms[m].values()), lambda x: f"{x:.2f}")]
+        row = [NAMES[m],
+               lib.med_range(list(ms[m].values()), lambda x: f"{x:.2f}")]
         if m == "bare":
             row += ["–", "–", f"{statistics.median(allocs):,.1f} "
                     "(the allocator's own allocations and frees)", "–", "–"]
-            put("| " + " | ".join(row) + " |")
+            put(lib.row(row))
             continue
-        row.append(med_range(list(over[m].values()), pct, " %"))
+        row.append(lib.med_range(list(over[m].values()), pct, " %"))
         if m in MT and "hist" in over:
             rat = [over[m][r] / over["hist"][r] for r in reps
                    if r in over[m] and r in over["hist"]
@@ -107,7 +99,7 @@ def main():
             skipped = sum(1 for r in reps if r in over[m]
                           and r in over["hist"] and over["hist"][r] <= 0)
             hm = statistics.median(over["hist"].values())
-            cell = "×" + med_range(rat, times) if rat else "–"
+            cell = "×" + lib.med_range(rat, times) if rat else "–"
             if hm > 0:
                 cell += (f"; of the medians ×"
                          f"{statistics.median(over[m].values()) / hm:.2f}")
@@ -142,7 +134,7 @@ def main():
         lost = [int(v["lost"]) for v in runs[m].values()
                 if v["lost"] not in ("NA", "")]
         row.append(f"{sum(lost):,}" if lost else "–")
-        put("| " + " | ".join(row) + " |")
+        put(lib.row(row))
     put("")
     # the c10 events memtrace-bpf saw against the allocator's own count
     bad = []

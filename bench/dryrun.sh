@@ -52,9 +52,7 @@ TITLE="Dry run against the CPU step and the CPU-trace estimate"
 EST_TITLE="Estimate from a CPU trace against PyTorch on CUDA (stand-in)"
 
 need_root "uprobes and the container need it"
-for v in REPS STEPS CPU_STEPS STEPS_MODEL; do
-	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v=${!v}: a positive number"
-done
+whole_numbers REPS STEPS CPU_STEPS STEPS_MODEL
 [ -x "$MT" ] || die "$MT missing: make static"
 file -L "$MT" 2>/dev/null | grep -q 'statically linked' ||
 	die "$MT is not statically linked: the dry run runs inside the root (make static)"
@@ -70,13 +68,9 @@ PY_VER=$(chroot "$CROOT" /usr/bin/python3 -c 'import platform; print(platform.py
 BLAS=$(chroot "$CROOT" readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || echo '?')
 BLAS_PKG=$(chroot "$CROOT" dpkg -S "$BLAS" 2>/dev/null | cut -d: -f1 | head -1 || true)
 
-NCPU=$(nproc)
-PIN_WL=()
-PIN_TOOL=()
+PIN_ROOT=$CROOT pin_cpus
 PINNING="none"
-if [ "$NCPU" -ge 2 ] && [ -x "$CROOT/usr/bin/taskset" ] && command -v taskset >/dev/null; then
-	PIN_WL=(/usr/bin/taskset -c $((NCPU - 1)))
-	PIN_TOOL=(taskset -c 0-$((NCPU - 2)))
+if [ ${#PIN_WL[@]} -gt 0 ]; then
 	PINNING="python on CPU $((NCPU - 1)), the dry run's tracer on CPU 0$([ "$NCPU" -eq 2 ] || echo "-$((NCPU - 2))")"
 fi
 

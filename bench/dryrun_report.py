@@ -19,15 +19,12 @@ import re
 import statistics
 import sys
 
+import lib
+
 
 def kv(line, key):
     m = re.search(r"(?:^| )" + re.escape(key) + r"=(\S+)", line)
     return int(m.group(1)) if m else None
-
-
-def med_range(v, fmt, unit=""):
-    return (f"{fmt(statistics.median(v))}{unit} "
-            f"({fmt(min(v))} to {fmt(max(v))})")
 
 
 def mib(b):
@@ -51,14 +48,8 @@ def first_int(cell):
 def main():
     if len(sys.argv) != 3:
         raise SystemExit(__doc__)
-    meta = dict(line.rstrip("\n").split("=", 1)
-                for line in open(sys.argv[1]) if "=" in line)
-    runs = {}
-    with open(sys.argv[2]) as f:
-        keys = next(f).rstrip("\n").split("\t")
-        for line in f:
-            row = dict(zip(keys, line.rstrip("\n").split("\t")))
-            runs.setdefault(row["mode"], {})[int(row["rep"])] = row
+    meta = lib.read_meta(sys.argv[1])
+    runs = lib.by_mode_rep(lib.read_tsv(sys.argv[2]))
     reps = sorted(runs["cpu"])
     ms = {m: {r: 1e3 * float(v["loop_s"]) / int(v["steps"])
               for r, v in rows.items()} for m, rows in runs.items()}
@@ -75,7 +66,7 @@ def main():
     put(f"## {meta['title']}")
     put("")
     put(f"Measured {meta['date']} by `bench/dryrun.sh` ({meta['reps']} "
-        f"repetitions, {secs // 60} min {secs % 60} s in all; load average "
+        f"repetitions, {lib.duration(secs)} in all; load average "
         f"{meta['load']}: other engineers' tests ran on the same 2 cores "
         f"meanwhile) on {meta['cpu']}, {meta['cores']} cores, kernel "
         f"{meta['kernel']}; CPUs: {meta['pinning']}; {meta['tool']}; "
@@ -105,10 +96,10 @@ def main():
         f"cuda_step.py --steps {meta['steps']}`: the dry run less its "
         "tracing.")
     put("")
-    put("| mode | ms a step, median (min to max) | process CPU ms a step, "
-        "median | whole run, s, median (start, import, warm-up, report) | "
-        "events traced, median (lost) |")
-    put("|---|---|---|---|---|")
+    put(lib.head("mode", "ms a step, median (min to max)",
+                 "process CPU ms a step, median",
+                 "whole run, s, median (start, import, warm-up, report)",
+                 "events traced, median (lost)"))
     names = {"cpu": "CPU", "dry": "dry run",
              "bare": "stand-in, untraced"}
     for m in ("cpu", "dry", "bare"):
@@ -119,7 +110,7 @@ def main():
             e = [int(v["events"]) for v in runs[m].values()]
             lost = sum(int(v["lost"]) for v in runs[m].values())
             ev = f"{statistics.median(e):,.0f} ({lost})"
-        put(f"| {names[m]} | {med_range(list(ms[m].values()), f2)} | "
+        put(f"| {names[m]} | {lib.med_range(list(ms[m].values()), f2)} | "
             f"{statistics.median(cpu_ms[m].values()):.2f} | "
             f"{statistics.median(wall[m]):.1f} | {ev} |")
     put("")
@@ -130,16 +121,18 @@ def main():
     trace = [ms["dry"][r] - ms["bare"][r] for r in reps]
     share = [(ms["dry"][r] - ms["bare"][r]) / ms["dry"][r] for r in reps]
     over = [ms["dry"][r] / ms["bare"][r] - 1 for r in reps]
-    put(f"- dry run / CPU, ms a step: ×{med_range(ratio, lambda x: f'{x:.4f}')}"
+    put("- dry run / CPU, ms a step: "
+        f"×{lib.med_range(ratio, lambda x: f'{x:.4f}')}"
         f": a step of the dry run takes 1/{1 / statistics.median(ratio):.0f} "
         "of the CPU's. The CPU computes every kernel (with this root's "
         "reference BLAS, slowly); the stand-in runs none, so a dry run's "
         "step costs the kernel launches and the allocator, whatever the "
         "model's arithmetic, while the CPU's grows with it.")
     put(f"- the tracing's own share: dry run − untraced stand-in = "
-        f"{med_range(trace, f2)} ms a step, "
-        f"{med_range(over, lambda x: f'{100 * x:+.0f}', ' %')} on the "
-        f"untraced step, {med_range(share, lambda x: f'{100 * x:.0f}', ' %')} "
+        f"{lib.med_range(trace, f2)} ms a step, "
+        f"{lib.med_range(over, lambda x: f'{100 * x:+.0f}', ' %')} on the "
+        "untraced step, "
+        f"{lib.med_range(share, lambda x: f'{100 * x:.0f}', ' %')} "
         "of the dry run's step (every Python stack walked at each of the "
         "allocator's block events, as `-q` does; \"Cost on a CUDA training "
         "step\" measures `-q -p PID` the same way).")

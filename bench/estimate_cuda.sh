@@ -45,7 +45,7 @@ LT_OFF="CUBLASLT_WORKSPACE_SIZE=0"
 WS_OFF="CUBLASLT_WORKSPACE_SIZE=0 CUBLAS_WORKSPACE_CONFIG=:0:0"
 
 need_root "uprobes and chroot need it"
-[[ $STEPS =~ ^[1-9][0-9]*$ ]] || die "STEPS=$STEPS: a number of steps"
+whole_numbers STEPS
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
 TROOT=$("$ROOT/scripts/debian-root.sh" trixie) ||
 	die "no Debian trixie root (scripts/debian-root.sh trixie)"

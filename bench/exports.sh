@@ -12,28 +12,24 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-PY=/usr/bin/python3
+WAIT_NAME=exports
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 MT=${MT:-$ROOT/memtrace-bpf}
 ITERS=${ITERS:-700}
 REPS=${REPS:-3}
 OUT=${OUT:-$ROOT/bench/RESULTS.md}
-BLAS_DIR=/usr/lib/x86_64-linux-gnu/openblas-serial
 KINDS=(memviz perfetto speedscope folded json svg)
 
-die() {
-	echo "bench/exports: $*" >&2
-	exit 1
-}
-[ "$(id -u)" -eq 0 ] || die "run as root"
+need_root "uprobes need it"
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
 
-WORK=$(mktemp -d /tmp/memtrace-exports.XXXXXX)
-trap 'touch "$WORK/go" "$WORK/hold"; rm -rf "$WORK"' EXIT
+make_work exports || die "cannot make a work directory"
 
 # the record: W2, held at its end until the recorder stopped
+# shellcheck disable=SC2086
 MT_GO=$WORK/go MT_HOLD=$WORK/hold LD_LIBRARY_PATH=$BLAS_DIR \
-	$PY bench/workload_train.py --batch 2 --seq 16 --d-model 64 --ff 256 \
-	--layers 4 --iters "$ITERS" >"$WORK/w.out" 2>&1 &
+	$PY bench/workload_train.py $W2_SHAPE --iters "$ITERS" >"$WORK/w.out" 2>&1 &
 wpid=$!
 until grep -q '^READY' "$WORK/w.out"; do sleep 0.1; done
 "$MT" record -o "$WORK/t.mtb" -p "$wpid" 2>"$WORK/rec.err" &

@@ -45,22 +45,14 @@ declare -A WARGS=(
 )
 
 need_root "uprobes need it"
-[[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a number of repetitions"
-[[ $W1_ITERS =~ ^[1-9][0-9]*$ ]] || die "W1_ITERS=$W1_ITERS: a number of iterations"
-[[ $W2_ITERS =~ ^[1-9][0-9]*$ ]] || die "W2_ITERS=$W2_ITERS: a number of iterations"
+whole_numbers REPS W1_ITERS W2_ITERS
 [ "${MODES[0]:-}" = bare ] || die "MODES=${MODES[*]}: bare first (the overheads are against it)"
 for m in "${MODES[@]}"; do
 	case $m in bare | mtq | fl | fls) ;; *) die "MODES: $m: one of bare mtq fl fls" ;; esac
 done
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
 [ -r "$LIB" ] || die "$LIB missing (python3-torch)"
-PIN_WL=()
-PIN_TOOL=()
-NCPU=$(nproc)
-if [ "$NCPU" -ge 2 ] && command -v taskset >/dev/null; then
-	PIN_WL=(taskset -c $((NCPU - 1)))
-	PIN_TOOL=(taskset -c 0-$((NCPU - 2)))
-fi
+pin_cpus
 
 make_work flight || die "cannot make a work directory"
 take_binary || die "cannot copy $MT"

@@ -17,6 +17,8 @@ import re
 import statistics
 import sys
 
+import lib
+
 NAMES = {
     "mtq": "`memtrace-bpf -q` (every event's Python stack)",
     "fl": "`memtrace-bpf record --flight 10m -o DIR` (stacks sampled "
@@ -24,21 +26,6 @@ NAMES = {
     "fls": "`memtrace-bpf record --flight 1s -o DIR` (the same, its "
            "window full)",
 }
-
-
-def read_meta(path):
-    meta = {}
-    for line in open(path):
-        if "=" in line:
-            k, v = line.rstrip("\n").split("=", 1)
-            meta[k] = v
-    return meta
-
-
-def mmm(vs, fmt, sep="–"):
-    """median (min–max)"""
-    return (f"{fmt(statistics.median(vs))} ({fmt(min(vs))}{sep}"
-            f"{fmt(max(vs))})")
 
 
 def pct(v):
@@ -63,7 +50,7 @@ def overhead(meta, runs_path):
     put("## Flight recorder: overhead on W1 and W2")
     put("")
     put(f"Measured {meta['date']} by `bench/flight.sh` ({meta['reps']} "
-        f"repetitions, {secs // 60} min {secs % 60} s in all; load "
+        f"repetitions, {lib.duration(secs)} in all; load "
         f"average {meta['load_start']} at the start, {meta['load_end']} at "
         "the end: other engineers' builds and tests ran on the same "
         f"2 cores meanwhile) on {meta['cpu']}, {meta['cores']} cores, "
@@ -81,16 +68,17 @@ def overhead(meta, runs_path):
         "s: its user + system time from attach to the end of the loop; "
         "peak RSS: its VmHWM then.")
     put("")
-    put("| workload | mode | loop s, median (min–max) | overhead, median "
-        "(min–max) | flight / -q overhead, median (min–max) | events "
-        "| lost | tracer CPU s, median | tracer peak RSS, MiB, median |")
-    put("|---|---|---|---|---|---|---|---|---|")
+    put(lib.head("workload", "mode", "loop s, median (min–max)",
+                 "overhead, median (min–max)",
+                 "flight / -q overhead, median (min–max)", "events", "lost",
+                 "tracer CPU s, median", "tracer peak RSS, MiB, median"))
     summary = {}
     for w in ("W1", "W2"):
         reps = sorted(r for (ww, m, r) in rows if ww == w and m == "bare")
         bare = [rows[(w, "bare", r)]["loop"] for r in reps]
-        put(f"| {w} | bare | {mmm(bare, lambda v: f'{v:.3f}')} | – | – "
-            "| – | – | – | – |")
+        put(f"| {w} | bare | "
+            f"{lib.med_range(bare, lambda v: f'{v:.3f}', sep='–')} "
+            "| – | – | – | – | – | – |")
         over = {}
         for m in ("mtq", "fl", "fls"):
             rs = [r for r in reps if (w, m, r) in rows]
@@ -109,7 +97,7 @@ def overhead(meta, runs_path):
                 q = [over[m][r] / over["mtq"][r] for r in rs
                      if r in over["mtq"] and over["mtq"][r] > 0]
                 if q:
-                    ratio = mmm(q, lambda v: f"×{v:.2f}", " to ")
+                    ratio = lib.med_range(q, lambda v: f"×{v:.2f}")
                     summary[(w, m)] = (q, statistics.median(o),
                                        statistics.median(
                                            over["mtq"].values()))
@@ -123,8 +111,9 @@ def overhead(meta, runs_path):
                    if rows[(w, m, r)]["cpu"] is not None]
             hwm = [rows[(w, m, r)]["hwm"] for r in rs
                    if rows[(w, m, r)]["hwm"] is not None]
-            put(f"| {w} | {NAMES[m]} | {mmm(loops, lambda v: f'{v:.3f}')} "
-                f"| {mmm(o, pct, ' to ')} | {ratio} | "
+            put(f"| {w} | {NAMES[m]} | "
+                f"{lib.med_range(loops, lambda v: f'{v:.3f}', sep='–')} "
+                f"| {lib.med_range(o, pct)} | {ratio} | "
                 f"{f'{min(ev):,}–{max(ev):,}' if ev else '– (a 1 s window)'}"
                 f" | {max(lo) if lo else '–'} | "
                 f"{statistics.median(cpu):.2f} | "
@@ -180,8 +169,8 @@ def rss(meta, rss_path):
     put = out.append
     put("## Flight recorder: the tracer's memory over 10 minutes")
     put("")
-    put(f"Measured {meta['date']} by `bench/flight_rss.sh` ({secs // 60} "
-        f"min {secs % 60} s in all; load average {meta['load_start']} at "
+    put(f"Measured {meta['date']} by `bench/flight_rss.sh` "
+        f"({lib.duration(secs)} in all; load average {meta['load_start']} at "
         f"the start, {meta['load_end']} at the end: other engineers' builds "
         f"and tests ran on the same 2 cores meanwhile) on {meta['cpu']}, "
         f"{meta['cores']} cores, kernel {meta['kernel']}; CPUs: "
@@ -211,11 +200,12 @@ def rss(meta, rss_path):
         "and the spread less the stalls' steps within 1 % or 3 of the "
         "window's blocks (7.9 MiB), by which its memory comes and goes.")
     put("")
-    put("| rate asked | events/s (fixture) | the window at the end (dump) "
-        "| VmRSS first | at the window's end | last | max | VmHWM "
-        "(peak) | after the window filled: min–max | steps at a stall "
-        "(events lost) | other growth after it, an hour | flat? |")
-    put("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    put(lib.head("rate asked", "events/s (fixture)",
+                 "the window at the end (dump)", "VmRSS first",
+                 "at the window's end", "last", "max", "VmHWM (peak)",
+                 "after the window filled: min–max",
+                 "steps at a stall (events lost)",
+                 "other growth after it, an hour", "flat?"))
     rates = meta["rates"].split()
     verdicts = []
     for r in rates:
@@ -294,9 +284,8 @@ def rss(meta, rss_path):
     put("VmRSS, MiB, a minute apart, and the events lost so far (the "
         "tracer's `# LOST` lines):")
     put("")
-    put("| s | " + " | ".join("as fast as it can" if r == "0" else
-                             f"{int(r):,}/s" for r in rates) + " |")
-    put("|---|" + "---|" * len(rates))
+    put(lib.head("s", *("as fast as it can" if r == "0" else
+                        f"{int(r):,}/s" for r in rates)))
     for minute in range(0, dur // 60 + 1):
         t0 = minute * 60
         cells = []
@@ -306,7 +295,7 @@ def rss(meta, rss_path):
             cells.append(f"{near[1] / 1024:.1f} ({near[3]:,} lost)"
                          if near and abs(near[0] - t0) <= float(meta["every"])
                          else "–")
-        put(f"| {t0} | " + " | ".join(cells) + " |")
+        put(lib.row([str(t0)] + cells))
     put("")
     for r in rates:
         cpu = meta.get(f"rate{r}_tool_cpu_s")
@@ -342,7 +331,7 @@ def rss(meta, rss_path):
 def main():
     if len(sys.argv) != 4 or sys.argv[1] not in ("overhead", "rss"):
         raise SystemExit(__doc__)
-    meta = read_meta(sys.argv[2])
+    meta = lib.read_meta(sys.argv[2])
     if sys.argv[1] == "overhead":
         overhead(meta, sys.argv[3])
     else:

@@ -37,21 +37,11 @@ RATES=${RATES:-0 50000}
 OUT=${OUT:-$ROOT/bench/RESULTS.md}
 
 need_root "uprobes need it"
-[[ $DURATION =~ ^[1-9][0-9]*$ ]] || die "DURATION=$DURATION: a number of seconds"
-[[ $EVERY =~ ^[1-9][0-9]*$ ]] || die "EVERY=$EVERY: a number of seconds, at least 1"
-[[ $WINDOW_S =~ ^[1-9][0-9]*$ ]] || die "WINDOW_S=$WINDOW_S: a number of seconds"
-for r in $RATES; do
-	[[ $r =~ ^[0-9]+$ ]] || die "RATES=$RATES: numbers of events a second (0: as fast as it can)"
-done
+whole_numbers DURATION EVERY WINDOW_S
+whole_numbers_or_0 RATES
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
 [ -r "$LIB" ] || die "$LIB missing (python3-torch)"
-PIN_WL=()
-PIN_TOOL=()
-NCPU=$(nproc)
-if [ "$NCPU" -ge 2 ] && command -v taskset >/dev/null; then
-	PIN_WL=(taskset -c $((NCPU - 1)))
-	PIN_TOOL=(taskset -c 0-$((NCPU - 2)))
-fi
+pin_cpus
 
 make_work flight-rss || die "cannot make a work directory"
 take_binary || die "cannot copy $MT"

@@ -59,8 +59,7 @@ py-stacks|q|if (bpf_map_lookup_elem(&stacks, &w.hash))|if (ev->pid != 1) return;
 full|q|-|-|the stacks map: the lookup of the stack's id, and its store when the stack is new"
 
 need_root "uprobes and bpf_stats need it"
-[[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a number of repetitions"
-[[ $ITERS =~ ^[1-9][0-9]*$ ]] || die "ITERS=$ITERS: a number of iterations"
+whole_numbers REPS ITERS
 [ -r "$LIB" ] || die "$LIB missing (python3-torch)"
 command -v bpftool >/dev/null || die "bpftool missing (bench/bpfcost.py names the programs with it)"
 if [ -n "$REV" ]; then

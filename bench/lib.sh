@@ -37,6 +37,39 @@ whole_numbers() {
 	done
 }
 
+# whole_numbers_or_0 VAR...: die unless each VAR holds one or more whole
+# numbers, 0 allowed, separated by spaces: the knobs whose 0 means none,
+# or as fast as it can
+whole_numbers_or_0() {
+	local v re='^ *[0-9]+( +[0-9]+)* *$'
+	for v in "$@"; do
+		[[ ${!v} =~ $re ]] || die "$v=${!v}: whole numbers, 0 or above"
+	done
+}
+
+# pin_cpus: PIN_WL, the words that run the workload on the last CPU, and
+# PIN_TOOL, those that run a tracer on the others, so that neither takes
+# the other's CPU and the workload does not move between CPUs; both empty
+# on one CPU or without taskset. With PIN_ROOT set the workload runs in
+# that root, with the root's own taskset, which it must have. NCPU: the
+# CPUs there are.
+pin_cpus() {
+	PIN_WL=()
+	PIN_TOOL=()
+	NCPU=$(nproc)
+	if [ "$NCPU" -lt 2 ] || ! command -v taskset >/dev/null; then
+		return 0
+	fi
+	if [ -z "${PIN_ROOT:-}" ]; then
+		PIN_WL=(taskset -c $((NCPU - 1)))
+	elif [ -x "$PIN_ROOT/usr/bin/taskset" ]; then
+		PIN_WL=(/usr/bin/taskset -c $((NCPU - 1)))
+	else
+		return 0
+	fi
+	PIN_TOOL=(taskset -c 0-$((NCPU - 2)))
+}
+
 # probe_bytes PID: the probed bytes of the probed functions in PID, as
 # "0xNN/0xNN"
 probe_bytes() {

@@ -12,32 +12,22 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-PY=/usr/bin/python3
+WAIT_NAME=multi
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 MT=${MT:-$ROOT/memtrace-bpf}
 ITERS=${ITERS:-150}
 REPS=${REPS:-2}
 SCRAPES=${SCRAPES:-50}
 OUT=${OUT:-$ROOT/bench/RESULTS.md}
-BLAS_DIR=/usr/lib/x86_64-linux-gnu/openblas-serial
-W2="--batch 2 --seq 16 --d-model 64 --ff 256 --layers 4 --iters $ITERS"
+W2="$W2_SHAPE --iters $ITERS"
 PORT=19411
 
-die() {
-	echo "bench/multi: $*" >&2
-	exit 1
-}
-[ "$(id -u)" -eq 0 ] || die "run as root"
+need_root "uprobes need it"
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
 command -v curl >/dev/null || die "curl missing"
 
-WORK=$(mktemp -d /tmp/memtrace-multi.XXXXXX)
-PIDS=()
-cleanup() {
-	touch "$WORK/go" "$WORK/hold"
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+make_work multi || die "cannot make a work directory"
 
 # run N workloads, traced by MODE (bare | mt); prints the median loop s
 # and, for mt, the tool's events; the scrape timing when SCRAPE=1
@@ -49,7 +39,7 @@ run() {
 			$PY bench/workload_train.py $W2 >"$d/w$i.out" 2>&1 &
 		pids+=($!)
 	done
-	PIDS+=("${pids[@]}")
+	KIDS+=("${pids[@]}")
 	for ((i = 0; i < n; i++)); do
 		until grep -q '^READY' "$d/w$i.out"; do sleep 0.1; done
 	done

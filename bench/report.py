@@ -12,9 +12,10 @@ file RESULTS with that section and its rows of the Goals table replaced
 (run.sh's ONLY=record).
 """
 
-import csv
 import statistics
 import sys
+
+import lib
 
 MODE_NAMES = {
     "bare": "bare",
@@ -33,11 +34,6 @@ GOAL_RATE = 1e6         # events/s below which nothing may be lost
 GOAL_PY_RATIO = 0.30    # Python walk, module and phase vs the probe cost
 GOAL_W1_PY = 1.5        # percent, compute-bound loop with everything on
 TRACED = ("mtq", "mtn", "mto")
-
-
-def read_tsv(path):
-    with open(path) as f:
-        return list(csv.DictReader(f, delimiter="\t"))
 
 
 def num(x):
@@ -157,11 +153,11 @@ class Workload:
 
 def table(w, out):
     st = w.stats
-    out.append("| mode | runs | loop s, median (min–max) | workload CPU s "
-               "in the loop, median | it/s | overhead "
-               "vs bare median | events/s in the loop | lost | "
-               "ns per event (range) | vs empty uprobe | tracer CPU s |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    out.append(lib.head("mode", "runs", "loop s, median (min–max)",
+                        "workload CPU s in the loop, median", "it/s",
+                        "overhead vs bare median", "events/s in the loop",
+                        "lost", "ns per event (range)", "vs empty uprobe",
+                        "tracer CPU s"))
     for m in MODE_NAMES:
         s = st[m]
         row = [MODE_NAMES[m], str(s["n"]),
@@ -184,7 +180,7 @@ def table(w, out):
                          f"{s['ratio_hi']:.2f})" if s["resolvable"] else
                          f"not resolvable (×{s['ratio']:.2f} on the medians)"),
                         f"{s['tracer_cpu']:.2f}"]
-        out.append("| " + " | ".join(row) + " |")
+        out.append(lib.row(row))
 
 
 # --- record and report (bench/run.sh's record part) ---
@@ -194,16 +190,6 @@ GOAL_RSS_GROWTH = 0.10      # RSS at the end vs at 1 min, long trace
 GOAL_RSS_SECONDS = 600      # the trace the RSS goal asks for
 REC_GOALS = ("| `memtrace-bpf report` under 1 s",
              "| memtrace-bpf's own RSS bounded")
-
-
-def read_kv(path):
-    d = {}
-    with open(path) as f:
-        for line in f:
-            k, _, v = line.rstrip("\n").partition("=")
-            if k:
-                d[k] = v
-    return d
 
 
 def mib(kb):
@@ -223,8 +209,8 @@ def record_section(meta, rec, rss_rows, spliced=False, w2=None):
     o.append("")
     if spliced:
         o.append(f"Measured {meta['date']} on its own, by `{meta['cmd']}` "
-                 f"(whole part {int(meta['bench_s']) // 60} min "
-                 f"{int(meta['bench_s']) % 60} s), with {meta['tool']}; "
+                 f"(whole part {lib.duration(int(meta['bench_s']))}), with "
+                 f"{meta['tool']}; "
                  "the sections above come from an earlier whole run.")
         o.append("")
     o.append(f"`memtrace-bpf record -o FILE -p PID` on W2's loop "
@@ -241,10 +227,11 @@ def record_section(meta, rec, rss_rows, spliced=False, w2=None):
                  f"({int(rec['big_iters']):,} iterations) was made for the "
                  "read times.")
     o.append("")
-    o.append("| record | timed iterations | loop s | events | lost | file "
-             "bytes | bytes per event | recorder's own figure | recorder "
-             "CPU s (attach included) | recorder CPU ns per event |")
-    o.append("|---|---|---|---|---|---|---|---|---|---|")
+    o.append(lib.head("record", "timed iterations", "loop s", "events",
+                      "lost", "file bytes", "bytes per event",
+                      "recorder's own figure",
+                      "recorder CPU s (attach included)",
+                      "recorder CPU ns per event"))
     names = [("w2", "W2")] + ([("big", "W2, longer")] if big != "w2" else [])
     for n, label in names:
         e = int(rec[f"{n}_events"])
@@ -286,9 +273,8 @@ def record_section(meta, rec, rss_rows, spliced=False, w2=None):
                 "time's `%M`") + "). Per M events = median s / "
              "(events / 10^6).")
     o.append("")
-    o.append("| command | record | events | wall s, each run | median s | "
-             "**s per M events** | peak RSS |")
-    o.append("|---|---|---|---|---|---|---|")
+    o.append(lib.head("command", "record", "events", "wall s, each run",
+                      "median s", "**s per M events**", "peak RSS"))
     label = "W2" if big == "w2" else "W2, longer"
     o.append(f"| `report -i` | {label} | {e:,} | "
              f"{', '.join(f'{x:.3f}' for x in rs)} | {rep_m:.3f} | "
@@ -360,10 +346,10 @@ def record_section(meta, rec, rss_rows, spliced=False, w2=None):
              "(-q's own; for the record, `report -i` on it). Events/s = "
              "events / the tool's own duration (attach to stop).")
     o.append("")
-    o.append("| tool | events | events/s | lost | live allocations at the "
-             "end | RSS at go | RSS at 1 min | RSS at the end | peak (VmHWM) "
-             "| RSS change, 1 min → end | tool CPU s |")
-    o.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    o.append(lib.head("tool", "events", "events/s", "lost",
+                      "live allocations at the end", "RSS at go",
+                      "RSS at 1 min", "RSS at the end", "peak (VmHWM)",
+                      "RSS change, 1 min → end", "tool CPU s"))
     samples = {m: [r for r in rss_rows if r["mode"] == m] for m in ("q", "rec")}
 
     def near(rows, t):
@@ -404,8 +390,7 @@ def record_section(meta, rec, rss_rows, spliced=False, w2=None):
     step = max(every, round(rss_s / 10 / every) * every)
     o.append("RSS over the trace (the samples nearest each time):")
     o.append("")
-    o.append("| s from go | -q RSS | record RSS | record file |")
-    o.append("|---|---|---|---|")
+    o.append(lib.head("s from go", "-q RSS", "record RSS", "record file"))
     t = 0
     while t <= rss_s:
         q, r = near(samples["q"], t), near(samples["rec"], t)
@@ -458,9 +443,10 @@ def splice(path, section, goal_rows):
 
 def main():
     if sys.argv[1] == "--splice":
-        meta = read_kv(sys.argv[3])
-        section, goal_rows = record_section(meta, read_kv(sys.argv[4]),
-                                            read_tsv(sys.argv[5]),
+        meta = lib.read_meta(sys.argv[3])
+        section, goal_rows = record_section(meta,
+                                            lib.read_meta(sys.argv[4]),
+                                            lib.read_tsv(sys.argv[5]),
                                             spliced=True)
         print(splice(sys.argv[2], section, goal_rows))
         return
@@ -476,20 +462,21 @@ def main():
                 links.setdefault(k[6:], []).append(v)
             else:
                 meta[k] = v
-    runs = read_tsv(sys.argv[2])
-    loss = read_tsv(sys.argv[3])
+    runs = lib.read_tsv(sys.argv[2])
+    loss = lib.read_tsv(sys.argv[3])
     ws = {n: Workload(n, [r for r in runs if r["workload"] == n])
           for n in WORKLOADS}
     w1, w2 = ws["W1"], ws["W2"]
     rec_section, rec_goals = [], []
     if len(sys.argv) > 5:
-        rec_section, rec_goals = record_section(meta, read_kv(sys.argv[4]),
-                                                read_tsv(sys.argv[5]), w2=w2)
+        rec_section, rec_goals = record_section(
+            meta, lib.read_meta(sys.argv[4]), lib.read_tsv(sys.argv[5]),
+            w2=w2)
     o = []
     o.append("# memtrace-bpf benchmark: CPU PyTorch training loops")
     o.append("")
     o.append(f"Measured {meta['date']} by `bench/run.sh` (whole run "
-             f"{int(meta['bench_s']) // 60} min {int(meta['bench_s']) % 60} s). "
+             f"{lib.duration(int(meta['bench_s']))}). "
              "Reproduce with `make bench` (as root; it runs "
              "`scripts/setup.sh`, builds `memtrace-bpf fixtures`, then "
              "`bench/run.sh`, which rewrites this file). This file came "
@@ -634,9 +621,9 @@ def main():
                      "tracer = memtrace-bpf's own CPU time (user + kernel) "
                      "per event, spent beside the workload.")
             o.append("")
-            o.append("| mode | wall ns/event | in the workload's thread "
-                     "ns/event | off-CPU ns/event | tracer CPU ns/event |")
-            o.append("|---|---|---|---|---|")
+            o.append(lib.head("mode", "wall ns/event",
+                              "in the workload's thread ns/event",
+                              "off-CPU ns/event", "tracer CPU ns/event"))
             for m in ("empty",) + TRACED:
                 s = st[m]
                 o.append(f"| {MODE_NAMES[m]} | {s['ns'] + 0.0:,.0f} | "
@@ -654,8 +641,7 @@ def main():
     # goals
     o.append("## Goals")
     o.append("")
-    o.append("| goal | result | met? |")
-    o.append("|---|---|---|")
+    o.append(lib.head("goal", "result", "met?"))
     for m in ("mtn", "mtq", "mto"):
         s = w2.stats[m]
         ok = s["ratio"] <= GOAL_RATIO
@@ -768,10 +754,10 @@ def main():
              "= `run_time_ns` / `run_cnt` of memtrace-bpf's programs; no "
              "Python frames to walk in this C++ fixture).")
     o.append("")
-    o.append("| copies | --ringbuf-mb | events | lost | events + lost = "
-             "expected? | load s | events/s reached | tool's events_per_sec "
-             "| BPF ns per run |")
-    o.append("|---|---|---|---|---|---|---|---|---|")
+    o.append(lib.head("copies", "--ringbuf-mb", "events", "lost",
+                      "events + lost = expected?", "load s",
+                      "events/s reached", "tool's events_per_sec",
+                      "BPF ns per run"))
     for x, r in rates:
         tot = int(r["events"]) + int(r["lost"])
         o.append(f"| {r['procs']} | {r['ringbuf_mb']} | "
@@ -830,10 +816,9 @@ def main():
              "the loop; first bytes = the first byte of New/Delete in the "
              "target just before go.")
     o.append("")
-    o.append("| workload | mode | rep | iters | loop s | cpu s | events | "
-             "lost | printed | hits New+Delete | tracer CPU s | first bytes "
-             "| steal s |")
-    o.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    o.append(lib.head("workload", "mode", "rep", "iters", "loop s", "cpu s",
+                      "events", "lost", "printed", "hits New+Delete",
+                      "tracer CPU s", "first bytes", "steal s"))
     for r in runs:
         hits = ("" if r["hits_new"] in ("", "NA")
                 else f"{int(r['hits_new']):,}+{int(r['hits_del']):,}")

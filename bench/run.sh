@@ -71,9 +71,8 @@ record) grep -q '^## Goals' "$OUT" 2>/dev/null ||
 	die "ONLY=record puts its section into an existing $OUT: none there, run it whole first" ;;
 *) die "ONLY=$ONLY: only ONLY=record is known" ;;
 esac
-[[ $RSS_SECONDS =~ ^[0-9]+$ ]] || die "RSS_SECONDS=$RSS_SECONDS: a number of seconds"
-[[ $RSS_EVERY =~ ^[1-9][0-9]*$ ]] || die "RSS_EVERY=$RSS_EVERY: a number of seconds, at least 1"
-[[ $REC_MIN_EVENTS =~ ^[1-9][0-9]*$ ]] || die "REC_MIN_EVENTS=$REC_MIN_EVENTS: a number"
+whole_numbers_or_0 RSS_SECONDS
+whole_numbers RSS_EVERY REC_MIN_EVENTS
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
 [ -x "$FIX" ] || die "$FIX missing: make fixtures"
 [ -r "$LIB" ] || die "$LIB missing (python3-torch)"

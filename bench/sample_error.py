@@ -15,6 +15,8 @@ lines) agree to the byte.
 import statistics
 import sys
 
+import lib
+
 SHARE = 0.01  # modules below this share of the bytes are not judged
 
 
@@ -38,8 +40,7 @@ def keys(path):
 def main():
     if len(sys.argv) != 3:
         raise SystemExit(__doc__)
-    meta = dict(line.rstrip("\n").split("=", 1)
-                for line in open(sys.argv[1]) if "=" in line)
+    meta = lib.read_meta(sys.argv[1])
     rows = {}
     for line in open(sys.argv[2]):
         w, r, full, smp = line.rstrip("\n").split("\t")
@@ -61,7 +62,7 @@ def main():
     put("")
     put(f"Measured {meta['date']} by `bench/sample_error.sh` "
         f"({meta['reps']} repetitions a workload, "
-        f"{int(meta['secs']) // 60} min {int(meta['secs']) % 60} s, "
+        f"{lib.duration(int(meta['secs']))}, "
         f"{meta['cores']} cores); {meta['tool']}. Each run is traced twice "
         "at once, `-q --keys` and `-q --keys --sample-bytes "
         f"{meta['sample']}`, so that both see the same allocations. Error: "
@@ -70,10 +71,10 @@ def main():
         f"holding more than {SHARE:.0%} of the bytes. W1 = "
         f"`{meta['w1_args']}`, W2 = `{meta['w2_args']}`.")
     put("")
-    put("| workload | stacks walked | modules judged (their share of the "
-        "bytes) | max \\|error\\| per run, median (min–max) | mean \\|error\\| "
-        "| totals equal |")
-    put("|---|---|---|---|---|---|")
+    put(lib.head("workload", "stacks walked",
+                 "modules judged (their share of the bytes)",
+                 "max \\|error\\| per run, median (min–max)",
+                 "mean \\|error\\|", "totals equal"))
     for w in sorted(rows):
         v = rows[w]
         mx = [max((abs(e) for e in x["errs"].values()), default=0)

@@ -30,7 +30,7 @@ declare -A WARGS=(
 )
 
 need_root "uprobes need it"
-[[ $REPS =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS: a number of repetitions"
+whole_numbers REPS
 [ -x "$MT" ] || die "$MT missing: make memtrace-bpf"
 
 make_work sample || die "cannot make a work directory"

@@ -11,8 +11,9 @@
 #           other users of the CUDA root;
 #   alone:  ranks.bats (--all traces every process that maps our
 #           libraries, another test's too).
-# Lane b takes the rest. The lanes are balanced by the files' times in
-# docs/TESTS.md; a file not named below goes to lane b.
+# Lane b takes the rest, golden.bats among them (it reads a committed
+# record and shares nothing). The lanes are balanced by the files' times
+# in docs/TESTS.md; a file not named below goes to lane b.
 #
 # Each line is printed as it comes, after its lane's name; a lane's
 # failures are printed whole (bats --print-output-on-failure). Exit 0 when

@@ -14,16 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include "analysis/frag.h"
-#include "analysis/session.h"
+#include "harness.h"
 
 #define A 100 /* the process that execs */
 #define B 200 /* another, untouched */
 #define C10_CUDA0 1 /* c10::Device{CUDA, 0} as the report passes it */
 
 struct sim {
-	struct mt_session s;
+	struct harness h; /* first: harness_teardown frees the whole */
 	struct mt_site *fwd_a, *other_a, *site_b;
-	__u64 ts;
 };
 
 static int setup(void **state)
@@ -32,33 +31,20 @@ static int setup(void **state)
 				     .max_sites = 64,
 				     .leak = { .age_steps = 2 } };
 	struct sim *m = calloc(1, sizeof(*m));
-	bool is_new;
 
-	if (!m || mt_session_init(&m->s, &c, stderr))
+	if (!m || harness_init(&m->h, &c, stderr))
 		return -1;
-	m->fwd_a = mt_sites_get(m->s.sites,
+	m->fwd_a = harness_site(&m->h,
 				&(struct mt_site){ .pid = A,
 						   .event = "cudart:cudaMalloc",
 						   .phase = "forward",
-						   .module = "net" },
-				&is_new);
-	m->other_a = mt_sites_get(
-		m->s.sites, &(struct mt_site){ .pid = A, .event = "c10:alloc" },
-		&is_new);
-	m->site_b = mt_sites_get(
-		m->s.sites,
-		&(struct mt_site){ .pid = B, .event = "cudart:cudaMalloc" },
-		&is_new);
+						   .module = "net" });
+	m->other_a = harness_site(
+		&m->h, &(struct mt_site){ .pid = A, .event = "c10:alloc" });
+	m->site_b = harness_site(
+		&m->h,
+		&(struct mt_site){ .pid = B, .event = "cudart:cudaMalloc" });
 	*state = m;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct sim *m = *state;
-
-	mt_session_free(&m->s);
-	free(m);
 	return 0;
 }
 
@@ -67,11 +53,8 @@ static void feed(struct sim *m, struct mt_event *ev, struct mt_site *site)
 {
 	struct mt_call r;
 
-	ev->ts = (m->ts += 1000);
-	ev->tid = ev->pid;
-	ev->flags |= MT_EV_RET;
-	assert_true(mt_decode(ev, 0, &r));
-	assert_true(mt_session_event(&m->s, &r, site));
+	harness_decode(&m->h, ev, &r);
+	assert_true(mt_session_event(&m->h.s, &r, site));
 }
 
 static void cuda_malloc(struct sim *m, __u32 pid, __u64 ptr, __u64 size,
@@ -131,26 +114,26 @@ static void test_exec_frees_what_the_image_held(void **state)
 	cuda_malloc(m, A, 0x2000, 3000, m->fwd_a);
 	c10_alloc(m, A, 0x9000, 512, 512, 2048);
 	cuda_malloc(m, B, 0x1000, 5000, m->site_b);
-	assert_int_equal(mt_live_count(m->s.live), 4);
+	assert_int_equal(mt_live_count(m->h.s.live), 4);
 
-	mt_session_exec(&m->s, A, m->ts + 500, &freed);
+	mt_session_exec(&m->h.s, A, m->h.ts + 500, &freed);
 	assert_int_equal(freed.allocs, 3);
 	assert_int_equal(freed.bytes, 1000 + 3000 + 512);
 	/* only B's allocation is alive, and its figures are its own */
-	assert_int_equal(mt_live_count(m->s.live), 1);
-	assert_int_equal(mt_session_proc(&m->s, A)->live, 0);
-	assert_int_equal(mt_session_proc(&m->s, B)->live, 1);
-	assert_int_equal(dev(&m->s, A, MT_SP_CUDART)->cur, 0);
-	assert_int_equal(dev(&m->s, A, MT_SP_CUDART)->peak, 4000);
-	assert_int_equal(dev(&m->s, B, MT_SP_CUDART)->cur, 5000);
+	assert_int_equal(mt_live_count(m->h.s.live), 1);
+	assert_int_equal(mt_session_proc(&m->h.s, A)->live, 0);
+	assert_int_equal(mt_session_proc(&m->h.s, B)->live, 1);
+	assert_int_equal(dev(&m->h.s, A, MT_SP_CUDART)->cur, 0);
+	assert_int_equal(dev(&m->h.s, A, MT_SP_CUDART)->peak, 4000);
+	assert_int_equal(dev(&m->h.s, B, MT_SP_CUDART)->cur, 5000);
 	/* c10's totals of the old allocator: gone, their peaks stay */
-	assert_int_equal(dev(&m->s, A, MT_SP_C10)->allocated, 0);
-	assert_int_equal(dev(&m->s, A, MT_SP_C10)->reserved, 0);
-	assert_int_equal(dev(&m->s, A, MT_SP_C10)->allocated_peak, 512);
-	assert_int_equal(dev(&m->s, A, MT_SP_C10)->reserved_peak, 2048);
+	assert_int_equal(dev(&m->h.s, A, MT_SP_C10)->allocated, 0);
+	assert_int_equal(dev(&m->h.s, A, MT_SP_C10)->reserved, 0);
+	assert_int_equal(dev(&m->h.s, A, MT_SP_C10)->allocated_peak, 512);
+	assert_int_equal(dev(&m->h.s, A, MT_SP_C10)->reserved_peak, 2048);
 	/* the module's own bytes and the site's live ones */
-	assert_int_equal(own(&m->s, A)->live, 0);
-	assert_int_equal(own(&m->s, A)->peak, 4000);
+	assert_int_equal(own(&m->h.s, A)->live, 0);
+	assert_int_equal(own(&m->h.s, A)->peak, 4000);
 	assert_int_equal(m->fwd_a->live_bytes, 0);
 	assert_int_equal(m->fwd_a->live_count, 0);
 	assert_int_equal(m->other_a->live_bytes, 0);
@@ -158,7 +141,7 @@ static void test_exec_frees_what_the_image_held(void **state)
 	/* the allocator's waste ends with it; its report still counts one */
 	f = open_memstream(&text, &len);
 	assert_non_null(f);
-	mt_frag_print(m->s.frag, m->s.live, 0, f);
+	mt_frag_print(m->h.s.frag, m->h.s.live, 0, f);
 	assert_int_equal(fclose(f), 0);
 	assert_non_null(strstr(text, "# frag pid=100 dev=cuda:0 events=1 "));
 	assert_non_null(strstr(text, " waste_last=0 reserved_last=0 "
@@ -167,10 +150,10 @@ static void test_exec_frees_what_the_image_held(void **state)
 
 	/* the new image's allocation at an old address is a new one */
 	cuda_malloc(m, A, 0x1000, 7000, m->fwd_a);
-	assert_int_equal(dev(&m->s, A, MT_SP_CUDART)->cur, 7000);
-	assert_int_equal(dev(&m->s, A, MT_SP_CUDART)->peak, 7000);
-	assert_int_equal(own(&m->s, A)->live, 7000);
-	assert_int_equal(m->s.sum.early_frees, 0);
+	assert_int_equal(dev(&m->h.s, A, MT_SP_CUDART)->cur, 7000);
+	assert_int_equal(dev(&m->h.s, A, MT_SP_CUDART)->peak, 7000);
+	assert_int_equal(own(&m->h.s, A)->live, 7000);
+	assert_int_equal(m->h.s.sum.early_frees, 0);
 }
 
 static void test_exec_of_nothing(void **state)
@@ -179,11 +162,11 @@ static void test_exec_of_nothing(void **state)
 	struct mt_exec_freed freed = { 9, 9 };
 
 	cuda_malloc(m, B, 0x1000, 5000, m->site_b);
-	mt_session_exec(&m->s, A, m->ts, &freed);
+	mt_session_exec(&m->h.s, A, m->h.ts, &freed);
 	assert_int_equal(freed.allocs, 0);
 	assert_int_equal(freed.bytes, 0);
-	assert_int_equal(mt_live_count(m->s.live), 1);
-	assert_int_equal(dev(&m->s, B, MT_SP_CUDART)->cur, 5000);
+	assert_int_equal(mt_live_count(m->h.s.live), 1);
+	assert_int_equal(dev(&m->h.s, B, MT_SP_CUDART)->cur, 5000);
 }
 
 static void test_exec_line(void **state)
@@ -220,9 +203,10 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
-			test_exec_frees_what_the_image_held, setup, teardown),
+			test_exec_frees_what_the_image_held, setup,
+			harness_teardown),
 		cmocka_unit_test_setup_teardown(test_exec_of_nothing, setup,
-						teardown),
+						harness_teardown),
 		cmocka_unit_test(test_exec_line),
 	};
 

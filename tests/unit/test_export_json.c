@@ -15,11 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <yajl/yajl_parse.h>
 #include <yajl/yajl_tree.h>
 #include "export/export.h"
-#include "analysis/session.h"
+#include "harness.h"
 
 #define NSITES 40
 #define NOPS 200000
@@ -33,13 +32,11 @@ static const char PHASE[] = "forward";
 static const char OUTER[] = "main (train.py:9)";
 
 struct sim {
-	struct mt_session s;
+	struct harness h; /* first: harness_teardown frees the whole */
 	struct mt_site *site[NSITES];
 	struct mt_site *free_site;
 	char frames[NSITES][48];
 	const char *stacks[NSITES][2];
-	char path[64];
-	__u64 ts;
 	/* the brute force */
 	__u64 ptr[MAXLIVE], size[MAXLIVE];
 	int owner[MAXLIVE];
@@ -57,9 +54,8 @@ static struct mt_site *site_of(struct sim *m, const char *event,
 			       .phase = PHASE,
 			       .depth = depth,
 			       .frames = frames };
-	bool is_new;
 
-	return mt_sites_get(m->s.sites, &key, &is_new);
+	return harness_site(&m->h, &key);
 }
 
 static int setup(void **state)
@@ -69,11 +65,10 @@ static int setup(void **state)
 				     .top_live = 5,
 				     .top_ops = 5 };
 	struct sim *m = calloc(1, sizeof(*m));
-	int fd;
 
 	if (!m)
 		return -1;
-	if (mt_session_init(&m->s, &c, stderr))
+	if (harness_init(&m->h, &c, stderr))
 		return -1;
 	for (int i = 0; i < NSITES; i++) {
 		snprintf(m->frames[i], sizeof(m->frames[i]),
@@ -83,47 +78,16 @@ static int setup(void **state)
 		m->site[i] = site_of(m, EV_ALLOC, m->stacks[i], 2);
 	}
 	m->free_site = site_of(m, EV_FREE, NULL, 0);
-	snprintf(m->path, sizeof(m->path), "/tmp/test_export_XXXXXX");
-	fd = mkstemp(m->path);
-	if (fd < 0)
+	if (harness_file(&m->h, "test_export"))
 		return -1;
-	close(fd);
 	*state = m;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct sim *m = *state;
-
-	mt_session_free(&m->s);
-	unlink(m->path);
-	free(m);
 	return 0;
 }
 
 static void feed(struct sim *m, bool alloc, __u64 ptr, __u64 size, int site)
 {
-	struct mt_event ev = { .ts = (m->ts += 1000),
-			       .pid = PID,
-			       .tid = PID,
-			       .cpu = 1,
-			       .comm = "python3" };
-	struct mt_call r = {
-		.ev = &ev,
-		.ki = mt_kind(alloc ? MT_K_CPU_NEW : MT_K_CPU_DELETE),
-		.event = alloc ? EV_ALLOC : EV_FREE,
-		.role = alloc ? MT_ROLE_ALLOC : MT_ROLE_FREE,
-		.has_ptr = true,
-		.ptr = ptr,
-		.size_state = alloc ? MT_SIZE_KNOWN : MT_SIZE_UNKNOWN,
-		.size = size,
-		.dev_type = MT_DT_CPU,
-		.dev_index = -1,
-	};
-
-	assert_true(mt_session_event(&m->s, &r,
-				     alloc ? m->site[site] : m->free_site));
+	harness_cpu(&m->h, alloc ? m->site[site] : m->free_site, PID, alloc,
+		    ptr, size, 0);
 }
 
 /* random allocations and frees, kept by the brute force too */
@@ -205,13 +169,13 @@ static const char *str(yajl_val v)
 static void export(struct sim *m, const char *kind, bool at_peak)
 {
 	struct mt_export_conf c = { .kind = kind,
-				    .path = m->path,
+				    .path = m->h.path,
 				    .at_peak = at_peak };
 	char err[256];
 
-	assert_int_equal(mt_export_start(&m->s, &c, err, sizeof(err)), 0);
+	assert_int_equal(mt_export_start(&m->h.s, &c, err, sizeof(err)), 0);
 	run_ops(m, 7);
-	assert_int_equal(mt_export_finish(&m->s, err, sizeof(err)), 0);
+	assert_int_equal(mt_export_finish(&m->h.s, err, sizeof(err)), 0);
 }
 
 /* per site (its innermost Python frame "f<i>"), the speedscope weights */
@@ -254,7 +218,7 @@ static void test_speedscope_allocated(void **state)
 	__u64 w[NSITES] = { 0 };
 
 	export(m, "speedscope", false);
-	speedscope_weights(m->path, w);
+	speedscope_weights(m->h.path, w);
 	for (int i = 0; i < NSITES; i++)
 		assert_int_equal(w[i], m->alloc_bytes[i]);
 }
@@ -265,7 +229,7 @@ static void test_speedscope_at_peak(void **state)
 	__u64 w[NSITES] = { 0 }, sum = 0;
 
 	export(m, "speedscope", true);
-	speedscope_weights(m->path, w);
+	speedscope_weights(m->h.path, w);
 	for (int i = 0; i < NSITES; i++) {
 		assert_int_equal(w[i], m->at_peak[i]);
 		sum += w[i];
@@ -439,7 +403,7 @@ static void test_perfetto_counters(void **state)
 	struct counters c = { 0 };
 
 	export(m, "perfetto", false);
-	perfetto_counters(m->path, &c);
+	perfetto_counters(m->h.path, &c);
 	assert_true(c.saw_events);
 	assert_int_equal(c.no_ph, 0);
 	assert_int_equal(c.bad_name, 0);
@@ -458,7 +422,7 @@ static void test_json_lines(void **state)
 	FILE *f;
 
 	export(m, "json", false);
-	f = fopen(m->path, "r");
+	f = fopen(m->h.path, "r");
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
 		char err[128];
@@ -478,15 +442,15 @@ static void test_json_lines(void **state)
 static void test_json_unknown_size(void **state)
 {
 	struct sim *m = *state;
-	struct mt_export_conf c = { .kind = "json", .path = m->path };
+	struct mt_export_conf c = { .kind = "json", .path = m->h.path };
 	char err[256], line[512];
 	yajl_val v, size;
 	FILE *f;
 
-	assert_int_equal(mt_export_start(&m->s, &c, err, sizeof(err)), 0);
+	assert_int_equal(mt_export_start(&m->h.s, &c, err, sizeof(err)), 0);
 	feed(m, false, 0xbef0e, 0, 0);
-	assert_int_equal(mt_export_finish(&m->s, err, sizeof(err)), 0);
-	f = fopen(m->path, "r");
+	assert_int_equal(mt_export_finish(&m->h.s, err, sizeof(err)), 0);
+	f = fopen(m->h.path, "r");
 	assert_non_null(f);
 	assert_non_null(fgets(line, sizeof(line), f));
 	fclose(f);
@@ -503,15 +467,15 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_speedscope_allocated,
-						setup, teardown),
+						setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_speedscope_at_peak, setup,
-						teardown),
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_perfetto_counters, setup,
-						teardown),
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_json_lines, setup,
-						teardown),
+						harness_teardown),
 		cmocka_unit_test_setup_teardown(test_json_unknown_size, setup,
-						teardown),
+						harness_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,55 +15,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "export/export.h"
-#include "analysis/session.h"
+#include "harness.h"
 
 #define PID 558
 #define MIB (1ULL << 20)
 #define SEG_A 0x7fc711c00000ULL
-
-struct sim {
-	struct mt_session s;
-	char path[64];
-	__u64 ts;
-};
 
 static int setup(void **state)
 {
 	struct mt_session_conf c = {
 		.max_live = 1024, .max_sites = 64, .top_live = 5, .top_ops = 5
 	};
-	struct sim *m = calloc(1, sizeof(*m));
-	int fd;
+	struct harness *h = calloc(1, sizeof(*h));
 
-	if (!m || mt_session_init(&m->s, &c, stderr))
+	if (!h || harness_init(h, &c, stderr) || harness_file(h, "test_memviz"))
 		return -1;
-	snprintf(m->path, sizeof(m->path), "/tmp/test_memviz_XXXXXX");
-	fd = mkstemp(m->path);
-	if (fd < 0)
-		return -1;
-	close(fd);
-	*state = m;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct sim *m = *state;
-
-	mt_session_free(&m->s);
-	unlink(m->path);
-	free(m);
+	*state = h;
 	return 0;
 }
 
 /* an allocation of kind k made from caller's code */
-static void feed(struct sim *m, unsigned int k, __u64 ptr, __u64 size,
+static void feed(struct harness *h, unsigned int k, __u64 ptr, __u64 size,
 		 const char *caller)
 {
 	const struct mt_kind_info *ki = mt_kind(k);
-	struct mt_event ev = { .ts = (m->ts += 1000),
+	struct mt_event ev = { .ts = harness_tick(h),
 			       .pid = PID,
 			       .tid = PID,
 			       .kind = k,
@@ -87,10 +64,8 @@ static void feed(struct sim *m, unsigned int k, __u64 ptr, __u64 size,
 		.allocated = size,
 		.reserved = 2 * MIB,
 	};
-	bool is_new;
 
-	assert_true(mt_session_event(&m->s, &r,
-				     mt_sites_get(m->s.sites, &key, &is_new)));
+	assert_true(mt_session_event(&h->s, &r, harness_site(h, &key)));
 }
 
 /* how many times the pickle holds the string s */
@@ -117,63 +92,63 @@ static int count(const char *path, const char *s)
 	return n;
 }
 
-static void export_start(struct sim *m)
+static void export_start(struct harness *h)
 {
-	struct mt_export_conf c = { .kind = "memviz", .path = m->path };
+	struct mt_export_conf c = { .kind = "memviz", .path = h->path };
 	char err[256];
 
-	assert_int_equal(mt_export_start(&m->s, &c, err, sizeof(err)), 0);
+	assert_int_equal(mt_export_start(&h->s, &c, err, sizeof(err)), 0);
 }
 
-static void export_finish(struct sim *m)
+static void export_finish(struct harness *h)
 {
 	char err[256];
 
-	assert_int_equal(mt_export_finish(&m->s, err, sizeof(err)), 0);
+	assert_int_equal(mt_export_finish(&h->s, err, sizeof(err)), 0);
 }
 
 static void test_allocator_segments_only(void **state)
 {
-	struct sim *m = *state;
+	struct harness *h = *state;
 
-	export_start(m);
-	feed(m, MT_K_CU_MEM_ALLOC, SEG_A, 2 * MIB, "libcudart.so.13");
-	feed(m, MT_K_CUDA_MALLOC, SEG_A, 2 * MIB, "libc10_cuda.so");
-	feed(m, MT_K_C10_REPORT, SEG_A, 512, "libc10_cuda.so");
-	feed(m, MT_K_CU_MEM_ALLOC, 0x7fc729000000ULL, 1024, "libcublas.so.13");
-	feed(m, MT_K_CU_MEM_ALLOC, 0x7fc729000400ULL, 131072,
+	export_start(h);
+	feed(h, MT_K_CU_MEM_ALLOC, SEG_A, 2 * MIB, "libcudart.so.13");
+	feed(h, MT_K_CUDA_MALLOC, SEG_A, 2 * MIB, "libc10_cuda.so");
+	feed(h, MT_K_C10_REPORT, SEG_A, 512, "libc10_cuda.so");
+	feed(h, MT_K_CU_MEM_ALLOC, 0x7fc729000000ULL, 1024, "libcublas.so.13");
+	feed(h, MT_K_CU_MEM_ALLOC, 0x7fc729000400ULL, 131072,
 	     "libcublas.so.13");
-	feed(m, MT_K_CU_MEM_ALLOC, 0x7fc6fc000000ULL, 64 * MIB,
+	feed(h, MT_K_CU_MEM_ALLOC, 0x7fc6fc000000ULL, 64 * MIB,
 	     "libcublas.so.13");
-	export_finish(m);
+	export_finish(h);
 	/* one segment, in 'segments' and in the trace, c10's block in it */
-	assert_int_equal(count(m->path, "total_size"), 1);
-	assert_int_equal(count(m->path, "segment_alloc"), 1);
-	assert_int_equal(count(m->path, "active_allocated"), 1);
-	assert_int_equal(count(m->path, "libcublas.so.13"), 0);
-	assert_int_equal(count(m->path, "cudart:cudaMalloc"), 1);
+	assert_int_equal(count(h->path, "total_size"), 1);
+	assert_int_equal(count(h->path, "segment_alloc"), 1);
+	assert_int_equal(count(h->path, "active_allocated"), 1);
+	assert_int_equal(count(h->path, "libcublas.so.13"), 0);
+	assert_int_equal(count(h->path, "cudart:cudaMalloc"), 1);
 }
 
 /* no caching allocator: a program's own ranges are its segments */
 static void test_no_allocator(void **state)
 {
-	struct sim *m = *state;
+	struct harness *h = *state;
 
-	export_start(m);
-	feed(m, MT_K_CUDA_MALLOC, SEG_A, 2 * MIB, "cudart_calls");
-	feed(m, MT_K_CU_MEM_ALLOC, 0x7fc729000000ULL, 1024, "libcublas.so.13");
-	export_finish(m);
-	assert_int_equal(count(m->path, "total_size"), 2);
-	assert_int_equal(count(m->path, "segment_alloc"), 2);
+	export_start(h);
+	feed(h, MT_K_CUDA_MALLOC, SEG_A, 2 * MIB, "cudart_calls");
+	feed(h, MT_K_CU_MEM_ALLOC, 0x7fc729000000ULL, 1024, "libcublas.so.13");
+	export_finish(h);
+	assert_int_equal(count(h->path, "total_size"), 2);
+	assert_int_equal(count(h->path, "segment_alloc"), 2);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_allocator_segments_only,
-						setup, teardown),
+						setup, harness_teardown),
 		cmocka_unit_test_setup_teardown(test_no_allocator, setup,
-						teardown),
+						harness_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include "event/kinds.h"
 #include "export/metrics.h"
-#include "analysis/session.h"
+#include "harness.h"
 
 #define MIB (1ULL << 20)
 #define GPU_PID 4242
@@ -34,9 +34,8 @@ static const char MOD_FC[] = "Net.fc";
 static const char MOD_HEAD[] = "Net.head";
 
 struct fixture {
-	struct mt_session ses;
+	struct harness h;
 	FILE *devnull; /* the session's own lines (an OOM block) */
-	__u64 ts;
 	char *text;
 	size_t len;
 	char dir[64];
@@ -50,7 +49,7 @@ static int teardown(void **state)
 	snprintf(path, sizeof(path), "%s/m.prom", f->dir);
 	unlink(path);
 	rmdir(f->dir);
-	mt_session_free(&f->ses);
+	harness_free(&f->h);
 	if (f->devnull)
 		fclose(f->devnull);
 	free(f->text);
@@ -76,7 +75,7 @@ static int setup(void **state)
 	f->devnull = fopen("/dev/null", "w");
 	snprintf(f->dir, sizeof(f->dir), "/tmp/test_metrics.XXXXXX");
 	if (!f->devnull || !mkdtemp(f->dir) ||
-	    mt_session_init(&f->ses, &c, f->devnull)) {
+	    harness_init(&f->h, &c, f->devnull)) {
 		teardown(state);
 		return -1;
 	}
@@ -88,24 +87,19 @@ static void feed(struct fixture *f, __u32 pid, unsigned int kind,
 		 const __u64 *args, __u64 out, __s64 ret, const char *phase,
 		 const char *module)
 {
-	struct mt_event ev = { .ts = ++f->ts * 1000,
-			       .pid = pid,
-			       .tid = pid,
+	struct mt_event ev = { .pid = pid,
 			       .kind = (__u16)kind,
-			       .flags = MT_EV_RET | MT_EV_OUT,
+			       .flags = MT_EV_OUT,
 			       .out = out,
 			       .ret = ret,
 			       .dev = 0 };
 	struct mt_site key = { .pid = pid, .phase = phase, .module = module };
 	struct mt_call r;
-	bool is_new;
 
 	memcpy(ev.args, args, sizeof(ev.args));
-	assert_true(mt_decode(&ev, 0, &r));
+	harness_decode(&f->h, &ev, &r);
 	key.event = r.event;
-	/* the live table keeps the site: the session's own */
-	mt_session_event(&f->ses, &r,
-			 mt_sites_get(f->ses.sites, &key, &is_new));
+	mt_session_event(&f->h.s, &r, harness_site(&f->h, &key));
 }
 
 /* c10's report: size < 0 frees; totals after it; on cuda:0 */
@@ -132,7 +126,7 @@ static void workload(struct fixture *f)
 	const __u64 cpu2[MT_NARGS] = { 0, 0x6000, 1000 };
 	const __u64 cpufree[MT_NARGS] = { 0, 0x5000 };
 
-	mt_session_set_rank(&f->ses, GPU_PID, &rank);
+	mt_session_set_rank(&f->h.s, GPU_PID, &rank);
 	feed(f, GPU_PID, MT_K_CUDA_MALLOC, malloc1, 0x7f0000000000, 0, NULL,
 	     NULL);
 	/* cudaErrorMemoryAllocation */
@@ -148,7 +142,7 @@ static void workload(struct fixture *f)
 
 static const char *render(struct fixture *f, __u64 lost)
 {
-	struct mt_session *const ses[] = { &f->ses };
+	struct mt_session *const ses[] = { &f->h.s };
 	FILE *out;
 
 	free(f->text);
@@ -246,7 +240,7 @@ static void test_sampled(void **state)
 	struct fixture *f = *state;
 	const char *t;
 
-	f->ses.conf.sample_bytes = 524288;
+	f->h.s.conf.sample_bytes = 524288;
 	workload(f);
 	t = render(f, 0);
 	has_line(t, "memtrace_allocations_total{pid=\"4242\",rank=\"3\"} 4");
@@ -293,7 +287,7 @@ static char *slurp(const char *path)
 static void test_file(void **state)
 {
 	struct fixture *f = *state;
-	struct mt_session *const ses[] = { &f->ses };
+	struct mt_session *const ses[] = { &f->h.s };
 	char path[128], tmp[160], err[256];
 	struct mt_metrics_conf c = { .file = path, .file_interval = 1.0 };
 	struct mt_metrics *m;
@@ -441,7 +435,7 @@ static char *request(struct mt_metrics *m, struct mt_session *const *ses,
 static void test_http(void **state)
 {
 	struct fixture *f = *state;
-	struct mt_session *const ses[] = { &f->ses };
+	struct mt_session *const ses[] = { &f->h.s };
 	struct mt_metrics_conf c = { 0 };
 	char addr[64], err[256];
 	int port = free_port(NULL);
@@ -544,7 +538,7 @@ static struct mt_metrics *serve_at(const char *host, int port)
 static void test_slow_client(void **state)
 {
 	struct fixture *f = *state;
-	struct mt_session *const ses[] = { &f->ses };
+	struct mt_session *const ses[] = { &f->h.s };
 	int port = free_port(NULL);
 	struct mt_metrics *m = serve_at("127.0.0.1", port);
 	const __u64 s = 1000000000ULL;
@@ -595,7 +589,7 @@ static int close_waits(void)
 static void test_closed_half_request(void **state)
 {
 	struct fixture *f = *state;
-	struct mt_session *const ses[] = { &f->ses };
+	struct mt_session *const ses[] = { &f->h.s };
 	int port = free_port(NULL), fd;
 	struct mt_metrics *m = serve_at("127.0.0.1", port);
 	char *resp;
@@ -626,7 +620,7 @@ static void test_closed_half_request(void **state)
 static void test_full_ends_oldest(void **state)
 {
 	struct fixture *f = *state;
-	struct mt_session *const ses[] = { &f->ses };
+	struct mt_session *const ses[] = { &f->h.s };
 	int port = free_port(NULL), fds[32];
 	struct mt_metrics *m = serve_at("127.0.0.1", port);
 	char *resp;
@@ -655,7 +649,7 @@ static void test_full_ends_oldest(void **state)
 static void test_default_loopback(void **state)
 {
 	struct fixture *f = *state;
-	struct mt_session *const ses[] = { &f->ses };
+	struct mt_session *const ses[] = { &f->h.s };
 	int port = free_port(NULL), fd;
 	struct mt_metrics *m = serve_at("", port);
 

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "analysis/session.h"
 #include "analysis/top.h"
+#include "harness.h"
 
 #define PID 4242
 #define LEAK 1000 /* bytes kept by every step */
@@ -25,11 +25,11 @@ static const char OPTIMIZER[] = "optimizer";
 #define OWN_FRAME "Net.forward (/src/train.py:20)"
 
 struct sim {
-	struct mt_session s;
+	struct harness h;
 	struct mt_top *top;
 	struct mt_site *fwd, *bwd, *opt, *free_site;
 	const char *stack[2];
-	__u64 ts, ptr;
+	__u64 ptr;
 };
 
 static struct mt_site *site_of(struct sim *m, const char *event,
@@ -42,9 +42,8 @@ static struct mt_site *site_of(struct sim *m, const char *event,
 			       .module = module,
 			       .depth = depth,
 			       .frames = frames };
-	bool is_new;
 
-	return mt_sites_get(m->s.sites, &key, &is_new);
+	return harness_site(&m->h, &key);
 }
 
 static int setup(void **state)
@@ -54,13 +53,13 @@ static int setup(void **state)
 				     .leak = { .age_steps = 2 } };
 	struct sim *m = calloc(1, sizeof(*m));
 
-	if (!m || mt_session_init(&m->s, &c, stderr))
+	if (!m || harness_init(&m->h, &c, stderr))
 		return -1;
 	m->top = mt_top_new();
 	if (!m->top)
 		return -1;
-	m->s.obs = (struct mt_session_observer){ .event = mt_top_event,
-						 .ctx = m->top };
+	m->h.s.obs = (struct mt_session_observer){ .event = mt_top_event,
+						   .ctx = m->top };
 	m->stack[0] = LIB_FRAME;
 	m->stack[1] = OWN_FRAME;
 	m->fwd = site_of(m, EV_ALLOC, FORWARD, MODULE, m->stack, 2);
@@ -77,7 +76,7 @@ static int teardown(void **state)
 	struct sim *m = *state;
 
 	mt_top_free(m->top);
-	mt_session_free(&m->s);
+	harness_free(&m->h);
 	free(m);
 	return 0;
 }
@@ -87,29 +86,14 @@ static int teardown(void **state)
  * the event's MT_EV_* (MT_EV_SAMPLED: its stack was walked)
  */
 static __u64 feed_flags(struct sim *m, struct mt_site *site, __u64 ptr,
-			__u64 size, __u32 flags)
+			__u64 size, __u16 flags)
 {
 	bool alloc = site != m->free_site;
-	struct mt_event ev = { .ts = (m->ts += 1000),
-			       .pid = PID,
-			       .tid = PID,
-			       .flags = flags,
-			       .comm = "python3" };
-	struct mt_call r = {
-		.ev = &ev,
-		.ki = mt_kind(alloc ? MT_K_CPU_NEW : MT_K_CPU_DELETE),
-		.event = alloc ? EV_ALLOC : EV_FREE,
-		.role = alloc ? MT_ROLE_ALLOC : MT_ROLE_FREE,
-		.has_ptr = true,
-		.ptr = alloc ? (m->ptr += 0x10000) : ptr,
-		.size_state = alloc ? MT_SIZE_KNOWN : MT_SIZE_UNKNOWN,
-		.size = size,
-		.dev_type = MT_DT_CPU,
-		.dev_index = -1,
-	};
 
-	assert_true(mt_session_event(&m->s, &r, site));
-	return r.ptr;
+	if (alloc)
+		ptr = m->ptr += 0x10000;
+	harness_cpu(&m->h, site, PID, alloc, ptr, size, flags);
+	return ptr;
 }
 
 static __u64 feed(struct sim *m, struct mt_site *site, __u64 ptr, __u64 size)
@@ -146,7 +130,7 @@ static char *frame(struct sim *m, int cols, int rows)
 	FILE *f = open_memstream(&buf, &len);
 
 	assert_non_null(f);
-	assert_int_equal(mt_top_frame(m->top, &m->s, &st, cols, rows, f), 0);
+	assert_int_equal(mt_top_frame(m->top, &m->h.s, &st, cols, rows, f), 0);
 	assert_int_equal(fclose(f), 0);
 	return buf;
 }
@@ -218,7 +202,7 @@ static void test_sampled(void **state)
 	struct mt_site *none = site_of(m, EV_ALLOC, NULL, NULL, NULL, 0);
 	char *t;
 
-	m->s.conf.sample_bytes = 4096;
+	m->h.s.conf.sample_bytes = 4096;
 	for (int i = 0; i < 4; i++)
 		feed(m, none, 0, 1000);
 	t = frame(m, 0, 0);
