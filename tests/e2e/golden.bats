@@ -89,6 +89,14 @@ export_golden() {
 	golden report-keys.txt report -i "$REC" --keys
 }
 
+# time boundaries before the first step, then a step's: the headline
+# counts those of the kind judged, as '# leaks' does (it said "5 seen, 4
+# needed" and not judged)
+@test "golden: report --leak-age 0.3s" {
+	golden report-leak-age.txt report -i "$REC" --leak-age 0.3s
+	grep -q '^Leaks      not judged: 1 boundary seen, 4 needed ' "$OUT"
+}
+
 @test "golden: report --at peak" {
 	golden report-at-peak.txt report -i "$REC" --at peak
 }

@@ -534,7 +534,8 @@ int mt_leaks_verdict(const struct mt_leaks *l, struct mt_leak_verdict *vd,
 	vd->growing = (size_t)n;
 	vd->undecided = count_undecided(l);
 	for (size_t i = 0; i < l->npids; i++) {
-		vd->boundaries += l->pids[i].n;
+		/* those of the kind judged: steps, or time before any step */
+		vd->boundaries += l->pids[i].n - l->pids[i].kind_since + 1;
 		if (judged(&l->pids[i]))
 			vd->judged = true;
 		else

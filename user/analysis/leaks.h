@@ -56,7 +56,7 @@ struct mt_leak_verdict {
 	bool judged; /* some process had enough boundaries to judge */
 	size_t unjudged; /* processes with too few */
 	int needed; /* boundaries a process needs to be judged */
-	__u64 boundaries; /* seen, over all processes */
+	__u64 boundaries; /* seen, of the kind judged, over all processes */
 	__u64 uncounted; /* allocations the site table had no room for */
 	/*
 	 * a dump's window (mt_leaks_window), its seconds; 0: a whole trace.
