@@ -64,6 +64,7 @@ struct account {
 	enum mt_dev_type dev_type;
 	int dev;
 	__u64 peak, peak_ts;
+	__u64 peak_count; /* its allocations alive then: exact */
 	__u32 peak_step;
 	const char *peak_phase;
 	struct agg by_line, by_module, by_phase;
@@ -263,6 +264,7 @@ static void add_group(const struct mt_peak_group *g, void *ctx)
 				       .dev_type = g->dev_type,
 				       .dev = g->dev,
 				       .peak = g->peak,
+				       .peak_count = g->peak_count,
 				       .peak_ts = g->peak_ts,
 				       .peak_step = g->peak_step,
 				       .peak_phase = g->peak_phase };
@@ -303,7 +305,6 @@ static void add_owns(struct report *rp)
 			continue;
 		r->end += o->live;
 		r->alloc += o->alloc_bytes;
-		r->allocs += o->allocs;
 		if (o->peak > r->own_peak)
 			r->own_peak = o->peak;
 	}
@@ -1129,14 +1130,22 @@ static void print_account(struct report *rp, struct account *a)
 		snprintf(when, sizeof(when), "at %.3f s", rp->at_secs);
 	else
 		snprintf(when, sizeof(when), "at the peak");
+	/* the exact count the ~count columns below never pass */
 	if (rp->view && !rp->at_peak)
-		snprintf(title, sizeof(title), "%s: %s alive %s",
+		snprintf(title, sizeof(title),
+			 "%s: %s in %" PRIu64 " allocation%s alive %s",
 			 account_name(name, sizeof(name), rp, a),
-			 mt_format_bytes(b, sizeof(b), a->peak), when);
+			 mt_format_bytes(b, sizeof(b), a->peak),
+			 (uint64_t)a->peak_count, a->peak_count == 1 ? "" : "s",
+			 when);
 	else
-		snprintf(title, sizeof(title), "%s: %s at the peak, %.3f s",
+		snprintf(title, sizeof(title),
+			 "%s: %s in %" PRIu64
+			 " allocation%s at the peak, %.3f s",
 			 account_name(name, sizeof(name), rp, a),
-			 mt_format_bytes(b, sizeof(b), a->peak), at);
+			 mt_format_bytes(b, sizeof(b), a->peak),
+			 (uint64_t)a->peak_count, a->peak_count == 1 ? "" : "s",
+			 at);
 	heading(rp, title);
 	if (rp->s->sum.attributed) {
 		if (rp->view)

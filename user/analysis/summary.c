@@ -369,11 +369,8 @@ void mt_summary_own(struct mt_summary *s, const struct mt_live *e, __s64 delta)
 	}
 	own_move(&m->live, &m->own_peak, delta);
 	own_move(&o->live, &o->peak, delta);
-	if (delta > 0) {
-		/* a sampled allocation stands for 1/p of them */
-		o->allocs += mt_live_est_count(e);
+	if (delta > 0)
 		o->alloc_bytes += (__u64)delta;
-	}
 }
 
 void mt_summary_unmatched_free(struct mt_summary *s, const struct mt_call *r)

@@ -78,7 +78,7 @@ struct mt_module_own {
 	enum mt_dev_type dev_type;
 	int dev;
 	__u64 live, peak; /* its bytes alive now, the most alive at once */
-	__u64 allocs, alloc_bytes;
+	__u64 alloc_bytes;
 };
 
 struct mt_phase_stat {
