@@ -242,6 +242,9 @@ static struct account *account_of(struct report *rp, __u32 pid,
 	return NULL;
 }
 
+/* the line of the allocations the peak's group table had no room for */
+static const char NO_GROUP_SLOT[] = "(no group slot left)";
+
 static void add_group(const struct mt_peak_group *g, void *ctx)
 {
 	struct report *rp = ctx;
@@ -270,7 +273,7 @@ static void add_group(const struct mt_peak_group *g, void *ctx)
 				       .peak_phase = g->peak_phase };
 	}
 	k.module = s ? s->module : NULL;
-	k.line = g->unfit ? "(no group slot left)" : site_line(s, &k.lib);
+	k.line = g->unfit ? NO_GROUP_SLOT : site_line(s, &k.lib);
 	r = agg_get(&a->by_line, &k);
 	if (r) {
 		r->bytes += g->bytes;
@@ -1169,7 +1172,7 @@ static void add_site(struct mt_site *site, void *ctx)
 	struct agg *a = ctx;
 	struct row k = { .pid = site->pid, .module = site->module }, *r;
 
-	if (!site->allocs && !site->live_bytes)
+	if (!site->allocs)
 		return;
 	k.line = site_line(site, &k.lib);
 	r = agg_get(a, &k);
@@ -1177,16 +1180,39 @@ static void add_site(struct mt_site *site, void *ctx)
 		return;
 	r->alloc += site->alloc_bytes;
 	r->allocs += site->allocs;
-	r->end += site->live_bytes;
-	r->end_count += site->live_count;
 }
 
-static void print_sites(struct report *rp)
+/*
+ * What is alive at the end, as the peak's groups are counted: in a
+ * sampled trace the same allocations then count the same here as at the
+ * peak, each account's rows adding up to no more than its exact count
+ */
+static void add_end(const struct mt_peak_group *g, void *ctx)
+{
+	struct agg *a = ctx;
+	struct row k = { .pid = g->pid }, *r;
+
+	/* unsampled allocations only (--sample-bytes): they stand for none */
+	if (!g->count)
+		return;
+	k.module = g->site ? g->site->module : NULL;
+	k.line = g->unfit ? NO_GROUP_SLOT : site_line(g->site, &k.lib);
+	r = agg_get(a, &k);
+	if (!r)
+		return;
+	r->end += g->bytes;
+	r->end_count += g->count;
+}
+
+/* false when out of memory: some rows are missing */
+static bool print_sites(struct report *rp)
 {
 	struct agg a = { 0 };
 	__u64 alloc = 0, end = 0;
+	bool ok;
 
 	mt_sites_foreach(rp->s->sites, add_site, &a);
+	ok = !mt_peak_foreach_now(rp->s->live, add_end, &a) && !a.oom;
 	for (size_t i = 0; i < a.n; i++) {
 		alloc += a.v[i].alloc;
 		end += a.v[i].end;
@@ -1200,6 +1226,7 @@ static void print_sites(struct report *rp)
 	print_lines(rp, a.v, a.n, V_END, end, rp->s->conf.top_live,
 		    EST_COL(rp, "alive at end"));
 	agg_free(&a);
+	return ok;
 }
 
 /* a dump's suspects count every allocation: exact, sampled or not */
@@ -1303,7 +1330,8 @@ void mt_report_print(struct mt_session *s, const struct mt_summary_end *end)
 		if (!rp.acc[i].hidden && rp.acc[i].peak)
 			print_account(&rp, &rp.acc[i]);
 	print_suspects(&rp, &sp);
-	print_sites(&rp);
+	if (!print_sites(&rp))
+		oom = true;
 	if (oom || rp.unshown)
 		fprintf(rp.out,
 			"\n(out of memory or past %d device accounts: some "
