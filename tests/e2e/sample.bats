@@ -192,7 +192,7 @@ rows() {
 	awk 'NR > 1 && NF > 4 { k = $1; for (i = 2; i <= NF - 4; i++) k = k " " $i; print k, $NF }' | sort
 }
 
-@test "sampled counts agree: the same allocations count the same at the peak and at the end, and never add up past the exact count" {
+@test "sampled counts agree: the same allocations count the same at the peak, at the end and allocated, and never add up past the exact count" {
 	REC=$BATS_TEST_TMPDIR/s.mtb
 	# one call, its 257 blocks kept: alive at the peak and at the end
 	HELD=1 fixture fx "$TORCH_PY" "$SAMPLE_PY" --steps 1 --keep
@@ -212,16 +212,23 @@ rows() {
 		on && /^$/ { exit } on' "$BATS_TEST_TMPDIR/report.out" | rows >"$BATS_TEST_TMPDIR/peak.rows"
 	awk '/^\(not leaks: / { on = 1; next }
 		on && /^$/ { exit } on' "$BATS_TEST_TMPDIR/report.out" | rows >"$BATS_TEST_TMPDIR/end.rows"
+	awk '/^Top call sites, by bytes allocated$/ { on = 1; next }
+		on && /^$/ { exit } on' "$BATS_TEST_TMPDIR/report.out" | rows >"$BATS_TEST_TMPDIR/alloc.rows"
 	cat "$BATS_TEST_TMPDIR/peak.rows"
 	# the small blocks, most of them not walked, and the big one
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/peak.rows")" -eq 2 ]
 	[ "$(awk '{ s += $NF } END { print s }' "$BATS_TEST_TMPDIR/peak.rows")" -le "$all" ]
 	grep -q '^big .* 1$' "$BATS_TEST_TMPDIR/peak.rows"
 	diff "$BATS_TEST_TMPDIR/peak.rows" "$BATS_TEST_TMPDIR/end.rows"
+	# every allocation made is alive: as many allocated
+	diff "$BATS_TEST_TMPDIR/peak.rows" "$BATS_TEST_TMPDIR/alloc.rows"
 	# the keys: the exact count, and the groups' counts never past it
 	"$MT" report --keys -i "$REC" >"$BATS_TEST_TMPDIR/keys.out"
 	grep -qE "^# peak pid=[0-9]+ cpu allocated: .* allocs=$all sum=[0-9]+ \(estimate\)\$" "$BATS_TEST_TMPDIR/keys.out"
 	[ "$(sed -nE 's/^#   .* count=([0-9]+) .*/\1/p' "$BATS_TEST_TMPDIR/keys.out" | paste -sd+ | bc)" -le "$all" ]
+	# allocated over the trace, by module and by call site: no more
+	[ "$(sed -nE 's/^# module .* allocs=([0-9]+) .*/\1/p' "$BATS_TEST_TMPDIR/keys.out" | paste -sd+ | bc)" -le "$all" ]
+	[ "$(sed -nE 's/^# op .* allocs=([0-9]+) .*/\1/p' "$BATS_TEST_TMPDIR/keys.out" | paste -sd+ | bc)" -le "$all" ]
 }
 
 @test "what reads every stack refuses a sampled trace, in one line" {

@@ -251,7 +251,9 @@ static const struct mt_module_stat *module_of(const struct mt_session *s,
 /*
  * The session of a sampled trace: every total counts every event; the
  * module and the site of a sampled allocation count s/p bytes and 1/p
- * allocations, an unsampled one nothing, and both go when freed
+ * allocations, an unsampled one nothing, and both go when freed; the
+ * counts over the trace, kept to the process's, take what of its ten
+ * unwalked allocations it says (7.5 of 10): never more than there are
  */
 static void test_session(void **state)
 {
@@ -268,6 +270,8 @@ static void test_session(void **state)
 	struct mt_site *mod, *none, *fr;
 	const struct mt_module_stat *m;
 	__u64 small = 65536, big = 64 * R, est;
+	struct mt_sample_cal cal;
+	double w;
 	bool is_new;
 
 	assert_int_equal(mt_session_init(&s, &c, stderr), 0);
@@ -286,14 +290,20 @@ static void test_session(void **state)
 	assert_int_equal(s.sample_allocs, 12);
 	assert_int_equal(s.sample_walked, 2);
 	/* the estimates: the small block stands for R/small of them */
-	est = mt_sample_scale(
-		small, 1.0 + (double)(float)(mt_sample_weight(small, R) - 1.0));
+	w = 1.0 + (double)(float)(mt_sample_weight(small, R) - 1.0);
+	est = mt_sample_scale(small, w);
 	m = module_of(&s, "encoder");
 	assert_non_null(m);
 	assert_int_equal(m->bytes_alloc, est + big);
-	assert_int_equal(m->allocs, 1 + llround(mt_sample_weight(small, R)));
+	assert_int_equal(m->allocs, 2);
+	assert_true(fabs(m->alloc_est - (1.0 + w)) < 1e-9);
 	assert_int_equal(m->live, est + big);
 	assert_int_equal(mod->alloc_bytes, est + big);
+	assert_int_equal(mod->allocs, 2);
+	assert_true(fabs(mod->alloc_est - (1.0 + w)) < 1e-9);
+	mt_session_alloc_cal(&s, PID, &cal);
+	assert_int_equal(mt_sample_cal_next(&cal, mod->allocs, mod->alloc_est),
+			 10);
 	assert_int_equal(mod->live_bytes, est + big);
 	assert_int_equal(mod->live_count, 2);
 	assert_int_equal(none->alloc_bytes, 0);

@@ -47,6 +47,9 @@ struct row {
 	__u64 bytes, count; /* at the peak (or what the table is about) */
 	__u64 end, end_count; /* alive when the trace ended */
 	__u64 alloc, allocs; /* allocated over the trace */
+	/* of allocs, sampled: those walked and what they stand for */
+	__u64 walked;
+	double est;
 	__u64 own_peak; /* the most of its own bytes alive at once */
 };
 
@@ -1179,7 +1182,51 @@ static void add_site(struct mt_site *site, void *ctx)
 	if (!r)
 		return;
 	r->alloc += site->alloc_bytes;
-	r->allocs += site->allocs;
+	r->walked += site->allocs;
+	r->est += site->alloc_est;
+}
+
+/* rows by process, then as the call sites' table, ties by name: one order */
+static int by_pid_then_alloc(const void *pa, const void *pb)
+{
+	const struct row *x = *(const struct row *const *)pa;
+	const struct row *y = *(const struct row *const *)pb;
+	int c;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	c = by_alloc(x, y);
+	if (!c)
+		c = strcmp(or_dash(x->module), or_dash(y->module));
+	if (!c)
+		c = strcmp(or_dash(x->line), or_dash(y->line));
+	return c ? c : strcmp(or_dash(x->lib), or_dash(y->lib));
+}
+
+/*
+ * The rows' allocations over the trace: in a sampled trace kept to their
+ * process's exact count, as the peak's are to its account's, each
+ * process's rows taken in turn (in one order, whatever the table's) so
+ * that they never add up past it. false when out of memory.
+ */
+static bool set_allocs(struct report *rp, struct agg *a)
+{
+	struct row **v = malloc((a->n ? a->n : 1) * sizeof(*v));
+	struct mt_sample_cal cal;
+
+	if (!v)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		v[i] = &a->v[i];
+	qsort(v, a->n, sizeof(*v), by_pid_then_alloc);
+	for (size_t i = 0; i < a->n; i++) {
+		if (!i || v[i]->pid != v[i - 1]->pid)
+			mt_session_alloc_cal(rp->s, v[i]->pid, &cal);
+		v[i]->allocs =
+			mt_sample_cal_next(&cal, v[i]->walked, v[i]->est);
+	}
+	free(v);
+	return true;
 }
 
 /*
@@ -1212,7 +1259,8 @@ static bool print_sites(struct report *rp)
 	bool ok;
 
 	mt_sites_foreach(rp->s->sites, add_site, &a);
-	ok = !mt_peak_foreach_now(rp->s->live, add_end, &a) && !a.oom;
+	ok = set_allocs(rp, &a);
+	ok = !mt_peak_foreach_now(rp->s->live, add_end, &a) && !a.oom && ok;
 	for (size_t i = 0; i < a.n; i++) {
 		alloc += a.v[i].alloc;
 		end += a.v[i].end;

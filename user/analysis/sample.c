@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <math.h>
+#include <stdint.h>
 #include "analysis/sample.h"
 #include "event/kinds.h"
 
@@ -45,6 +46,12 @@ void mt_sample_cal_init(struct mt_sample_cal *c, __u64 exact, __u64 walked,
 	c->scale = 1.0;
 	if (said > (double)c->left)
 		c->scale = (double)c->left / said;
+}
+
+void mt_sample_cal_none(struct mt_sample_cal *c)
+{
+	/* what est says of the unwalked, as it is, with no count to keep to */
+	*c = (struct mt_sample_cal){ .scale = 1.0, .left = UINT64_MAX };
 }
 
 double mt_sample_cal_count(const struct mt_sample_cal *c, __u64 walked,

@@ -79,6 +79,9 @@ struct mt_sample_cal {
 void mt_sample_cal_init(struct mt_sample_cal *c, __u64 exact, __u64 walked,
 			double est);
 
+/* a set whose exact count is not known: each part counts its estimate */
+void mt_sample_cal_none(struct mt_sample_cal *c);
+
 /* a part's calibrated count, not rounded: for one part on its own */
 double mt_sample_cal_count(const struct mt_sample_cal *c, __u64 walked,
 			   double est);

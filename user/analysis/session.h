@@ -18,6 +18,7 @@
 #include "analysis/livetable.h"
 #include "analysis/oom.h"
 #include "analysis/peak.h"
+#include "analysis/sample.h"
 #include "proc/rank.h"
 #include "analysis/sites.h"
 #include "analysis/summary.h"
@@ -55,6 +56,12 @@ struct mt_proc {
 	/* it ran before it was traced (-p): what it held then is unseen */
 	bool attached;
 	__u64 allocs, frees, failed, live; /* allocation calls */
+	/*
+	 * of allocs, those whose stack was walked (all of them in a full
+	 * trace), and what they stand for (analysis/sample.h)
+	 */
+	__u64 walked;
+	double est;
 };
 
 struct mt_session;
@@ -173,6 +180,15 @@ void mt_session_set_attached(struct mt_session *s, __u32 pid);
 
 /* what the session knows of pid; NULL if none of its events came */
 const struct mt_proc *mt_session_proc(const struct mt_session *s, __u32 pid);
+
+/*
+ * The calibration (analysis/sample.h) of the counts of pid's allocations
+ * over the trace, by call site or module, kept to the exact number it made;
+ * the estimates as they are where its count is gone (its slot taken by
+ * another process). ctx: the session (mt_summary_cal's form).
+ */
+void mt_session_alloc_cal(const void *ctx, __u32 pid,
+			  struct mt_sample_cal *cal);
 
 /*
  * The end of the trace: the report for people, or with conf.keys the
