@@ -218,11 +218,15 @@ static void site_live(struct mt_site *site, const struct mt_live *e, bool alloc)
 		return;
 	if (alloc) {
 		site->live_count++;
+		site->live_est += mt_live_weight(e);
 		site->live_bytes += bytes;
 		return;
 	}
 	if (site->live_count)
 		site->live_count--;
+	/* none left: nor the rounding errors of the sums and differences */
+	site->live_est =
+		site->live_count ? site->live_est - mt_live_weight(e) : 0;
 	site->live_bytes -= site->live_bytes < bytes ? site->live_bytes : bytes;
 }
 
@@ -442,8 +446,9 @@ bool mt_session_event(struct mt_session *s, struct mt_call *r,
 				  site->recompute, weight);
 	if (r->has_totals)
 		mt_frag_event(s->frag, r, site->phase);
-	mt_oom_event(s->oom, r, site, &s->sum, s->sites, s->t0,
-		     !s->conf.no_stack, s->out);
+	mt_oom_event(s->oom, r, site, &s->sum, s->sites,
+		     proc_of(s, r->ev->pid)->live, s->t0, !s->conf.no_stack,
+		     s->out);
 	if (s->conf.print_events)
 		print_event(s, r, site);
 	if (s->obs.event)

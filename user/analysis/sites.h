@@ -36,7 +36,13 @@ struct mt_site {
 	__u64 allocs;
 	double alloc_est;
 	__u64 alloc_bytes;
-	__u64 live_count, live_bytes;
+	/*
+	 * its allocations alive now: those whose stack was walked, what they
+	 * stand for (as allocs, alloc_est) and their bytes so scaled
+	 */
+	__u64 live_count;
+	double live_est;
+	__u64 live_bytes;
 	__u64 mark_bytes; /* live_bytes when --watch last looked */
 	/* the summary's module entries of its last event, index + 1 */
 	__u32 mod_hint, own_hint;
