@@ -215,16 +215,18 @@ assert d["profiles"][0]["name"].endswith("live at 1.500 s"), d["profiles"][0]["n
 		"$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --keys --at "$at" >"$d/k.out"
 		size=$(sed -nE 's/^# (at|peak) pid=[0-9]+ cpu allocated: ([0-9.]+ [KMGT]?i?B) at .*/\2/p' "$d/k.out")
 		[ -n "$size" ]
+		n=$(sed -nE 's/^# (at|peak) pid=[0-9]+ cpu allocated: .* allocs=([0-9]+) .*/\2/p' "$d/k.out")
+		[ -n "$n" ]
 		"$MT" report -i "$BATS_FILE_TMPDIR/t.mtb" --at "$at" >"$d/h.out"
 		sed -n '/^memtrace-bpf report/,$p' "$d/h.out"
 		! grep -E '^# (at|peak) ' "$d/h.out"
 		if [ "$at" = peak ]; then
 			grep -q '^memtrace-bpf report: what was alive at each peak, ' "$d/h.out"
-			grep -qE "^cpu: $size at the peak, [0-9.]+ s$" "$d/h.out"
+			grep -qE "^cpu: $size in $n allocations at the peak, [0-9.]+ s$" "$d/h.out"
 			col="at peak" when="the peak"
 		else
 			grep -q '^memtrace-bpf report: what was alive 1.500 s after the first event, ' "$d/h.out"
-			grep -qx "cpu: $size alive at 1.500 s" "$d/h.out"
+			grep -qx "cpu: $size in $n allocations alive at 1.500 s" "$d/h.out"
 			col=alive when="1.500 s"
 		fi
 		grep -qE "^module +$col +% +self$" "$d/h.out"

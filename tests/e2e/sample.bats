@@ -186,6 +186,51 @@ frame_totals() {
 	! grep -qE '^Sampled|~' "$BATS_TEST_TMPDIR/full.frame"
 }
 
+# rows TABLE: a table of the report (from its header to its blank line)
+# as "MODULE LINE COUNT" lines, blanks squeezed, sorted
+rows() {
+	awk 'NR > 1 && NF > 4 { k = $1; for (i = 2; i <= NF - 4; i++) k = k " " $i; print k, $NF }' | sort
+}
+
+@test "sampled counts agree: the same allocations count the same at the peak, at the end and allocated, and never add up past the exact count" {
+	REC=$BATS_TEST_TMPDIR/s.mtb
+	# one call, its 257 blocks kept: alive at the peak and at the end
+	HELD=1 fixture fx "$TORCH_PY" "$SAMPLE_PY" --steps 1 --keep
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 record -o "$REC" --sample-bytes 64K -p "$fx_PID"
+	release fx
+	wait_for "$BATS_TEST_TMPDIR/fx.out" '^small '
+	kill -INT "$MT_PID"
+	finish
+	touch "$BATS_TEST_TMPDIR/fx.hold"
+	[ "$MT_STATUS" -eq 0 ]
+	read -r _ n < <(awk '$1=="small"{print $2, $3}' "$BATS_TEST_TMPDIR/fx.out")
+	all=$((n + 1))
+	COLUMNS=300 "$MT" report -i "$REC" >"$BATS_TEST_TMPDIR/report.out"
+	cat "$BATS_TEST_TMPDIR/report.out"
+	grep -qE "^cpu: [0-9.]+ [KMG]iB in $all allocations at the peak, " "$BATS_TEST_TMPDIR/report.out"
+	awk '/^Alive at the peak, by module and line:$/ { on = 1; next }
+		on && /^$/ { exit } on' "$BATS_TEST_TMPDIR/report.out" | rows >"$BATS_TEST_TMPDIR/peak.rows"
+	awk '/^\(not leaks: / { on = 1; next }
+		on && /^$/ { exit } on' "$BATS_TEST_TMPDIR/report.out" | rows >"$BATS_TEST_TMPDIR/end.rows"
+	awk '/^Top call sites, by bytes allocated$/ { on = 1; next }
+		on && /^$/ { exit } on' "$BATS_TEST_TMPDIR/report.out" | rows >"$BATS_TEST_TMPDIR/alloc.rows"
+	cat "$BATS_TEST_TMPDIR/peak.rows"
+	# the small blocks, most of them not walked, and the big one
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/peak.rows")" -eq 2 ]
+	[ "$(awk '{ s += $NF } END { print s }' "$BATS_TEST_TMPDIR/peak.rows")" -le "$all" ]
+	grep -q '^big .* 1$' "$BATS_TEST_TMPDIR/peak.rows"
+	diff "$BATS_TEST_TMPDIR/peak.rows" "$BATS_TEST_TMPDIR/end.rows"
+	# every allocation made is alive: as many allocated
+	diff "$BATS_TEST_TMPDIR/peak.rows" "$BATS_TEST_TMPDIR/alloc.rows"
+	# the keys: the exact count, and the groups' counts never past it
+	"$MT" report --keys -i "$REC" >"$BATS_TEST_TMPDIR/keys.out"
+	grep -qE "^# peak pid=[0-9]+ cpu allocated: .* allocs=$all sum=[0-9]+ \(estimate\)\$" "$BATS_TEST_TMPDIR/keys.out"
+	[ "$(sed -nE 's/^#   .* count=([0-9]+) .*/\1/p' "$BATS_TEST_TMPDIR/keys.out" | paste -sd+ | bc)" -le "$all" ]
+	# allocated over the trace, by module and by call site: no more
+	[ "$(sed -nE 's/^# module .* allocs=([0-9]+) .*/\1/p' "$BATS_TEST_TMPDIR/keys.out" | paste -sd+ | bc)" -le "$all" ]
+	[ "$(sed -nE 's/^# op .* allocs=([0-9]+) .*/\1/p' "$BATS_TEST_TMPDIR/keys.out" | paste -sd+ | bc)" -le "$all" ]
+}
+
 @test "what reads every stack refuses a sampled trace, in one line" {
 	run -2 "$MT" -q --sample-bytes 512K --no-python -p 1
 	[ "$output" = "memtrace-bpf: --sample-bytes samples the Python stacks that --no-python turns off: give one of them" ]

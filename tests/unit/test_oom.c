@@ -83,7 +83,7 @@ static void call(struct fixture *x, unsigned int k, __u64 size, bool failed)
 		.failed = failed,
 	};
 
-	mt_oom_event(x->o, &r, &x->site, x->sum, x->sites, 0, false, x->out);
+	mt_oom_event(x->o, &r, &x->site, x->sum, x->sites, 0, 0, false, x->out);
 }
 
 static int count(struct fixture *x, const char *what)
@@ -194,10 +194,72 @@ static void test_driver_alone(void **state)
 	teardown(&x);
 }
 
+/*
+ * A sampled trace's top live sites: a site whose 2 walked allocations
+ * stand for 10, another's 1 for itself, of 8 alive in the process. Its
+ * count is what was seen plus what its estimate says of the 5 unwalked,
+ * kept to them (it says 8): 2 + 8 * 5/8, 7, and the two add up to the 8;
+ * before, the walked 2 beside bytes that stood for 10.
+ */
+static void test_sampled_top_sites(void **state)
+{
+	static const char ev_malloc[] = "cudart:cudaMalloc";
+	struct mt_site key = { .pid = TID,
+			       .event = ev_malloc,
+			       .phase = "other" };
+	struct mt_site *a, *b;
+	struct fixture x;
+	bool is_new;
+
+	(void)state;
+	setup(&x);
+	key.module = "Net.cache";
+	a = mt_sites_get(x.sites, &key, &is_new);
+	key.module = "Net.big";
+	b = mt_sites_get(x.sites, &key, &is_new);
+	assert_non_null(a);
+	assert_non_null(b);
+	a->live_count = 2;
+	a->live_est = 10.0;
+	a->live_bytes = 40 << 20;
+	b->live_count = 1;
+	b->live_est = 1.0;
+	b->live_bytes = 20 << 20;
+	{
+		struct mt_event ev = { .ts = 1,
+				       .pid = TID,
+				       .tid = TID,
+				       .kind = MT_K_CUDA_MALLOC };
+		const struct mt_kind_info *ki = mt_kind(MT_K_CUDA_MALLOC);
+		struct mt_call r = { .ev = &ev,
+				     .ki = ki,
+				     .event = ki->event,
+				     .role = ki->role,
+				     .size_state = MT_SIZE_KNOWN,
+				     .size = SIZE,
+				     .dev_type = MT_DT_CUDA,
+				     .dev_index = 0,
+				     .has_ret = true,
+				     .ret = 2,
+				     .failed = true };
+
+		mt_oom_event(x.o, &r, &x.site, x.sum, x.sites, 8, 0, false,
+			     x.out);
+	}
+	assert_int_equal(count(&x, "#     40.0 MiB in 7 allocations: "
+				   "cudart:cudaMalloc module=Net.cache "),
+			 1);
+	assert_int_equal(count(&x, "#     20.0 MiB in 1 allocations: "
+				   "cudart:cudaMalloc module=Net.big "),
+			 1);
+	teardown(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_retry_standin),
+		cmocka_unit_test(test_sampled_top_sites),
 		cmocka_unit_test(test_retry_gpu),
 		cmocka_unit_test(test_retry_ok_gpu),
 		cmocka_unit_test(test_driver_alone),

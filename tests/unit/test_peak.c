@@ -252,13 +252,13 @@ static void test_alive_at_peak(void **state)
 	release(s, 0x1000);
 	alloc(s, 0x5000, 20, fc1); /* after the peak, same site */
 	out = print(s, 10, false);
-	assert_string_equal(out,
-			    "# peak pid=1 cuda:0 c10 allocated: 350 B at "
-			    "0.003 s (event 3) bytes=350 groups=2 sum=350\n"
-			    "#   200 B bytes=200 count=1 event=c10:malloc "
-			    "module=Net.fc2 phase=backward node=MmBackward0\n"
-			    "#   150 B bytes=150 count=2 event=c10:malloc "
-			    "module=Net.fc1 phase=forward node=-\n");
+	assert_string_equal(
+		out, "# peak pid=1 cuda:0 c10 allocated: 350 B at "
+		     "0.003 s (event 3) bytes=350 groups=2 allocs=3 sum=350\n"
+		     "#   200 B bytes=200 count=1 event=c10:malloc "
+		     "module=Net.fc2 phase=backward node=MmBackward0\n"
+		     "#   150 B bytes=150 count=2 event=c10:malloc "
+		     "module=Net.fc1 phase=forward node=-\n");
 	/* the same groups, handed out */
 	foreach(s, &h)
 		;
@@ -295,8 +295,8 @@ static void test_higher_peak_resets(void **state)
 	release(s, 0x3000);
 	out = strdup(print(s, 10, false));
 	assert_non_null(out);
-	assert_non_null(
-		strstr(out, "(event 4) bytes=1200 groups=1 sum=1200\n"));
+	assert_non_null(strstr(
+		out, "(event 4) bytes=1200 groups=1 allocs=2 sum=1200\n"));
 	assert_non_null(strstr(out, "bytes=1200 count=2 event=c10:malloc "
 				    "module=Net.fc2"));
 	assert_null(strstr(out, "Net.fc1"));
@@ -324,7 +324,8 @@ static void test_top_and_rest_add_up(void **state)
 	}
 	release(s, 0x1000);
 	out = print(s, 3, false);
-	assert_non_null(strstr(out, "bytes=12150 groups=12 sum=12150\n"));
+	assert_non_null(
+		strstr(out, "bytes=12150 groups=12 allocs=24 sum=12150\n"));
 	assert_non_null(strstr(out, "#   1018 B bytes=1018 count=2 "
 				    "event=c10:malloc module=L11 "));
 	assert_non_null(strstr(out, "#   ... 9 more groups: 8.89 KiB "
@@ -353,7 +354,7 @@ static void test_stacks(void **state)
 	assert_string_equal(
 		print(s, 10, true),
 		"# peak pid=1 cuda:0 c10 allocated: 96 B at 0.002 s (event 2) "
-		"bytes=96 groups=2 sum=96\n"
+		"bytes=96 groups=2 allocs=2 sum=96\n"
 		"#   64 B bytes=64 count=1 event=c10:malloc module=Net.fc1 "
 		"phase=forward node=-\n"
 		"#\ttrain.py:42 forward\n"
@@ -375,7 +376,7 @@ static void test_null_site(void **state)
 	assert_string_equal(print(s, 10, false),
 			    "# peak pid=1 cuda:0 c10 allocated: 4.00 MiB at "
 			    "0.002 s (event 2) bytes=4194304 groups=1 "
-			    "sum=4194304\n"
+			    "allocs=2 sum=4194304\n"
 			    "#   4.00 MiB bytes=4194304 count=2 event=- "
 			    "module=- phase=- node=-\n");
 }
@@ -399,19 +400,19 @@ static void test_accounts(void **state)
 	assert_string_equal(
 		out,
 		"# peak pid=1 cuda:0 cudart reserved: 2.00 MiB at 0.002 s "
-		"(event 2) bytes=2097152 groups=1 sum=2097152\n"
+		"(event 2) bytes=2097152 groups=1 allocs=1 sum=2097152\n"
 		"#   ... 1 more group: 2.00 MiB bytes=2097152 count=1\n"
 		"# peak pid=1 cuda:0 c10 allocated: 512 B at 0.003 s "
-		"(event 3) bytes=512 groups=1 sum=512\n"
+		"(event 3) bytes=512 groups=1 allocs=1 sum=512\n"
 		"#   ... 1 more group: 512 B bytes=512 count=1\n"
 		"# peak pid=1 host pinned page-locked: 4.00 KiB at 0.004 s "
-		"(event 4) bytes=4096 groups=1 sum=4096\n"
+		"(event 4) bytes=4096 groups=1 allocs=1 sum=4096\n"
 		"#   ... 1 more group: 4.00 KiB bytes=4096 count=1\n"
 		"# peak pid=1 cpu allocated: 1.50 KiB at 0.005 s "
-		"(event 5) bytes=1536 groups=1 sum=1536\n"
+		"(event 5) bytes=1536 groups=1 allocs=1 sum=1536\n"
 		"#   ... 1 more group: 1.50 KiB bytes=1536 count=1\n"
 		"# peak pid=2 cuda:0 c10 allocated: 10 B at 0.001 s "
-		"(event 1) bytes=10 groups=1 sum=10\n"
+		"(event 1) bytes=10 groups=1 allocs=1 sum=10\n"
 		"#   ... 1 more group: 10 B bytes=10 count=1\n");
 	/* handed out in the order first seen */
 	foreach(s, &h)
@@ -441,7 +442,7 @@ static void test_now(void **state)
 	alloc(s, 0x4000, 10, a);
 	assert_string_equal(print_now(s, T0 + 2500 * MS, 10),
 			    "# at pid=1 cuda:0 c10 allocated: 510 B at "
-			    "2.500 s bytes=510 groups=2 sum=510\n"
+			    "2.500 s bytes=510 groups=2 allocs=3 sum=510\n"
 			    "#   500 B bytes=500 count=2 event=c10:malloc "
 			    "module=Net.fc2 phase=forward node=-\n"
 			    "#   10 B bytes=10 count=1 event=c10:malloc "
@@ -466,12 +467,13 @@ static void test_sampled_exact(void **state)
 	alloc_est(s, 0x3000, 60, bare, -1.0f); /* the peak, 200 */
 	release(s, 0x2000); /* alive at the peak, freed after it */
 	alloc_est(s, 0x4000, 5, bare, -1.0f); /* after the peak */
-	assert_string_equal(print(s, 10, false),
-			    "# peak pid=1 cuda:0 c10 allocated: 200 B at "
-			    "0.003 s (event 3) bytes=200 groups=1 sum=300 "
-			    "(estimate)\n"
-			    "#   300 B bytes=300 count=3 event=c10:malloc "
-			    "module=Net.fc1 phase=forward node=-\n");
+	assert_string_equal(
+		print(s, 10, false),
+		"# peak pid=1 cuda:0 c10 allocated: 200 B at "
+		"0.003 s (event 3) bytes=200 groups=1 allocs=3 sum=300 "
+		"(estimate)\n"
+		"#   300 B bytes=300 count=3 event=c10:malloc "
+		"module=Net.fc1 phase=forward node=-\n");
 	foreach(s, &h)
 		;
 	assert_int_equal(h.n, 2);
@@ -491,6 +493,57 @@ static void test_sampled_exact(void **state)
 	assert_int_equal(now.n, 2);
 	assert_int_equal(now.v[0].exact_bytes, 100);
 	assert_int_equal(now.v[1].bare_bytes, 65);
+}
+
+/*
+ * A sampled trace's counts agree with the exact one: fc1's three walked
+ * allocations stand for 15, fc2's one for 2, and six were not walked, ten
+ * in all. The estimates say 17; the six unwalked are shared as what fc1
+ * and fc2 say of them (12 : 1), so fc1 counts 3 + 5.54 and fc2 1 + 0.46,
+ * 9 and 1 in whole allocations: each at least what was seen of it, and
+ * together the exact count, printed, handed out, and now. Before, fc1
+ * counted 15 of the 10.
+ */
+static void test_sampled_counts(void **state)
+{
+	struct sim *s = *state;
+	struct mt_site *fc1 = site(s, 1, MOD_FC1, PH_FWD, NULL, 0);
+	struct mt_site *fc2 = site(s, 1, MOD_FC2, PH_FWD, NULL, 0);
+	struct mt_site *bare = site(s, 1, NULL, NULL, NULL, 0);
+	struct handed h = { 0 }, now = { 0 };
+
+	for (__u64 i = 0; i < 3; i++)
+		alloc_est(s, 0x1000 + i * 0x100, 100, fc1, 4.0f);
+	alloc_est(s, 0x2000, 100, fc2, 1.0f);
+	for (__u64 i = 0; i < 6; i++)
+		alloc_est(s, 0x3000 + i * 0x100, 100, bare, -1.0f);
+	release(s, 0x1000); /* alive at the peak, freed after it */
+	assert_string_equal(print(s, 10, false),
+			    "# peak pid=1 cuda:0 c10 allocated: 1000 B at "
+			    "0.010 s (event 10) bytes=1000 groups=2 allocs=10 "
+			    "sum=1700 (estimate)\n"
+			    "#   1.46 KiB bytes=1500 count=9 event=c10:malloc "
+			    "module=Net.fc1 phase=forward node=-\n"
+			    "#   200 B bytes=200 count=1 event=c10:malloc "
+			    "module=Net.fc2 phase=forward node=-\n");
+	/* one group and the rest: the same counts */
+	assert_non_null(
+		strstr(print(s, 1, false),
+		       "#   ... 1 more group: 200 B bytes=200 count=1\n"));
+	foreach(s, &h)
+		;
+	assert_int_equal(h.n, 3);
+	assert_int_equal(h.v[0].count, 9);
+	assert_int_equal(h.v[1].count, 1);
+	assert_int_equal(h.v[2].count, 0); /* none walked: stands for none */
+	assert_int_equal(h.v[0].peak_count, 10);
+
+	/* now: nine alive, fc1's two walked standing for 10 */
+	assert_int_equal(mt_peak_foreach_now(s->live, hand, &now), 0);
+	assert_int_equal(now.n, 3);
+	assert_int_equal(now.v[0].peak_count, 9);
+	assert_int_equal(now.v[0].count + now.v[1].count + now.v[2].count, 9);
+	assert_true(now.v[0].count >= 2 && now.v[1].count >= 1);
 }
 
 /* sites told apart by their module, "s0", "s1", ... */
@@ -632,7 +685,8 @@ static void test_group_table_full(void **state)
 	for (int i = 0; i < n; i++)
 		release(s, 0x1000 + (__u64)i * 0x10);
 	out = print(s, 1, false);
-	assert_non_null(strstr(out, "bytes=140000 groups=65536 sum=140000\n"));
+	assert_non_null(strstr(
+		out, "bytes=140000 groups=65536 allocs=70000 sum=140000\n"));
 	assert_non_null(strstr(out, "#   ... 65535 more groups: "));
 	assert_non_null(strstr(out, "#   ... in no group (group table full): "
 				    "8.72 KiB bytes=8928 count=4464\n"));
@@ -673,10 +727,11 @@ static void test_live_table_full(void **state)
 	mt_peak_untracked(s->peak, &e);
 
 	out = print(s, 10, false);
-	assert_non_null(
-		strstr(out, " bytes=300 groups=1 sum=300 incomplete=live_table"
-			    " untracked_allocs=1 untracked_bytes=400"
-			    " advise_max_live=6\n"));
+	assert_non_null(strstr(
+		out,
+		" bytes=300 groups=1 allocs=2 sum=300 incomplete=live_table"
+		" untracked_allocs=1 untracked_bytes=400"
+		" advise_max_live=6\n"));
 	/* the CPU account has no peak of its own: no title, no mark */
 	assert_null(strstr(out, " untracked_bytes=50 "));
 	out = print_now(s, T0 + 10 * MS, 10);
@@ -700,6 +755,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_accounts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_now, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sampled_exact, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_sampled_counts, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_random_against_brute_force,
 						setup, teardown),

@@ -43,13 +43,76 @@ static void test_live_est(void **state)
 	struct mt_live e = { .size = 1000 };
 
 	assert_int_equal(mt_live_est(&e), 1000);
-	assert_int_equal(mt_live_est_count(&e), 1);
+	assert_true(mt_live_weight(&e) == 1.0);
 	e.est_adj = 1.5f;
 	assert_int_equal(mt_live_est(&e), 2500);
-	assert_int_equal(mt_live_est_count(&e), 3); /* 2.5, to the nearest */
+	assert_true(mt_live_weight(&e) == 2.5); /* not rounded */
 	e.est_adj = -1.0f;
 	assert_int_equal(mt_live_est(&e), 0);
-	assert_int_equal(mt_live_est_count(&e), 0);
+	assert_true(mt_live_weight(&e) == 0.0);
+}
+
+/*
+ * Calibrated counts: parts that saw 1 and 3 allocations and estimate 5.6
+ * and 6.4 of a set of exactly 10 share its 6 unwalked ones as 4.6 : 3.4,
+ * 3.45 and 2.55: they count 4.45 and 5.55, whole 4 and 6, and add up to
+ * the 10 in either order.
+ */
+static void test_cal(void **state)
+{
+	struct mt_sample_cal c;
+	__u64 a, b;
+
+	mt_sample_cal_init(&c, 10, 4, 12.0);
+	assert_true(fabs(mt_sample_cal_count(&c, 1, 5.6) - 4.45) < 1e-9);
+	assert_true(fabs(mt_sample_cal_count(&c, 3, 6.4) - 5.55) < 1e-9);
+	a = mt_sample_cal_next(&c, 1, 5.6);
+	b = mt_sample_cal_next(&c, 3, 6.4);
+	assert_int_equal(a, 4);
+	assert_int_equal(b, 6);
+	mt_sample_cal_init(&c, 10, 4, 12.0);
+	b = mt_sample_cal_next(&c, 3, 6.4);
+	a = mt_sample_cal_next(&c, 1, 5.6);
+	assert_int_equal(a, 4);
+	assert_int_equal(b, 6);
+
+	/*
+	 * 1000 parts of one walked allocation, each estimating 1.3: 300
+	 * unwalked shared 0.3 each, which no part rounds up on its own;
+	 * taken in turn they still add up to the exact 1300
+	 */
+	mt_sample_cal_init(&c, 1300, 1000, 1300.0);
+	a = 0;
+	for (int i = 0; i < 1000; i++) {
+		b = mt_sample_cal_next(&c, 1, 1.3);
+		assert_true(b == 1 || b == 2);
+		a += b;
+	}
+	assert_int_equal(a, 1300);
+
+	/* an estimate far past the exact count: never past it */
+	mt_sample_cal_init(&c, 3, 1, 1000.0);
+	assert_int_equal(mt_sample_cal_next(&c, 1, 1000.0), 3);
+
+	/* a full trace: every count is what was seen */
+	mt_sample_cal_init(&c, 7, 7, 7.0);
+	assert_int_equal(mt_sample_cal_next(&c, 5, 5.0), 5);
+	assert_int_equal(mt_sample_cal_next(&c, 2, 2.0), 2);
+
+	/*
+	 * the estimates say 8 of 98 unwalked: they stand, 10 in all; the
+	 * rest are in no part
+	 */
+	mt_sample_cal_init(&c, 100, 2, 10.0);
+	assert_true(fabs(mt_sample_cal_count(&c, 2, 10.0) - 10.0) < 1e-9);
+	assert_int_equal(mt_sample_cal_next(&c, 2, 10.0), 10);
+
+	/* nothing said of the unwalked ones: the parts are what was seen */
+	mt_sample_cal_init(&c, 9, 2, 2.0);
+	assert_int_equal(mt_sample_cal_next(&c, 2, 2.0), 2);
+	/* tables out of step (more walked than exact): nothing shared */
+	mt_sample_cal_init(&c, 1, 2, 8.0);
+	assert_int_equal(mt_sample_cal_next(&c, 2, 8.0), 2);
 }
 
 /* the table: exponential, mean R, never 0 */
@@ -188,7 +251,9 @@ static const struct mt_module_stat *module_of(const struct mt_session *s,
 /*
  * The session of a sampled trace: every total counts every event; the
  * module and the site of a sampled allocation count s/p bytes and 1/p
- * allocations, an unsampled one nothing, and both go when freed
+ * allocations, an unsampled one nothing, and both go when freed; the
+ * counts over the trace, kept to the process's, take what of its ten
+ * unwalked allocations it says (7.5 of 10): never more than there are
  */
 static void test_session(void **state)
 {
@@ -205,6 +270,8 @@ static void test_session(void **state)
 	struct mt_site *mod, *none, *fr;
 	const struct mt_module_stat *m;
 	__u64 small = 65536, big = 64 * R, est;
+	struct mt_sample_cal cal;
+	double w;
 	bool is_new;
 
 	assert_int_equal(mt_session_init(&s, &c, stderr), 0);
@@ -223,14 +290,20 @@ static void test_session(void **state)
 	assert_int_equal(s.sample_allocs, 12);
 	assert_int_equal(s.sample_walked, 2);
 	/* the estimates: the small block stands for R/small of them */
-	est = mt_sample_scale(
-		small, 1.0 + (double)(float)(mt_sample_weight(small, R) - 1.0));
+	w = 1.0 + (double)(float)(mt_sample_weight(small, R) - 1.0);
+	est = mt_sample_scale(small, w);
 	m = module_of(&s, "encoder");
 	assert_non_null(m);
 	assert_int_equal(m->bytes_alloc, est + big);
-	assert_int_equal(m->allocs, 1 + llround(mt_sample_weight(small, R)));
+	assert_int_equal(m->allocs, 2);
+	assert_true(fabs(m->alloc_est - (1.0 + w)) < 1e-9);
 	assert_int_equal(m->live, est + big);
 	assert_int_equal(mod->alloc_bytes, est + big);
+	assert_int_equal(mod->allocs, 2);
+	assert_true(fabs(mod->alloc_est - (1.0 + w)) < 1e-9);
+	mt_session_alloc_cal(&s, PID, &cal);
+	assert_int_equal(mt_sample_cal_next(&cal, mod->allocs, mod->alloc_est),
+			 10);
 	assert_int_equal(mod->live_bytes, est + big);
 	assert_int_equal(mod->live_count, 2);
 	assert_int_equal(none->alloc_bytes, 0);
@@ -276,6 +349,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_weight),
 		cmocka_unit_test(test_live_est),
+		cmocka_unit_test(test_cal),
 		cmocka_unit_test(test_gaps),
 		cmocka_unit_test(test_estimate_unbiased),
 		cmocka_unit_test(test_session),

@@ -14,9 +14,16 @@
  * sampled member's. The window's slices are its boundaries, and a group
  * that grew at any of them stays a suspect: a dump taken at a process's
  * exit ends with its teardown, which frees what leaked.
+ *
+ * In a sampled trace a site counts its old allocations whose stack was
+ * walked; what they stand for (1/p each) is kept beside, and the counts
+ * shown are that estimate kept to the process's exact number of old
+ * allocations at each boundary (analysis/sample.h), as the report's other
+ * counts are.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -25,6 +32,7 @@
 #include "lib/hashing.h"
 #include "lib/limits.h"
 #include "analysis/leaks.h"
+#include "analysis/sample.h"
 #include "analysis/sites.h"
 
 #define RUN 3 /* rises in a row that make a leak */
@@ -37,6 +45,7 @@
 
 struct sample {
 	__u64 count, bytes;
+	double est; /* what the count stands for: itself but when sampled */
 };
 
 struct leak_site {
@@ -64,6 +73,14 @@ struct leak_pid {
 	bool steps; /* steps, or age_seconds passing */
 	__u64 ts[HISTORY];
 	__u64 unfit; /* allocations at the last boundary: site table full */
+	/*
+	 * at each boundary, its sites' counts kept to its old allocations:
+	 * how many of those, walked, and what these stand for (summed by the
+	 * scan), then the calibration
+	 */
+	__u64 old, old_walked;
+	double old_est;
+	struct mt_sample_cal cal[HISTORY];
 };
 
 struct mt_leaks {
@@ -220,6 +237,8 @@ static void count_live(const struct mt_live *e, void *ctx)
 {
 	struct scan *sc = ctx;
 	struct leak_site *s;
+	struct sample *h;
+	double w;
 
 	if (e->pid != sc->p->pid)
 		return;
@@ -227,22 +246,33 @@ static void count_live(const struct mt_live *e, void *ctx)
 	if (sc->step ? (__u64)e->step + sc->l->conf.age_steps > sc->step :
 		       e->ts + sc->age_ns > sc->ts)
 		return;
-	/* an unsampled allocation of a sampled trace stands for nothing */
-	if (!sc->l->window_ns && mt_live_unsampled(e))
+	/*
+	 * an unsampled allocation of a sampled trace stands for nothing at
+	 * a site; it counts in the process's old ones, which the sites'
+	 * estimates are kept to
+	 */
+	if (!sc->l->window_ns && mt_live_unsampled(e)) {
+		sc->p->old++;
 		return;
+	}
 	s = site_at(sc->l, e->pid, e, sc->p->n);
 	if (!s) {
 		sc->p->unfit++;
 		return;
 	}
+	h = &s->h[sc->p->n % HISTORY];
+	/* in a window each allocation is itself, at its exact size */
+	w = sc->l->window_ns ? 1.0 : mt_live_weight(e);
+	h->count++;
+	h->est += w;
+	sc->p->old++;
+	sc->p->old_walked++;
+	sc->p->old_est += w;
 	if (!sc->l->window_ns) {
-		s->h[sc->p->n % HISTORY].count++;
-		s->h[sc->p->n % HISTORY].bytes += mt_live_est(e);
+		h->bytes += mt_live_est(e);
 		return;
 	}
-	/* in a window each allocation is itself, at its exact size */
-	s->h[sc->p->n % HISTORY].count++;
-	s->h[sc->p->n % HISTORY].bytes += e->size;
+	h->bytes += e->size;
 	/* the line a reader acts on: a sampled member with the program's own */
 	if (!mt_live_unsampled(e) && e->site &&
 	    (!s->site ||
@@ -324,7 +354,11 @@ void mt_leaks_boundary(struct mt_leaks *l, __u32 pid, __u32 step, __u64 ts,
 	p->steps = step > 0;
 	p->ts[p->n % HISTORY] = ts;
 	p->unfit = 0;
+	p->old = p->old_walked = 0;
+	p->old_est = 0;
 	mt_live_foreach(live, count_live, &sc);
+	mt_sample_cal_init(&p->cal[p->n % HISTORY], p->old, p->old_walked,
+			   p->old_est);
 	latch(l, p);
 	sweep(l, p);
 }
@@ -333,7 +367,8 @@ struct leak {
 	const struct leak_site *s;
 	const struct leak_pid *p;
 	struct sample now; /* its latest sample (a window's: when it grew) */
-	__s64 dcount, dbytes; /* over the last RUN boundaries */
+	double count, dcount; /* now's count (cal_count), and its rise */
+	__s64 dbytes; /* over the last RUN boundaries */
 };
 
 static bool judged(const struct leak_pid *p)
@@ -345,6 +380,16 @@ static const struct sample *sample(const struct leak_site *s,
 				   const struct leak_pid *p, int i)
 {
 	return &s->h[(p->n - RUN + (__u32)i) % HISTORY];
+}
+
+/* sample(s, p, i)'s count, kept to p's old allocations then */
+static double cal_count(const struct leak_site *s, const struct leak_pid *p,
+			int i)
+{
+	const struct sample *x = sample(s, p, i);
+
+	return mt_sample_cal_count(&p->cal[(p->n - RUN + (__u32)i) % HISTORY],
+				   x->count, x->est);
 }
 
 /* count or bytes rose at each of the last RUN boundaries */
@@ -418,11 +463,11 @@ static void print_leak(const struct leak *k, bool stacks, FILE *out)
 	fprintf(out,
 		"# leak pid=%u growth=%+.2f/%s bytes_growth=%+.0f/%s "
 		"(%s%s) count=%" PRIu64 " bytes=%" PRIu64 " (%s) counts=",
-		k->s->pid, (double)k->dcount / RUN, unit, per, unit,
+		k->s->pid, k->dcount / RUN, unit, per, unit,
 		per < 0 ? "-" : "+",
 		mt_format_bytes(g, sizeof(g),
 				(unsigned long long)(per < 0 ? -per : per)),
-		(uint64_t)now->count, (uint64_t)now->bytes,
+		(uint64_t)llround(k->count), (uint64_t)now->bytes,
 		mt_format_bytes(b, sizeof(b), now->bytes));
 	/* a window's group: its call and size; the site a sampled member's */
 	if (k->s->event) {
@@ -432,7 +477,7 @@ static void print_leak(const struct leak *k, bool stacks, FILE *out)
 	} else {
 		for (int i = 0; i <= RUN; i++)
 			fprintf(out, "%s%" PRIu64, i ? "," : "",
-				(uint64_t)sample(k->s, k->p, i)->count);
+				(uint64_t)llround(cal_count(k->s, k->p, i)));
 	}
 	mt_site_print_keys(site, out);
 	fputc('\n', out);
@@ -485,7 +530,8 @@ static ssize_t collect(const struct mt_leaks *l, struct leak **out)
 			v[n++] = (struct leak){ .s = s,
 						.p = p,
 						.now = s->at,
-						.dcount = s->at_dcount,
+						.count = (double)s->at.count,
+						.dcount = (double)s->at_dcount,
 						.dbytes = s->at_dbytes };
 			continue;
 		}
@@ -493,8 +539,8 @@ static ssize_t collect(const struct mt_leaks *l, struct leak **out)
 			.s = s,
 			.p = p,
 			.now = *sample(s, p, RUN),
-			.dcount = (__s64)(sample(s, p, RUN)->count -
-					  sample(s, p, 0)->count),
+			.count = cal_count(s, p, RUN),
+			.dcount = cal_count(s, p, RUN) - cal_count(s, p, 0),
 			.dbytes = (__s64)(sample(s, p, RUN)->bytes -
 					  sample(s, p, 0)->bytes),
 		};
@@ -549,9 +595,9 @@ int mt_leaks_verdict(const struct mt_leaks *l, struct mt_leak_verdict *vd,
 			.pid = v[i].s->pid,
 			.event = v[i].s->event,
 			.size = v[i].s->size,
-			.count = now->count,
+			.count = (__u64)llround(v[i].count),
 			.bytes = now->bytes,
-			.count_growth = (double)v[i].dcount / RUN,
+			.count_growth = v[i].dcount / RUN,
 			.bytes_growth = (double)v[i].dbytes / RUN,
 			.per_seconds =
 				v[i].p->steps ? 0 : boundary_seconds(v[i].p),

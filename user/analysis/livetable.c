@@ -2,7 +2,6 @@
 /* Open addressing, linear probing, deletion by backward shift. */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include "lib/hashing.h"
 #include "lib/hashtab.h"
@@ -258,9 +257,9 @@ __u64 mt_live_est(const struct mt_live *e)
 	return mt_sample_scale(e->size, 1.0 + (double)e->est_adj);
 }
 
-__u64 mt_live_est_count(const struct mt_live *e)
+double mt_live_weight(const struct mt_live *e)
 {
-	return (__u64)llround(1.0 + (double)e->est_adj);
+	return 1.0 + (double)e->est_adj;
 }
 
 bool mt_live_unsampled(const struct mt_live *e)

@@ -36,8 +36,11 @@ struct mt_live {
 /* the bytes e stands for in its site's and module's figures */
 __u64 mt_live_est(const struct mt_live *e);
 
-/* the allocations e stands for there: 1, 1/p rounded, or 0 (unsampled) */
-__u64 mt_live_est_count(const struct mt_live *e);
+/*
+ * the allocations e stands for there: 1, 1/p or 0 (unsampled), not
+ * rounded, so that a sum of many is not off by a rounding of each
+ */
+double mt_live_weight(const struct mt_live *e);
 
 /* e's stack was not walked (--sample-bytes): it stands for nothing there */
 bool mt_live_unsampled(const struct mt_live *e);

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "event/cudaerr.h"
 #include "event/format.h"
 #include "analysis/oom.h"
+#include "analysis/sample.h"
 #include "lib/escape.h"
 
 #define PENDING 64 /* threads followed through a retry at once, by tid */
@@ -86,6 +88,9 @@ struct top {
 	bool gpu; /* leave CPU tensors out */
 	const struct mt_site *v[TOP_SITES];
 	size_t n;
+	/* over all its sites: live allocations walked, what they stand for */
+	__u64 walked;
+	double est;
 };
 
 static void pick_top(struct mt_site *site, void *ctx)
@@ -93,7 +98,11 @@ static void pick_top(struct mt_site *site, void *ctx)
 	struct top *t = ctx;
 	size_t i;
 
-	if (site->pid != t->pid || !site->live_bytes ||
+	if (site->pid != t->pid)
+		return;
+	t->walked += site->live_count;
+	t->est += site->live_est;
+	if (!site->live_bytes ||
 	    (t->gpu && site->event && !strncmp(site->event, "c10:cpu", 7)))
 		return;
 	for (i = t->n; i > 0 && t->v[i - 1]->live_bytes < site->live_bytes; i--)
@@ -106,14 +115,17 @@ static void pick_top(struct mt_site *site, void *ctx)
 	}
 }
 
-static void print_site_line(const struct mt_site *s, FILE *out)
+/* s's live figures, its count from cal (a sampled trace's estimate) */
+static void print_site_line(const struct mt_site *s,
+			    const struct mt_sample_cal *cal, FILE *out)
 {
 	struct mt_esc e = { 0 };
 	char b[32];
 
 	fprintf(out, "#     %s in %" PRIu64 " allocations: %s",
 		mt_format_bytes(b, sizeof(b), s->live_bytes),
-		(uint64_t)s->live_count,
+		(uint64_t)llround(
+			mt_sample_cal_count(cal, s->live_count, s->live_est)),
 		mt_esc(&e, s->event ? s->event : "?", MT_ESC_FIELD));
 	mt_site_print_module(s, out);
 	if (s->depth)
@@ -123,12 +135,13 @@ static void print_site_line(const struct mt_site *s, FILE *out)
 
 static void print_block(const struct mt_call *r, const struct mt_site *site,
 			struct mt_summary *sum, struct mt_sites *sites,
-			__u64 t0, bool stacks, FILE *out)
+			__u64 live, __u64 t0, bool stacks, FILE *out)
 {
 	const struct mt_event *ev = r->ev;
 	const char *err =
 		r->has_ret ? mt_cuda_err_name(r->ki->errdomain, r->ret) : NULL;
 	struct top top = { .pid = ev->pid, .gpu = r->dev_type == MT_DT_CUDA };
+	struct mt_sample_cal cal;
 	char dev[32], b[32];
 
 	mt_format_dev(dev, sizeof(dev), r->dev_type, r->dev_index);
@@ -155,10 +168,12 @@ static void print_block(const struct mt_call *r, const struct mt_site *site,
 		mt_site_print_stack(site, "#\t", out);
 	}
 	mt_sites_foreach(sites, pick_top, &top);
+	/* the counts a sampled trace estimates, kept to the process's live */
+	mt_sample_cal_init(&cal, live, top.walked, top.est);
 	if (top.n)
 		fprintf(out, "#   top live sites:\n");
 	for (size_t i = 0; i < top.n; i++)
-		print_site_line(top.v[i], out);
+		print_site_line(top.v[i], &cal, out);
 }
 
 /*
@@ -230,7 +245,8 @@ static void print_raise(const struct mt_call *r, const struct mt_site *site,
 
 void mt_oom_event(struct mt_oom *o, const struct mt_call *r,
 		  const struct mt_site *site, struct mt_summary *sum,
-		  struct mt_sites *sites, __u64 t0, bool stacks, FILE *out)
+		  struct mt_sites *sites, __u64 live, __u64 t0, bool stacks,
+		  FILE *out)
 {
 	struct pending *p = &o->p[r->ev->tid % PENDING];
 	bool mine = p->tid == r->ev->tid;
@@ -250,7 +266,7 @@ void mt_oom_event(struct mt_oom *o, const struct mt_call *r,
 		follow_retry(o, r, p, out);
 	if (r->role == MT_ROLE_OOM) {
 		o->gave_up++;
-		print_block(r, site, sum, sites, t0, stacks, out);
+		print_block(r, site, sum, sites, live, t0, stacks, out);
 		return;
 	}
 	/* other failures are failed calls: the `# failed` lines name them */
@@ -259,7 +275,7 @@ void mt_oom_event(struct mt_oom *o, const struct mt_call *r,
 		return;
 	if (!again)
 		o->failures++;
-	print_block(r, site, sum, sites, t0, stacks, out);
+	print_block(r, site, sum, sites, live, t0, stacks, out);
 	*p = (struct pending){ .tid = r->ev->tid,
 			       .event = r->event,
 			       .space = r->ki->space,

@@ -20,10 +20,15 @@ struct mt_oom;
 struct mt_oom *mt_oom_new(void);
 void mt_oom_free(struct mt_oom *o);
 
-/* every event, after the summary and the sites counted it */
+/*
+ * every event, after the summary and the sites counted it; live: the
+ * allocations its process holds now, exact, which the sites' estimated
+ * counts are kept to (analysis/sample.h)
+ */
 void mt_oom_event(struct mt_oom *o, const struct mt_call *r,
 		  const struct mt_site *site, struct mt_summary *sum,
-		  struct mt_sites *sites, __u64 t0, bool stacks, FILE *out);
+		  struct mt_sites *sites, __u64 live, __u64 t0, bool stacks,
+		  FILE *out);
 
 struct mt_oom_counts {
 	__u64 failures; /* allocations failed for want of memory */

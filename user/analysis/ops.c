@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "event/format.h"
 #include "analysis/ops.h"
+#include "analysis/session.h"
+#include "analysis/sites.h"
 #include "lib/escape.h"
 
 /* an operator: a node class, an innermost frame, or a call and library */
 struct op {
 	__u32 pid;
 	const char *what, *where; /* interned: pointers compare */
-	__u64 allocs, bytes;
+	__u64 allocs, bytes; /* allocs: those walked (mt_site's) */
+	double est; /* what they stand for */
 };
 
 struct ops {
@@ -41,7 +45,8 @@ static void add_site(struct mt_site *site, void *ctx)
 	p = &o->v[o->n++];
 	*p = (struct op){ .pid = site->pid,
 			  .allocs = site->allocs,
-			  .bytes = site->alloc_bytes };
+			  .bytes = site->alloc_bytes,
+			  .est = site->alloc_est };
 	if (site->node) {
 		p->what = site->node;
 		p->where = "autograd node";
@@ -88,6 +93,7 @@ static size_t merge(struct op *v, size_t n)
 		if (k && !by_key(&v[k - 1], &v[i])) {
 			v[k - 1].allocs += v[i].allocs;
 			v[k - 1].bytes += v[i].bytes;
+			v[k - 1].est += v[i].est;
 		} else {
 			v[k++] = v[i];
 		}
@@ -95,14 +101,15 @@ static size_t merge(struct op *v, size_t n)
 	return k;
 }
 
-void mt_ops_print(struct mt_sites *sites, size_t top, FILE *out)
+void mt_ops_print(const struct mt_session *s, size_t top, FILE *out)
 {
 	struct ops o = { 0 };
+	struct mt_sample_cal cal;
 	struct mt_esc e;
 	char b[32];
 	size_t n, shown = 0;
 
-	mt_sites_foreach(sites, add_site, &o);
+	mt_sites_foreach(s->sites, add_site, &o);
 	if (o.oom)
 		fprintf(out, "# operators: out of memory, some left out\n");
 	qsort(o.v, o.n, sizeof(*o.v), by_key);
@@ -113,11 +120,13 @@ void mt_ops_print(struct mt_sites *sites, size_t top, FILE *out)
 
 		if (i && p->pid != o.v[i - 1].pid)
 			shown = 0;
-		if (!shown)
+		if (!shown) {
 			fprintf(out,
 				"# operators pid=%u (top %zu call sites by "
 				"bytes allocated)\n",
 				p->pid, top);
+			mt_session_alloc_cal(s, p->pid, &cal);
+		}
 		if (shown++ >= top)
 			continue;
 		e.used = 0;
@@ -126,7 +135,8 @@ void mt_ops_print(struct mt_sites *sites, size_t top, FILE *out)
 			" %s: %s\n",
 			(uint64_t)p->bytes,
 			mt_format_bytes(b, sizeof(b), p->bytes),
-			(uint64_t)p->allocs,
+			(uint64_t)llround(
+				mt_sample_cal_count(&cal, p->allocs, p->est)),
 			mt_esc(&e, p->where ? p->where : "?", MT_ESC_TEXT),
 			mt_esc(&e, p->what ? p->what : "?", MT_ESC_TEXT));
 	}

@@ -9,9 +9,13 @@
 
 #include <stddef.h>
 #include <stdio.h>
-#include "analysis/sites.h"
 
-/* the top call sites of each process by bytes allocated */
-void mt_ops_print(struct mt_sites *sites, size_t top, FILE *out);
+struct mt_session;
+
+/*
+ * the top call sites of each process by bytes allocated; in a sampled
+ * trace their counts kept to the process's (mt_session_alloc_cal)
+ */
+void mt_ops_print(const struct mt_session *s, size_t top, FILE *out);
 
 #endif /* __OPS_H */

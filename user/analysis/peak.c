@@ -9,7 +9,9 @@
  * A group adds up what its allocations stand for (in a sampled trace,
  * estimates: livetable.h's mt_live_est) and their exact bytes, apart from
  * those whose stack was not walked: the report prints the first, the
- * exports draw the others.
+ * exports draw the others. Its count is kept (sample.h's mt_sample_cal)
+ * to the exact number of allocations its account held then: the groups'
+ * counts never add up past it, in any view.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,19 +23,22 @@
 #include "lib/hashtab.h"
 #include "event/kinds.h"
 #include "analysis/peak.h"
+#include "analysis/sample.h"
 #include "analysis/sites.h"
 
 #define MAX_ACCOUNTS 1024 /* pids x address spaces x devices */
 #define ACCOUNT_SLOTS 2048 /* index of the accounts, at half load */
 #define MIN_GROUP_CAP 1024
-#define MAX_FREED_CAP (1 << 17) /* slots of freed groups: 6 MiB */
-#define MAX_PRINT_CAP (1 << 20) /* slots while printing: 48 MiB */
+#define MAX_FREED_CAP (1 << 17) /* slots of freed groups: 7 MiB */
+#define MAX_PRINT_CAP (1 << 20) /* slots while printing: 56 MiB */
 
 /* what some allocations add up to */
 struct tally {
-	__u64 bytes, count; /* what they stand for (mt_live_est) */
-	/* exact bytes: of those whose stack was walked, of the others */
-	__u64 exact, bare;
+	__u64 bytes; /* what they stand for (mt_live_est) */
+	double est; /* how many they stand for (mt_live_weight) */
+	/* those whose stack was walked: how many, their exact bytes */
+	__u64 walked, exact;
+	__u64 bare; /* the exact bytes of the others */
 };
 
 struct account {
@@ -42,6 +47,8 @@ struct account {
 	__u8 dev_type;
 	__s8 dev;
 	__u64 cur, peak;
+	/* allocations alive now and at the peak: exact, sampled or not */
+	__u64 cur_count, peak_count;
 	__u64 peak_seq, peak_ts;
 	__u32 peak_step; /* steps the process had finished at the peak */
 	const char *peak_phase; /* of the event that made the peak */
@@ -289,14 +296,16 @@ static void tally_live(struct tally *t, const struct mt_live *e)
 		return;
 	}
 	t->bytes += mt_live_est(e);
-	t->count += mt_live_est_count(e);
+	t->est += mt_live_weight(e);
+	t->walked++;
 	t->exact += e->size;
 }
 
 static void tally_add(struct tally *t, const struct tally *u)
 {
 	t->bytes += u->bytes;
-	t->count += u->count;
+	t->est += u->est;
+	t->walked += u->walked;
 	t->exact += u->exact;
 	t->bare += u->bare;
 }
@@ -331,10 +340,12 @@ void mt_peak_alloc(struct mt_peak *p, const struct mt_live *e)
 		return;
 	}
 	a->cur += e->size;
+	a->cur_count++;
 	if (a->cur <= a->peak)
 		return;
 	/* a new peak: what was freed since the old one no longer counts */
 	a->peak = a->cur;
+	a->peak_count = a->cur_count;
 	a->peak_seq = e->seq;
 	a->peak_ts = e->ts;
 	a->peak_step = e->step;
@@ -370,6 +381,8 @@ void mt_peak_release(struct mt_peak *p, const struct mt_live *e,
 		return;
 	}
 	a->cur = a->cur > e->size ? a->cur - e->size : 0;
+	if (a->cur_count)
+		a->cur_count--;
 	/* allocated after the peak: not in its groups */
 	if (!a->peak || e->seq > a->peak_seq)
 		return;
@@ -410,8 +423,10 @@ static void view_live(const struct mt_live *e, void *ctx)
 		struct account *own = account_get(v->own, e);
 
 		/* its total: all that is alive now */
-		if (own)
+		if (own) {
 			own->peak += e->size;
+			own->peak_count++;
+		}
 		a = own;
 	} else {
 		a = account_find(v->a, e);
@@ -439,8 +454,8 @@ static int by_account_then_bytes(const void *pa, const void *pb)
 		return x->acct < y->acct ? -1 : 1;
 	if (x->t.bytes != y->t.bytes)
 		return x->t.bytes > y->t.bytes ? -1 : 1;
-	if (x->t.count != y->t.count)
-		return x->t.count > y->t.count ? -1 : 1;
+	if (x->t.est != y->t.est)
+		return x->t.est > y->t.est ? -1 : 1;
 	return ix < iy ? -1 : ix > iy;
 }
 
@@ -458,14 +473,16 @@ static const char *space_role(enum mt_space sp)
 	}
 }
 
-static void print_group(const struct group *x, bool stacks, FILE *out)
+/* a group, count its calibrated count */
+static void print_group(const struct group *x, __u64 count, bool stacks,
+			FILE *out)
 {
 	const struct mt_site *s = x->site;
 	char b[32];
 
 	fprintf(out, "#   %s bytes=%" PRIu64 " count=%" PRIu64,
 		mt_format_bytes(b, sizeof(b), x->t.bytes), (uint64_t)x->t.bytes,
-		(uint64_t)x->t.count);
+		(uint64_t)count);
 	mt_site_print_keys(s, out);
 	fputc('\n', out);
 	if (stacks && s)
@@ -501,6 +518,32 @@ static void print_incomplete(const struct account *a,
 			(uint64_t)c->live.advise);
 }
 
+/*
+ * The counts of account a's n groups g and then of those in no group
+ * (unfit), taken in that order from cal, add up to no more than the
+ * allocations it held at the moment (exact): in a full trace each is its
+ * own count
+ */
+static void account_cal(const struct view *v, const struct account *a,
+			const struct group *g, size_t n,
+			struct mt_sample_cal *cal)
+{
+	const struct tally *u = &v->unfit[a - v->a->v];
+	__u64 walked = u->walked;
+	double est = u->est;
+
+	for (size_t i = 0; i < n; i++) {
+		walked += g[i].t.walked;
+		est += g[i].t.est;
+	}
+	mt_sample_cal_init(cal, a->peak_count, walked, est);
+}
+
+static __u64 next_count(struct mt_sample_cal *cal, const struct tally *t)
+{
+	return mt_sample_cal_next(cal, t->walked, t->est);
+}
+
 /* one account: its title, then its n groups g, largest first */
 static void print_account(const struct view *v, const struct account *a,
 			  const struct group *g, size_t n, void *ctx)
@@ -509,14 +552,16 @@ static void print_account(const struct view *v, const struct account *a,
 	size_t idx = (size_t)(a - v->a->v), top = c->top, i;
 	__u64 sum = v->unfit[idx].bytes, rest = 0, rest_count = 0;
 	double at = a->peak_ts > c->t0 ? (double)(a->peak_ts - c->t0) / 1e9 : 0;
+	struct mt_sample_cal cal;
 	FILE *out = c->out;
 	char acct[64], b[32];
 
-	/* last (by count): groups of unsampled allocations, which stand for none */
-	while (n && !g[n - 1].t.count)
+	/* last (by bytes): groups of unsampled allocations, which stand for none */
+	while (n && !g[n - 1].t.walked)
 		n--;
 	for (i = 0; i < n; i++)
 		sum += g[i].t.bytes;
+	account_cal(v, a, g, n, &cal);
 	fprintf(out, "# %s pid=%u %s %s: %s at %.3f s", c->tag, a->pid,
 		mt_format_account(acct, sizeof(acct), a->dev_type, a->dev,
 				  a->space),
@@ -524,19 +569,21 @@ static void print_account(const struct view *v, const struct account *a,
 		at);
 	if (!v->own)
 		fprintf(out, " (event %" PRIu64 ")", (uint64_t)a->peak_seq);
-	/* a reader checks the lines below against bytes= */
-	fprintf(out, " bytes=%" PRIu64 " groups=%zu sum=%" PRIu64 "%s",
-		(uint64_t)a->peak, n, (uint64_t)sum,
+	/* a reader checks the lines below against bytes= and allocs= */
+	fprintf(out,
+		" bytes=%" PRIu64 " groups=%zu allocs=%" PRIu64 " sum=%" PRIu64
+		"%s",
+		(uint64_t)a->peak, n, (uint64_t)a->peak_count, (uint64_t)sum,
 		sum == a->peak ? "" :
 		v->estimated   ? " (estimate)" :
 				 " (mismatch)");
 	print_incomplete(a, c);
 	fputc('\n', out);
 	for (i = 0; i < n && i < top; i++)
-		print_group(&g[i], c->stacks, out);
+		print_group(&g[i], next_count(&cal, &g[i].t), c->stacks, out);
 	for (; i < n; i++) {
 		rest += g[i].t.bytes;
-		rest_count += g[i].t.count;
+		rest_count += next_count(&cal, &g[i].t);
 	}
 	if (n > top)
 		fprintf(out,
@@ -545,13 +592,13 @@ static void print_account(const struct view *v, const struct account *a,
 			n - top, n - top == 1 ? "" : "s",
 			mt_format_bytes(b, sizeof(b), rest), (uint64_t)rest,
 			(uint64_t)rest_count);
-	if (v->unfit[idx].count)
+	if (v->unfit[idx].walked)
 		fprintf(out,
 			"#   ... in no group (group table full): %s bytes=%" PRIu64
 			" count=%" PRIu64 "\n",
 			mt_format_bytes(b, sizeof(b), v->unfit[idx].bytes),
 			(uint64_t)v->unfit[idx].bytes,
-			(uint64_t)v->unfit[idx].count);
+			(uint64_t)next_count(&cal, &v->unfit[idx]));
 }
 
 static int by_key(const void *pa, const void *pb)
@@ -701,10 +748,11 @@ struct hand_out {
 	void *ctx;
 };
 
-static void hand_tally(struct mt_peak_group *pg, const struct tally *t)
+static void hand_tally(struct mt_peak_group *pg, const struct tally *t,
+		       struct mt_sample_cal *cal)
 {
 	pg->bytes = t->bytes;
-	pg->count = t->count;
+	pg->count = next_count(cal, t);
 	pg->exact_bytes = t->exact;
 	pg->bare_bytes = t->bare;
 }
@@ -719,18 +767,21 @@ static void hand_account(const struct view *v, const struct account *a,
 				    .dev_type = (enum mt_dev_type)a->dev_type,
 				    .dev = a->dev,
 				    .peak = a->peak,
+				    .peak_count = a->peak_count,
 				    .peak_ts = a->peak_ts,
 				    .peak_step = a->peak_step,
 				    .peak_phase = a->peak_phase };
+	struct mt_sample_cal cal;
 
+	account_cal(v, a, g, n, &cal);
 	for (size_t i = 0; i < n; i++) {
-		hand_tally(&pg, &g[i].t);
+		hand_tally(&pg, &g[i].t, &cal);
 		pg.site = g[i].site;
 		h->fn(&pg, h->ctx);
 	}
-	if (!v->unfit[idx].count && !v->unfit[idx].bare)
+	if (!v->unfit[idx].walked && !v->unfit[idx].bare)
 		return;
-	hand_tally(&pg, &v->unfit[idx]);
+	hand_tally(&pg, &v->unfit[idx], &cal);
 	pg.site = NULL;
 	pg.unfit = true;
 	h->fn(&pg, h->ctx);

@@ -81,10 +81,17 @@ struct mt_peak_group {
 	enum mt_dev_type dev_type;
 	int dev; /* -1: none or unknown */
 	__u64 peak, peak_ts; /* the account's: bytes, ns */
+	__u64 peak_count; /* its allocations alive then: exact */
 	__u32 peak_step; /* steps its process had finished at the peak */
 	const char *peak_phase; /* of the event that made it; NULL: none */
 	const struct mt_site *site; /* NULL when unfit, or in tests */
-	__u64 bytes, count; /* sampled trace: estimates (mt_live_est) */
+	/*
+	 * sampled trace: estimates, bytes mt_live_est's and count kept so
+	 * that an account's groups never add up past its peak_count
+	 * (sample.h);
+	 * count is 0 only for a group none of whose stacks was walked
+	 */
+	__u64 bytes, count;
 	/*
 	 * exact bytes: of its allocations whose stack was walked, and of
 	 * those whose was not (--sample-bytes: then bytes and count leave

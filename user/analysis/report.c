@@ -47,6 +47,9 @@ struct row {
 	__u64 bytes, count; /* at the peak (or what the table is about) */
 	__u64 end, end_count; /* alive when the trace ended */
 	__u64 alloc, allocs; /* allocated over the trace */
+	/* of allocs, sampled: those walked and what they stand for */
+	__u64 walked;
+	double est;
 	__u64 own_peak; /* the most of its own bytes alive at once */
 };
 
@@ -64,6 +67,7 @@ struct account {
 	enum mt_dev_type dev_type;
 	int dev;
 	__u64 peak, peak_ts;
+	__u64 peak_count; /* its allocations alive then: exact */
 	__u32 peak_step;
 	const char *peak_phase;
 	struct agg by_line, by_module, by_phase;
@@ -242,6 +246,9 @@ static struct account *account_of(struct report *rp, __u32 pid,
 	return NULL;
 }
 
+/* the line of the allocations the peak's group table had no room for */
+static const char NO_GROUP_SLOT[] = "(no group slot left)";
+
 static void add_group(const struct mt_peak_group *g, void *ctx)
 {
 	struct report *rp = ctx;
@@ -264,12 +271,13 @@ static void add_group(const struct mt_peak_group *g, void *ctx)
 				       .dev_type = g->dev_type,
 				       .dev = g->dev,
 				       .peak = g->peak,
+				       .peak_count = g->peak_count,
 				       .peak_ts = g->peak_ts,
 				       .peak_step = g->peak_step,
 				       .peak_phase = g->peak_phase };
 	}
 	k.module = s ? s->module : NULL;
-	k.line = g->unfit ? "(no group slot left)" : site_line(s, &k.lib);
+	k.line = g->unfit ? NO_GROUP_SLOT : site_line(s, &k.lib);
 	r = agg_get(&a->by_line, &k);
 	if (r) {
 		r->bytes += g->bytes;
@@ -304,7 +312,6 @@ static void add_owns(struct report *rp)
 			continue;
 		r->end += o->live;
 		r->alloc += o->alloc_bytes;
-		r->allocs += o->allocs;
 		if (o->peak > r->own_peak)
 			r->own_peak = o->peak;
 	}
@@ -1205,14 +1212,22 @@ static void print_account(struct report *rp, struct account *a)
 		snprintf(when, sizeof(when), "at %.3f s", rp->at_secs);
 	else
 		snprintf(when, sizeof(when), "at the peak");
+	/* the exact count the ~count columns below never pass */
 	if (rp->view && !rp->at_peak)
-		snprintf(title, sizeof(title), "%s: %s alive %s",
+		snprintf(title, sizeof(title),
+			 "%s: %s in %" PRIu64 " allocation%s alive %s",
 			 account_name(name, sizeof(name), rp, a),
-			 mt_format_bytes(b, sizeof(b), a->peak), when);
+			 mt_format_bytes(b, sizeof(b), a->peak),
+			 (uint64_t)a->peak_count, a->peak_count == 1 ? "" : "s",
+			 when);
 	else
-		snprintf(title, sizeof(title), "%s: %s at the peak, %.3f s",
+		snprintf(title, sizeof(title),
+			 "%s: %s in %" PRIu64
+			 " allocation%s at the peak, %.3f s",
 			 account_name(name, sizeof(name), rp, a),
-			 mt_format_bytes(b, sizeof(b), a->peak), at);
+			 mt_format_bytes(b, sizeof(b), a->peak),
+			 (uint64_t)a->peak_count, a->peak_count == 1 ? "" : "s",
+			 at);
 	heading(rp, title);
 	if (rp->s->sum.attributed) {
 		if (rp->view)
@@ -1236,24 +1251,92 @@ static void add_site(struct mt_site *site, void *ctx)
 	struct agg *a = ctx;
 	struct row k = { .pid = site->pid, .module = site->module }, *r;
 
-	if (!site->allocs && !site->live_bytes)
+	if (!site->allocs)
 		return;
 	k.line = site_line(site, &k.lib);
 	r = agg_get(a, &k);
 	if (!r)
 		return;
 	r->alloc += site->alloc_bytes;
-	r->allocs += site->allocs;
-	r->end += site->live_bytes;
-	r->end_count += site->live_count;
+	r->walked += site->allocs;
+	r->est += site->alloc_est;
 }
 
-static void print_sites(struct report *rp)
+/* rows by process, then as the call sites' table, ties by name: one order */
+static int by_pid_then_alloc(const void *pa, const void *pb)
+{
+	const struct row *x = *(const struct row *const *)pa;
+	const struct row *y = *(const struct row *const *)pb;
+	int c;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	c = by_alloc(x, y);
+	if (!c)
+		c = strcmp(or_dash(x->module), or_dash(y->module));
+	if (!c)
+		c = strcmp(or_dash(x->line), or_dash(y->line));
+	return c ? c : strcmp(or_dash(x->lib), or_dash(y->lib));
+}
+
+/*
+ * The rows' allocations over the trace: in a sampled trace kept to their
+ * process's exact count, as the peak's are to its account's, each
+ * process's rows taken in turn (in one order, whatever the table's) so
+ * that they never add up past it. false when out of memory.
+ */
+static bool set_allocs(struct report *rp, struct agg *a)
+{
+	struct row **v = malloc((a->n ? a->n : 1) * sizeof(*v));
+	struct mt_sample_cal cal;
+
+	if (!v)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		v[i] = &a->v[i];
+	qsort(v, a->n, sizeof(*v), by_pid_then_alloc);
+	for (size_t i = 0; i < a->n; i++) {
+		if (!i || v[i]->pid != v[i - 1]->pid)
+			mt_session_alloc_cal(rp->s, v[i]->pid, &cal);
+		v[i]->allocs =
+			mt_sample_cal_next(&cal, v[i]->walked, v[i]->est);
+	}
+	free(v);
+	return true;
+}
+
+/*
+ * What is alive at the end, as the peak's groups are counted: in a
+ * sampled trace the same allocations then count the same here as at the
+ * peak, each account's rows adding up to no more than its exact count
+ */
+static void add_end(const struct mt_peak_group *g, void *ctx)
+{
+	struct agg *a = ctx;
+	struct row k = { .pid = g->pid }, *r;
+
+	/* unsampled allocations only (--sample-bytes): they stand for none */
+	if (!g->count)
+		return;
+	k.module = g->site ? g->site->module : NULL;
+	k.line = g->unfit ? NO_GROUP_SLOT : site_line(g->site, &k.lib);
+	r = agg_get(a, &k);
+	if (!r)
+		return;
+	r->end += g->bytes;
+	r->end_count += g->count;
+}
+
+/* false when out of memory: some rows are missing */
+static bool print_sites(struct report *rp)
 {
 	struct agg a = { 0 };
 	__u64 alloc = 0, end = 0;
+	bool ok;
 
 	mt_sites_foreach(rp->s->sites, add_site, &a);
+	ok = set_allocs(rp, &a);
+	ok = !mt_peak_foreach_now(rp->s->live, add_end, &a) && !a.oom && ok;
 	for (size_t i = 0; i < a.n; i++) {
 		alloc += a.v[i].alloc;
 		end += a.v[i].end;
@@ -1267,6 +1350,7 @@ static void print_sites(struct report *rp)
 	print_lines(rp, a.v, a.n, V_END, end, rp->s->conf.top_live,
 		    EST_COL(rp, "alive at end"));
 	agg_free(&a);
+	return ok;
 }
 
 /* a dump's suspects count every allocation: exact, sampled or not */
@@ -1372,7 +1456,8 @@ void mt_report_print(struct mt_session *s, const struct mt_summary_end *end)
 		if (!rp.acc[i].hidden && rp.acc[i].peak)
 			print_account(&rp, &rp.acc[i]);
 	print_suspects(&rp, &sp);
-	print_sites(&rp);
+	if (!print_sites(&rp))
+		oom = true;
 	if (oom || rp.unshown)
 		fprintf(rp.out,
 			"\n(out of memory or past %d device accounts: some "

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <math.h>
+#include <stdint.h>
 #include "analysis/sample.h"
 #include "event/kinds.h"
 
@@ -26,6 +27,53 @@ bool mt_sample_unwalked(__u64 rate, const struct mt_call *r)
 __u64 mt_sample_scale(__u64 size, double weight)
 {
 	return (__u64)llround((double)size * weight);
+}
+
+void mt_sample_cal_init(struct mt_sample_cal *c, __u64 exact, __u64 walked,
+			double est)
+{
+	double said = est - (double)walked;
+
+	*c = (struct mt_sample_cal){ 0 };
+	/* more walked than exact: tables out of step; nothing to share */
+	if (exact <= walked)
+		return;
+	c->left = exact - walked;
+	/*
+	 * a weight is 1 or more: what est says of the unwalked is >= 0; no
+	 * more of them than there are, and never more than it says
+	 */
+	c->scale = 1.0;
+	if (said > (double)c->left)
+		c->scale = (double)c->left / said;
+}
+
+void mt_sample_cal_none(struct mt_sample_cal *c)
+{
+	/* what est says of the unwalked, as it is, with no count to keep to */
+	*c = (struct mt_sample_cal){ .scale = 1.0, .left = UINT64_MAX };
+}
+
+double mt_sample_cal_count(const struct mt_sample_cal *c, __u64 walked,
+			   double est)
+{
+	double said = est - (double)walked;
+
+	return (double)walked + (said > 0 ? said * c->scale : 0);
+}
+
+__u64 mt_sample_cal_next(struct mt_sample_cal *c, __u64 walked, double est)
+{
+	double said = est - (double)walked;
+	__u64 upto, add;
+
+	if (said > 0)
+		c->sum += said * c->scale;
+	/* the sum may pass left by a rounding error: never what is shared */
+	upto = c->sum < (double)c->left ? (__u64)llround(c->sum) : c->left;
+	add = upto > c->given ? upto - c->given : 0;
+	c->given += add;
+	return walked + add;
 }
 
 /* the exponential quantile at the middle of slice i of n */

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
-#include <math.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -68,6 +67,16 @@ const struct mt_proc *mt_session_proc(const struct mt_session *s, __u32 pid)
 	const struct mt_proc *p = &s->procs[pid % MT_PROCS];
 
 	return p->pid == pid ? p : NULL;
+}
+
+void mt_session_alloc_cal(const void *ctx, __u32 pid, struct mt_sample_cal *cal)
+{
+	const struct mt_proc *p = mt_session_proc(ctx, pid);
+
+	if (p)
+		mt_sample_cal_init(cal, p->allocs, p->walked, p->est);
+	else
+		mt_sample_cal_none(cal);
 }
 
 __u32 mt_session_step(const struct mt_session *s, __u32 pid)
@@ -210,11 +219,15 @@ static void site_live(struct mt_site *site, const struct mt_live *e, bool alloc)
 		return;
 	if (alloc) {
 		site->live_count++;
+		site->live_est += mt_live_weight(e);
 		site->live_bytes += bytes;
 		return;
 	}
 	if (site->live_count)
 		site->live_count--;
+	/* none left: nor the rounding errors of the sums and differences */
+	site->live_est =
+		site->live_count ? site->live_est - mt_live_weight(e) : 0;
 	site->live_bytes -= site->live_bytes < bytes ? site->live_bytes : bytes;
 }
 
@@ -423,7 +436,14 @@ bool mt_session_event(struct mt_session *s, struct mt_call *r,
 	mt_summary_event(&s->sum, r);
 	if (r->role == MT_ROLE_ALLOC && !r->failed &&
 	    r->size_state == MT_SIZE_KNOWN) {
-		site->allocs += (__u64)llround(weight);
+		if (weight > 0) {
+			struct mt_proc *p = proc_of(s, r->ev->pid);
+
+			site->allocs++;
+			site->alloc_est += weight;
+			p->walked++;
+			p->est += weight;
+		}
 		site->alloc_bytes += mt_sample_scale(r->size, weight);
 	}
 	if (site->phase)
@@ -431,8 +451,9 @@ bool mt_session_event(struct mt_session *s, struct mt_call *r,
 				  site->recompute, weight);
 	if (r->has_totals)
 		mt_frag_event(s->frag, r, site->phase);
-	mt_oom_event(s->oom, r, site, &s->sum, s->sites, s->t0,
-		     !s->conf.no_stack, s->out);
+	mt_oom_event(s->oom, r, site, &s->sum, s->sites,
+		     proc_of(s, r->ev->pid)->live, s->t0, !s->conf.no_stack,
+		     s->out);
 	if (s->conf.print_events)
 		print_event(s, r, site);
 	if (s->obs.event)
@@ -566,7 +587,9 @@ void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
 		mt_report_print(s, end);
 		return;
 	}
-	mt_summary_print(&s->sum, s->live, end, s->out);
+	mt_summary_print(&s->sum, s->live, end,
+			 &(struct mt_summary_cal){ mt_session_alloc_cal, s },
+			 s->out);
 	mt_session_print_sample(s, s->out);
 	mt_filter_print(s->filter, s->out);
 	print_ranks(s);
@@ -579,7 +602,7 @@ void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
 		fprintf(s->out, "# kinds: out of memory\n");
 	mt_leaks_print(s->leaks, s->live, stacks, s->out);
 	mt_frag_print(s->frag, s->live, s->t0, s->out);
-	mt_ops_print(s->sites, s->conf.top_ops, s->out);
+	mt_ops_print(s, s->conf.top_ops, s->out);
 }
 
 void mt_session_print_sample(const struct mt_session *s, FILE *out)

@@ -19,6 +19,7 @@
 #include "analysis/memkind.h"
 #include "analysis/oom.h"
 #include "analysis/peak.h"
+#include "analysis/sample.h"
 #include "proc/rank.h"
 #include "analysis/sites.h"
 #include "analysis/summary.h"
@@ -57,6 +58,12 @@ struct mt_proc {
 	bool attached;
 	struct mt_memkind_clock clock; /* its phase instances (memkind.h) */
 	__u64 allocs, frees, failed, live; /* allocation calls */
+	/*
+	 * of allocs, those whose stack was walked (all of them in a full
+	 * trace), and what they stand for (analysis/sample.h)
+	 */
+	__u64 walked;
+	double est;
 };
 
 struct mt_session;
@@ -181,6 +188,15 @@ const struct mt_proc *mt_session_proc(const struct mt_session *s, __u32 pid);
  * mt_peak_kind_fn.
  */
 enum mt_memkind mt_session_kind_alive(const struct mt_live *e, void *ctx);
+
+/*
+ * The calibration (analysis/sample.h) of the counts of pid's allocations
+ * over the trace, by call site or module, kept to the exact number it made;
+ * the estimates as they are where its count is gone (its slot taken by
+ * another process). ctx: the session (mt_summary_cal's form).
+ */
+void mt_session_alloc_cal(const void *ctx, __u32 pid,
+			  struct mt_sample_cal *cal);
 
 /*
  * The end of the trace: the report for people, or with conf.keys the

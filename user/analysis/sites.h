@@ -28,9 +28,21 @@ struct mt_site {
 	const char **frames; /* innermost first, interned */
 	/* in a key: mt_frames_hash() of the frames if known, else 0 */
 	__u64 frames_hash;
-	/* what the analyses add up per site */
-	__u64 allocs, alloc_bytes;
-	__u64 live_count, live_bytes;
+	/*
+	 * what the analyses add up per site: its allocations whose stack
+	 * was walked (all of them in a full trace), what they stand for
+	 * (analysis/sample.h: 1/p each) and their bytes so scaled
+	 */
+	__u64 allocs;
+	double alloc_est;
+	__u64 alloc_bytes;
+	/*
+	 * its allocations alive now: those whose stack was walked, what they
+	 * stand for (as allocs, alloc_est) and their bytes so scaled
+	 */
+	__u64 live_count;
+	double live_est;
+	__u64 live_bytes;
 	__u64 mark_bytes; /* live_bytes when --watch last looked */
 	/* the summary's module entries of its last event, index + 1 */
 	__u32 mod_hint, own_hint;

@@ -262,7 +262,8 @@ void mt_summary_attrib(struct mt_summary *s, const struct mt_call *r,
 		return;
 	}
 	if (r->role == MT_ROLE_ALLOC && !r->failed) {
-		m->allocs += (__u64)llround(weight);
+		m->allocs++;
+		m->alloc_est += weight;
 		m->bytes_alloc += est;
 		if (recompute)
 			m->recompute_bytes += est;
@@ -369,11 +370,8 @@ void mt_summary_own(struct mt_summary *s, const struct mt_live *e, __s64 delta)
 	}
 	own_move(&m->live, &m->own_peak, delta);
 	own_move(&o->live, &o->peak, delta);
-	if (delta > 0) {
-		/* a sampled allocation stands for 1/p of them */
-		o->allocs += mt_live_est_count(e);
+	if (delta > 0)
 		o->alloc_bytes += (__u64)delta;
-	}
 }
 
 void mt_summary_unmatched_free(struct mt_summary *s, const struct mt_call *r)
@@ -431,7 +429,8 @@ static int by_bytes_alloc_desc(const void *a, const void *b)
 						 0;
 }
 
-static void print_modules(struct mt_summary *s, FILE *out)
+static void print_modules(struct mt_summary *s,
+			  const struct mt_summary_cal *cal, FILE *out)
 {
 	if (!s->attributed)
 		return;
@@ -439,6 +438,13 @@ static void print_modules(struct mt_summary *s, FILE *out)
 	for (size_t i = 0; i < s->nmods; i++) {
 		const struct mt_module_stat *m = &s->mods[i];
 		struct mt_esc e = { 0 };
+		struct mt_sample_cal c;
+		__u64 allocs;
+
+		/* a sampled trace's estimate, kept as the call sites' are */
+		cal->fn(cal->ctx, m->pid, &c);
+		allocs = (__u64)llround(
+			mt_sample_cal_count(&c, m->allocs, m->alloc_est));
 
 		fprintf(out,
 			"# module pid=%u phase=%s module=%s allocs=%" PRIu64
@@ -446,9 +452,9 @@ static void print_modules(struct mt_summary *s, FILE *out)
 			" bytes_freed=%" PRIu64 " net=%" PRId64
 			" peak=%" PRIu64,
 			m->pid, mt_esc(&e, m->phase, MT_ESC_FIELD),
-			mt_esc(&e, m->module, MT_ESC_FIELD),
-			(uint64_t)m->allocs, (uint64_t)m->frees,
-			(uint64_t)m->bytes_alloc, (uint64_t)m->bytes_freed,
+			mt_esc(&e, m->module, MT_ESC_FIELD), (uint64_t)allocs,
+			(uint64_t)m->frees, (uint64_t)m->bytes_alloc,
+			(uint64_t)m->bytes_freed,
 			(int64_t)(m->bytes_alloc - m->bytes_freed),
 			(uint64_t)m->own_peak);
 		/* time between a thread's events inside it: none, no figure */
@@ -600,7 +606,8 @@ static void print_untracked(const struct mt_summary *s,
 }
 
 void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
-		      const struct mt_summary_end *end, FILE *out)
+		      const struct mt_summary_end *end,
+		      const struct mt_summary_cal *cal, FILE *out)
 {
 	struct mt_live_stats st;
 	char dev[32];
@@ -665,7 +672,7 @@ void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
 			f->event, f->ret, name ? name : "unknown",
 			(uint64_t)f->count, (uint64_t)f->bytes);
 	}
-	print_modules(s, out);
+	print_modules(s, cal, out);
 	print_live(live, &st, end->top_live, out);
 	print_untracked(s, &st, out);
 	if (s->early_frees)

@@ -53,7 +53,12 @@ struct mt_dev_stat {
 struct mt_module_stat {
 	__u32 pid;
 	const char *phase, *module; /* interned */
+	/*
+	 * allocs: those whose stack was walked (all of them in a full
+	 * trace), alloc_est what they stand for (analysis/sample.h)
+	 */
 	__u64 allocs, frees, bytes_alloc, bytes_freed;
+	double alloc_est;
 	/*
 	 * Its own memory: the bytes it allocated in this phase that are
 	 * alive now (whoever frees them), and the most alive at once.
@@ -78,7 +83,7 @@ struct mt_module_own {
 	enum mt_dev_type dev_type;
 	int dev;
 	__u64 live, peak; /* its bytes alive now, the most alive at once */
-	__u64 allocs, alloc_bytes;
+	__u64 alloc_bytes;
 };
 
 struct mt_phase_stat {
@@ -182,8 +187,20 @@ struct mt_summary_end {
 	size_t top_live; /* live groups printed at most */
 };
 
+struct mt_sample_cal;
+
+/*
+ * What keeps the estimated counts of a process's allocations over the
+ * trace to its exact count (analysis/sample.h): fn fills *cal for pid
+ */
+struct mt_summary_cal {
+	void (*fn)(const void *ctx, __u32 pid, struct mt_sample_cal *cal);
+	const void *ctx;
+};
+
 /* prints; sorts the module table in place */
 void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
-		      const struct mt_summary_end *end, FILE *out);
+		      const struct mt_summary_end *end,
+		      const struct mt_summary_cal *cal, FILE *out);
 
 #endif /* __SUMMARY_H */
