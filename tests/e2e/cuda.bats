@@ -77,6 +77,18 @@ model() {
 	# the threads set their device before the attach: each one's learned
 	# from the allocator's first block on it, its first segment included
 	! grep -n 'cuda:?' "$TRACE"
+	# kinds at the peak: attached before the allocator held anything, so
+	# what came before the first phase is the model's; Adam keeps two
+	# moments a parameter (its step counts live on the CPU)
+	local kinds sum=0 k
+	kinds=$(grep "^# kinds pid=$PID dev=cuda:0 space=c10 " "$TRACE")
+	for k in parameters inputs activations gradients optimizer_state temporaries unknown; do
+		sum=$((sum + $(ck_field "$kinds" $k)))
+	done
+	[ "$sum" -eq "$(ck_torch cuda:0 allocated_peak)" ]
+	[ "$(ck_field "$kinds" unknown)" -eq 0 ]
+	[ "$(ck_field "$kinds" optimizer_state)" -eq $((2 * $(ck_field "$kinds" parameters))) ]
+	[ "$(ck_field "$kinds" activations)" -gt 0 ]
 	ck_clean
 }
 

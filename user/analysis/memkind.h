@@ -19,8 +19,10 @@
  *   made outside the phases, alive into a phase
  *   (before the first: freed in the first step)  inputs
  *   anything else (no phase known: a stack not
- *   sampled, an attach mid-run; alive at the end
- *   in the instance it was made in)              unknown
+ *   sampled; before the first phase of a process
+ *   attached to, unless its caching allocator
+ *   held nothing then; alive at the end in the
+ *   instance it was made in)                     unknown
  */
 #ifndef __MEMKIND_H
 #define __MEMKIND_H
@@ -52,7 +54,7 @@ void mt_memkind_tick(struct mt_memkind_clock *c, const char *phase, __u32 step);
 /*
  * The kind of an allocation made in phase (NULL: not known) at instance
  * born, now at clock c: freed now, or (alive) still held at the end.
- * from_start: its process was traced from its start.
+ * from_start: its memory is seen from its start (session.c says when).
  */
 enum mt_memkind mt_memkind_of(const char *phase, __u32 born,
 			      const struct mt_memkind_clock *c, bool alive,

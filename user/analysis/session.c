@@ -231,6 +231,38 @@ static void site_live(struct mt_site *site, const struct mt_live *e, bool alloc)
 	site->live_bytes -= site->live_bytes < bytes ? site->live_bytes : bytes;
 }
 
+/*
+ * Whether e's memory is seen from its start: its process was traced from
+ * its start, or (-p) e is the caching allocator's and it held nothing
+ * when the trace began, so that the model it holds came after. Asked
+ * only of what was made before the first phase.
+ */
+static bool seen_from_start(const struct mt_session *s, const struct mt_proc *p,
+			    const struct mt_live *e)
+{
+	if (!p->attached)
+		return true;
+	if (e->born || e->space != MT_SP_C10)
+		return false;
+	for (size_t i = 0; i < s->sum.ndevs; i++) {
+		const struct mt_dev_stat *d = &s->sum.devs[i];
+
+		if (d->pid == e->pid && d->type == e->dev_type &&
+		    d->index == e->dev && d->space == e->space)
+			return d->totals_seen && !d->before_allocated;
+	}
+	return false;
+}
+
+/* the kind of e, freed now or (alive) held at the end */
+static enum mt_memkind kind_of(const struct mt_session *s,
+			       const struct mt_proc *p, const struct mt_live *e,
+			       bool alive)
+{
+	return mt_memkind_of(e->site ? e->site->phase : NULL, e->born,
+			     &p->clock, alive, seen_from_start(s, p, e));
+}
+
 static void forget(struct mt_session *s, const struct mt_live *old)
 {
 	bool counted = old->space != MT_SP_C10; /* c10 reports totals */
@@ -238,10 +270,7 @@ static void forget(struct mt_session *s, const struct mt_live *old)
 
 	if (p->live)
 		p->live--;
-	mt_peak_release(s->peak, old,
-			mt_memkind_of(old->site ? old->site->phase : NULL,
-				      old->born, &p->clock, false,
-				      !p->attached));
+	mt_peak_release(s->peak, old, kind_of(s, p, old, false));
 	site_live(old->site, old, false);
 	mt_summary_own(&s->sum, old, -(__s64)mt_live_est(old));
 	if (counted)
@@ -548,10 +577,7 @@ enum mt_memkind mt_session_kind_alive(const struct mt_live *e, void *ctx)
 {
 	const struct mt_proc *p = mt_session_proc(ctx, e->pid);
 
-	if (!p)
-		return MT_MK_UNKNOWN;
-	return mt_memkind_of(e->site ? e->site->phase : NULL, e->born,
-			     &p->clock, true, !p->attached);
+	return p ? kind_of(ctx, p, e, true) : MT_MK_UNKNOWN;
 }
 
 /* PyTorch's tensor memory: what kinds tell apart */
