@@ -538,8 +538,9 @@ static void headline_kinds(const struct report *rp, const struct account *a)
 	     i++) {
 		int best = -1;
 
+		/* what would print as 0.0% is left out */
 		for (int k = 0; k < MT_MK_MAX; k++)
-			if (!done[k] && a->kinds[k] &&
+			if (!done[k] && a->kinds[k] * 2000 >= sum &&
 			    (best < 0 || a->kinds[k] > a->kinds[best]))
 				best = k;
 		if (best < 0)
