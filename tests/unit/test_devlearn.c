@@ -236,6 +236,27 @@ static void test_bounded(void **state)
 	mt_devlearn_free(d);
 }
 
+/* threads past the table's room go on at once, never waited for */
+static void test_threads_table_full(void **state)
+{
+	struct counted c = { 0 };
+	static const struct mt_devlearn_ops count_ops = { count_event,
+							  never_started };
+	struct mt_devlearn *d = mt_devlearn_new(&count_ops, &c);
+	__u32 tid;
+
+	(void)state;
+	assert_non_null(d);
+	/* each thread learned from a report of its own */
+	for (tid = 1; tid <= 2048; tid++)
+		push(d, c10_report(tid, tid, 0x1000 * tid, 512, 0));
+	assert_int_equal(c.n, 2048);
+	push(d, cuda_malloc(5000, 3000, 0x1000, 4096));
+	assert_int_equal(mt_devlearn_held(d), 0);
+	assert_int_equal(c.n, 2049);
+	mt_devlearn_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -244,6 +265,7 @@ int main(void)
 		cmocka_unit_test(test_known_and_started_never_wait),
 		cmocka_unit_test(test_exit_forgets_and_drain_ends_all),
 		cmocka_unit_test(test_bounded),
+		cmocka_unit_test(test_threads_table_full),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

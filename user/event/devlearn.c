@@ -18,9 +18,7 @@
  * for again; neither is any thread once HELD_MAX events wait, or the
  * threads table is full.
  */
-#include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 #include "event/devlearn.h"
 #include "event/kinds.h"
 #include "lib/hashing.h"
@@ -140,6 +138,9 @@ static bool waits(struct mt_devlearn *d, const struct mt_event *ev)
 
 	if (!ki || ki->devsrc != MT_DS_THREAD || ki->role != MT_ROLE_ALLOC ||
 	    ev->dev != MT_DEV_UNKNOWN || thread_of(d, ev)->key)
+		return false;
+	/* no room to note the thread: it would be waited for at each call */
+	if (2 * (d->nthreads + 1) > THREAD_SLOTS)
 		return false;
 	return !d->ops.from_start(d->ctx, ev->pid);
 }
