@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <bpf/libbpf.h>
@@ -31,6 +30,7 @@
 #include "trace/tracer.h"
 #include "analysis/watch.h"
 #include "trace/topscreen.h"
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/version.h"
 
@@ -95,14 +95,6 @@ static void on_usr1(int sig)
 {
 	(void)sig;
 	mt_tracer_flight_ask();
-}
-
-__u64 mt_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
 }
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt,

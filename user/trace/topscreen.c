@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <termios.h>
-#include <time.h>
 #include <unistd.h>
 #include <linux/types.h>
 #include "memtrace.h" /* the types of its globals, before the skeleton */
@@ -315,18 +314,13 @@ static void replay(FILE *f, FILE *to)
 
 void mt_topscreen_close(struct mt_topscreen *ts, struct mt_tracer *tr)
 {
-	struct timespec now;
-
 	if (!ts)
 		return;
 	if (tr->sink.ses && tr->sink.ses->obs.ctx == ts->top)
 		tr->sink.ses->obs = (struct mt_session_observer){ 0 };
 	leave(ts);
-	if (ts->started && tr->sink.ses &&
-	    !clock_gettime(CLOCK_MONOTONIC, &now))
-		draw(ts, tr,
-		     (__u64)now.tv_sec * 1000000000ULL + (__u64)now.tv_nsec,
-		     true);
+	if (ts->started && tr->sink.ses)
+		draw(ts, tr, mt_now_ns(), true);
 	if (ts->saved_out >= 0) {
 		fflush(stdout);
 		fflush(stderr);

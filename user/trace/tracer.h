@@ -14,6 +14,7 @@
 #include "trace/sink.h"
 #include "trace/trace.h"
 #include "proc/target.h"
+#include "lib/clock.h"
 
 struct mt_devlearn;
 struct mt_reorder;
@@ -117,9 +118,6 @@ void mt_tracer_on_modcode(void *ctx, __u32 pid, __u64 code);
 
 /* events.c: the ring buffer's callback */
 int mt_tracer_on_event(void *ctx, void *data, size_t len);
-
-/* run.c: now, in CLOCK_MONOTONIC ns: the clock of the events' ts */
-__u64 mt_now_ns(void);
 
 /*
  * order.c: events in time order. open: 0 or -errno; the ring buffer's
