@@ -98,7 +98,7 @@ static void release_out(struct mt_tracer *tr, struct mt_dryrun *dr)
 	dr->held = NULL;
 }
 
-void mt_dryrun_on_lib(struct mt_dryrun *dr, const struct mt_target *t,
+void mt_dryrun_on_lib(struct mt_dryrun *dr, const struct mt_traced *t,
 		      const struct mt_mapping *m)
 {
 	const char *base = strrchr(m->path, '/');
@@ -135,7 +135,7 @@ static const char *asking_line(const struct mt_pyresolved *pr)
 void mt_dryrun_read(struct mt_tracer *tr, const struct mt_event *ev)
 {
 	struct mt_dryrun *dr = tr->dry;
-	struct mt_target *t = mt_tracer_find(tr, ev->pid);
+	struct mt_traced *t = mt_tracer_find(tr, ev->pid);
 	const struct mt_pyresolved *pr = NULL;
 	const char *line = NULL;
 	size_t i;
@@ -197,16 +197,16 @@ static const char *command_line(const struct mt_trace_conf *c, char *buf,
 static const char *command_failure(const struct mt_tracer *tr, char *buf,
 				   size_t len)
 {
-	const struct mt_target *t = &tr->targets[0];
+	const struct mt_traced *t = &tr->targets[0];
 
 	buf[0] = '\0';
-	if (!tr->ntargets || !t->spawned || !t->has_status)
+	if (!tr->ntargets || !t->proc.spawned || !t->proc.has_status)
 		return buf;
-	if (WIFEXITED(t->status) && WEXITSTATUS(t->status))
-		snprintf(buf, len, "exit %d", WEXITSTATUS(t->status));
-	else if (WIFSIGNALED(t->status))
+	if (WIFEXITED(t->proc.status) && WEXITSTATUS(t->proc.status))
+		snprintf(buf, len, "exit %d", WEXITSTATUS(t->proc.status));
+	else if (WIFSIGNALED(t->proc.status))
 		snprintf(buf, len, "killed by SIG%s",
-			 sigabbrev_np(WTERMSIG(t->status)) ?: "?");
+			 sigabbrev_np(WTERMSIG(t->proc.status)) ?: "?");
 	return buf;
 }
 

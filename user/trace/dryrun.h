@@ -11,6 +11,8 @@
 #include "memtrace.h"
 #include "proc/target.h"
 
+struct mt_traced;
+
 struct mt_tracer;
 struct mt_dryrun;
 
@@ -24,7 +26,7 @@ int mt_dryrun_begin(struct mt_tracer *tr, struct mt_dryrun **dr);
  * A library attached in t: which CUDA runtime the command loaded, ours
  * told by the file's identity, not its name
  */
-void mt_dryrun_on_lib(struct mt_dryrun *dr, const struct mt_target *t,
+void mt_dryrun_on_lib(struct mt_dryrun *dr, const struct mt_traced *t,
 		      const struct mt_mapping *m);
 
 /*

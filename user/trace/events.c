@@ -21,16 +21,16 @@
 #include "trace/tracer.h"
 
 /* the library a return address lies in, interned */
-static const char *caller_name(struct mt_tracer *tr, struct mt_target *t,
+static const char *caller_name(struct mt_tracer *tr, struct mt_traced *t,
 			       __u64 addr)
 {
 	const struct mt_mapping *m;
 
 	if (!t || !addr)
 		return NULL;
-	m = mt_maps_find(&t->maps, addr);
-	if (!m && mt_maps_read(t->pid, &t->maps) == 0)
-		m = mt_maps_find(&t->maps, addr);
+	m = mt_maps_find(&t->proc.maps, addr);
+	if (!m && mt_maps_read(t->proc.pid, &t->proc.maps) == 0)
+		m = mt_maps_find(&t->proc.maps, addr);
 	if (!m || !m->path)
 		return NULL;
 	return mt_intern(tr->names, mt_basename(m->path));
@@ -41,7 +41,7 @@ static const char *caller_name(struct mt_tracer *tr, struct mt_target *t,
  * counted when the process is known to run Python, else kept on the target
  * until its CPython is found (procs.c).
  */
-static void count_early(struct mt_tracer *tr, struct mt_target *t,
+static void count_early(struct mt_tracer *tr, struct mt_traced *t,
 			const struct mt_event *ev)
 {
 	if (!(ev->flags & MT_EV_PY_NOCONF))
@@ -72,7 +72,7 @@ static void count_unseen_node(struct mt_tracer *tr, const struct mt_call *r,
 
 /* phase and module of an event of a Python process; NULL if it is not one */
 static const struct mt_pyresolved *attribute(struct mt_tracer *tr,
-					     struct mt_target *t,
+					     struct mt_traced *t,
 					     const struct mt_call *r,
 					     struct mt_attrib *a)
 {
@@ -137,7 +137,7 @@ static bool type_wanted(const char *list, const char *name)
 }
 
 /* python:raise: the type raised, if --trace-exceptions wants it */
-static const char *raised_type(struct mt_tracer *tr, struct mt_target *t,
+static const char *raised_type(struct mt_tracer *tr, struct mt_traced *t,
 			       const struct mt_event *ev)
 {
 	__u64 type = ev->args[1]; /* _PyErr_SetObject(tstate, type, value) */
@@ -157,7 +157,7 @@ static const char *raised_type(struct mt_tracer *tr, struct mt_target *t,
 
 /* who made the event: its site, interned in the session's table */
 static struct mt_site *site_of(struct mt_tracer *tr, struct mt_sink *k,
-			       struct mt_target *t, const struct mt_call *r,
+			       struct mt_traced *t, const struct mt_call *r,
 			       const char *detail)
 {
 	const struct mt_event *ev = r->ev;
@@ -197,7 +197,7 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 	struct mt_tracer *tr = ctx;
 	const struct mt_event *ev = data;
 	const char *detail = NULL;
-	struct mt_target *t;
+	struct mt_traced *t;
 	struct mt_sink *k;
 	struct mt_site *site;
 	struct mt_call r;
@@ -235,9 +235,9 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 	if (!t && tr->conf->all)
 		/* its probes were there when it mapped the library */
 		t = mt_tracer_add(tr, (int)ev->pid, "seen", NULL, false);
-	if (t && !t->ranked)
+	if (t && !t->proc.ranked)
 		mt_tracer_read_rank(tr, t);
-	default0 = t && t->spawned;
+	default0 = t && t->proc.spawned;
 	if (!mt_decode(ev, default0 ? 0 : -1, &r))
 		return 0;
 	if (ev->kind == MT_K_PY_RAISE) {

@@ -128,7 +128,7 @@ static void cgroup_events(int pid, char *buf, size_t len)
  * t's window, made at its first use with the header its dumps repeat;
  * NULL when there is none to take events (t's was freed: it is gone)
  */
-static struct mt_flight_proc *proc_of(struct mt_tracer *tr, struct mt_target *t)
+static struct mt_flight_proc *proc_of(struct mt_tracer *tr, struct mt_traced *t)
 {
 	struct mt_flight_proc *p = t->flight;
 	char v[2304], cmdline[2048];
@@ -139,23 +139,23 @@ static struct mt_flight_proc *proc_of(struct mt_tracer *tr, struct mt_target *t)
 		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (p)
-		p->f = mt_flight_new(tr->flight_dir, t->pid);
+		p->f = mt_flight_new(tr->flight_dir, t->proc.pid);
 	if (!p || !p->f) {
 		free(p);
 		return NULL;
 	}
 	t->flight = p;
-	cgroup_events(t->pid, p->cgroup, sizeof(p->cgroup));
+	cgroup_events(t->proc.pid, p->cgroup, sizeof(p->cgroup));
 	p->oom_kills = oom_kills(p->cgroup);
 	mt_flight_meta(p->f, "tool", "memtrace-bpf " MT_VERSION);
-	mt_proc_cmdline(t->pid, cmdline, sizeof(cmdline));
-	snprintf(v, sizeof(v), "pid=%d comm=%s cmdline=%s", t->pid, t->comm,
-		 cmdline);
+	mt_proc_cmdline(t->proc.pid, cmdline, sizeof(cmdline));
+	snprintf(v, sizeof(v), "pid=%d comm=%s cmdline=%s", t->proc.pid,
+		 t->proc.comm, cmdline);
 	mt_flight_meta(p->f, "target", v);
 	return p;
 }
 
-void mt_tracer_flight_lib(struct mt_tracer *tr, struct mt_target *t,
+void mt_tracer_flight_lib(struct mt_tracer *tr, struct mt_traced *t,
 			  const char *path, int probes)
 {
 	struct mt_flight_proc *p = proc_of(tr, t);
@@ -163,13 +163,13 @@ void mt_tracer_flight_lib(struct mt_tracer *tr, struct mt_target *t,
 
 	if (!p)
 		return;
-	snprintf(v, sizeof(v), "pid=%d path=%s probes=%d", t->pid, path,
+	snprintf(v, sizeof(v), "pid=%d path=%s probes=%d", t->proc.pid, path,
 		 probes);
 	mt_flight_meta(p->f, "library", v);
 }
 
 /* the dump of t now, for why; the others too with --flight-together */
-static void dump(struct mt_tracer *tr, struct mt_target *t, const char *tag,
+static void dump(struct mt_tracer *tr, struct mt_traced *t, const char *tag,
 		 const char *why)
 {
 	struct mt_flight_proc *p = t->flight;
@@ -180,21 +180,22 @@ static void dump(struct mt_tracer *tr, struct mt_target *t, const char *tag,
 	p->armed = 0;
 	/* known only once it ran a while */
 	if (t->py && !p->py_noted) {
-		snprintf(v, sizeof(v), "pid=%d version=3.%u", t->pid,
+		snprintf(v, sizeof(v), "pid=%d version=3.%u", t->proc.pid,
 			 t->pyconf.minor);
 		mt_flight_meta(p->f, "python", v);
 		p->py_noted = true;
 	}
-	if (t->rank.known && !p->rank_noted) {
-		snprintf(v, sizeof(v), MT_RANK_META, t->pid, t->rank.rank,
-			 t->rank.local_rank, t->rank.world_size);
+	if (t->proc.rank.known && !p->rank_noted) {
+		snprintf(v, sizeof(v), MT_RANK_META, t->proc.pid,
+			 t->proc.rank.rank, t->proc.rank.local_rank,
+			 t->proc.rank.world_size);
 		mt_flight_meta(p->f, "rank", v);
 		p->rank_noted = true;
 	}
-	mt_flight_dump(p->f, tag, why, &t->rank, tr->lost_reported);
+	mt_flight_dump(p->f, tag, why, &t->proc.rank, tr->lost_reported);
 }
 
-static void dump_all(struct mt_tracer *tr, struct mt_target *trigger,
+static void dump_all(struct mt_tracer *tr, struct mt_traced *trigger,
 		     const char *tag, const char *why)
 {
 	char other[3 * WHY_LEN];
@@ -202,7 +203,8 @@ static void dump_all(struct mt_tracer *tr, struct mt_target *trigger,
 	dump(tr, trigger, tag, why);
 	if (!tr->conf->flight_together)
 		return;
-	snprintf(other, sizeof(other), "pid %d's dump: %s", trigger->pid, why);
+	snprintf(other, sizeof(other), "pid %d's dump: %s", trigger->proc.pid,
+		 why);
 	for (int i = 0; i < tr->ntargets; i++)
 		if (&tr->targets[i] != trigger)
 			dump(tr, &tr->targets[i], tag, other);
@@ -219,7 +221,7 @@ static bool is_oom(const struct mt_call *r, const struct mt_site *site)
 	       mt_cuda_err_is_oom(r->ki->errdomain, r->ret);
 }
 
-static void arm_oom(struct mt_tracer *tr, struct mt_target *t,
+static void arm_oom(struct mt_tracer *tr, struct mt_traced *t,
 		    struct mt_flight_proc *p, const struct mt_call *r,
 		    const struct mt_site *site)
 {
@@ -234,7 +236,7 @@ static void arm_oom(struct mt_tracer *tr, struct mt_target *t,
 	snprintf(p->why, sizeof(p->why),
 		 "out of memory in pid %d (rank %d) at %.3f s: %s%s dev=%s "
 		 "at %s",
-		 t->pid, t->rank.known ? t->rank.rank : 0,
+		 t->proc.pid, t->proc.rank.known ? t->proc.rank.rank : 0,
 		 (double)(r->ev->ts - tr->flight_t0) / 1e9, r->event, size, dev,
 		 site && site->depth ? site->frames[0] :
 		 site && site->node  ? site->node :
@@ -243,7 +245,7 @@ static void arm_oom(struct mt_tracer *tr, struct mt_target *t,
 }
 
 /* --alert-pct: a dump when the process's reserved memory crosses it */
-static void check_usage(struct mt_tracer *tr, struct mt_target *t,
+static void check_usage(struct mt_tracer *tr, struct mt_traced *t,
 			struct mt_flight_proc *p)
 {
 	const struct mt_trace_conf *c = tr->conf;
@@ -252,7 +254,7 @@ static void check_usage(struct mt_tracer *tr, struct mt_target *t,
 
 	if (c->alert_pct <= 0 || !c->device_mem)
 		return;
-	mt_summary_totals(&mt_tracer_sink(tr, t)->ses->sum, (__u32)t->pid,
+	mt_summary_totals(&mt_tracer_sink(tr, t)->ses->sum, (__u32)t->proc.pid,
 			  &allocated, &reserved);
 	line = (__u64)((double)c->device_mem * c->alert_pct / 100.0);
 	/* a crossing each time it comes back from 5 points below */
@@ -265,13 +267,14 @@ static void check_usage(struct mt_tracer *tr, struct mt_target *t,
 	snprintf(why, sizeof(why),
 		 "usage crossed --alert-pct %.1f%% in pid %d (rank %d): %llu "
 		 "bytes reserved of --device-mem %llu",
-		 c->alert_pct, t->pid, t->rank.known ? t->rank.rank : 0,
+		 c->alert_pct, t->proc.pid,
+		 t->proc.rank.known ? t->proc.rank.rank : 0,
 		 (unsigned long long)reserved,
 		 (unsigned long long)c->device_mem);
 	dump_all(tr, t, "usage", why);
 }
 
-void mt_tracer_flight_event(struct mt_tracer *tr, struct mt_target *t,
+void mt_tracer_flight_event(struct mt_tracer *tr, struct mt_traced *t,
 			    const struct mt_event *ev, bool default0,
 			    const struct mt_call *r, const struct mt_site *site)
 {
@@ -293,7 +296,7 @@ void mt_tracer_flight_event(struct mt_tracer *tr, struct mt_target *t,
 		check_usage(tr, t, p);
 }
 
-void mt_tracer_flight_exec(struct mt_tracer *tr, struct mt_target *t,
+void mt_tracer_flight_exec(struct mt_tracer *tr, struct mt_traced *t,
 			   const struct mt_event *ev,
 			   const struct mt_site *site)
 {
@@ -306,13 +309,14 @@ void mt_tracer_flight_exec(struct mt_tracer *tr, struct mt_target *t,
 }
 
 /* how t ended, for the report (analysis/session.h's MT_END_META) */
-static void note_ended(const struct mt_target *t, struct mt_flight_proc *p,
+static void note_ended(const struct mt_traced *t, struct mt_flight_proc *p,
 		       const char *how, int code)
 {
 	char v[512];
 	int n;
 
-	n = snprintf(v, sizeof(v), "pid=%d how=%s code=%d", t->pid, how, code);
+	n = snprintf(v, sizeof(v), "pid=%d how=%s code=%d", t->proc.pid, how,
+		     code);
 	if (n > 0 && (size_t)n < sizeof(v) && p->raised[0])
 		snprintf(v + n, sizeof(v) - (size_t)n, " raised=%s", p->raised);
 	mt_flight_meta(p->f, MT_FLIGHT_ENDED_KEY, v);
@@ -338,36 +342,37 @@ static void raised_words(const struct mt_tracer *tr,
 }
 
 /* why t ended, if a dump should say so: tag and why filled */
-static bool death(const struct mt_tracer *tr, const struct mt_target *t,
+static bool death(const struct mt_tracer *tr, const struct mt_traced *t,
 		  struct mt_flight_proc *p, const char **tag, char *why,
 		  size_t len)
 {
 	__u64 kills = oom_kills(p->cgroup);
-	int sig = t->has_status && WIFSIGNALED(t->status) ?
-			  WTERMSIG(t->status) :
+	int sig = t->proc.has_status && WIFSIGNALED(t->proc.status) ?
+			  WTERMSIG(t->proc.status) :
 			  0;
-	int status = t->has_status && WIFEXITED(t->status) ?
-			     WEXITSTATUS(t->status) :
+	int status = t->proc.has_status && WIFEXITED(t->proc.status) ?
+			     WEXITSTATUS(t->proc.status) :
 			     0;
 	char exc[400];
 
 	if (kills > p->oom_kills) {
 		*tag = "oomkill";
-		snprintf(why, len,
-			 "pid %d (rank %d) ended as the kernel's OOM killer "
-			 "acted in its cgroup (%s: oom_kill %llu -> %llu)%s%s",
-			 t->pid, t->rank.known ? t->rank.rank : 0, p->cgroup,
-			 (unsigned long long)p->oom_kills,
-			 (unsigned long long)kills,
-			 sig ? ", killed by SIG" : "",
-			 sig ? sigabbrev_np(sig) : "");
+		snprintf(
+			why, len,
+			"pid %d (rank %d) ended as the kernel's OOM killer "
+			"acted in its cgroup (%s: oom_kill %llu -> %llu)%s%s",
+			t->proc.pid, t->proc.rank.known ? t->proc.rank.rank : 0,
+			p->cgroup, (unsigned long long)p->oom_kills,
+			(unsigned long long)kills, sig ? ", killed by SIG" : "",
+			sig ? sigabbrev_np(sig) : "");
 		note_ended(t, p, "oomkill", sig);
 		return true;
 	}
 	if (sig) {
 		*tag = "signal";
 		snprintf(why, len, "pid %d (rank %d) was killed by SIG%s (%s)",
-			 t->pid, t->rank.known ? t->rank.rank : 0,
+			 t->proc.pid,
+			 t->proc.rank.known ? t->proc.rank.rank : 0,
 			 sigabbrev_np(sig), strsignal(sig));
 		note_ended(t, p, "signal", sig);
 		return true;
@@ -376,7 +381,9 @@ static bool death(const struct mt_tracer *tr, const struct mt_target *t,
 		*tag = "exit";
 		raised_words(tr, p, exc, sizeof(exc));
 		snprintf(why, len, "pid %d (rank %d) exited with status %d%s",
-			 t->pid, t->rank.known ? t->rank.rank : 0, status, exc);
+			 t->proc.pid,
+			 t->proc.rank.known ? t->proc.rank.rank : 0, status,
+			 exc);
 		note_ended(t, p, "exit", status);
 		return true;
 	}
@@ -384,7 +391,7 @@ static bool death(const struct mt_tracer *tr, const struct mt_target *t,
 }
 
 /* t is gone: its armed dump now, or one that says how it died */
-static void ended(struct mt_tracer *tr, struct mt_target *t)
+static void ended(struct mt_tracer *tr, struct mt_traced *t)
 {
 	struct mt_flight_proc *p = t->flight;
 	char why[WHY_LEN], both[2 * WHY_LEN + 16];
@@ -415,22 +422,23 @@ static void ended(struct mt_tracer *tr, struct mt_target *t)
  * gone (then its window takes no more events and no later trigger could
  * show more of it)
  */
-static void last_dumps(struct mt_tracer *tr, struct mt_target *t)
+static void last_dumps(struct mt_tracer *tr, struct mt_traced *t)
 {
 	struct mt_flight_proc *p = t->flight;
 	char why[WHY_LEN];
 
 	if (!p || !p->f)
 		return;
-	if (!p->done && t->exited)
+	if (!p->done && t->proc.exited)
 		ended(tr, t);
 	if (p->armed) {
 		dump(tr, t, "oom", p->why);
 	} else if (tr->conf->flight_at_end && !p->end_dumped) {
-		if (t->exited)
+		if (t->proc.exited)
 			snprintf(why, sizeof(why),
 				 "pid %d (rank %d) ended (--flight-at-end)",
-				 t->pid, t->rank.known ? t->rank.rank : 0);
+				 t->proc.pid,
+				 t->proc.rank.known ? t->proc.rank.rank : 0);
 		else
 			snprintf(why, sizeof(why),
 				 "the trace ended (--flight-at-end)");
@@ -471,12 +479,12 @@ void mt_tracer_flight_tick(struct mt_tracer *tr, __u64 now)
 		dump_asked(tr);
 	}
 	for (int i = 0; i < tr->ntargets; i++) {
-		struct mt_target *t = &tr->targets[i];
+		struct mt_traced *t = &tr->targets[i];
 		struct mt_flight_proc *p = t->flight;
 
 		if (!p || !p->f || p->done)
 			continue;
-		if (t->exited && !p->gone)
+		if (t->proc.exited && !p->gone)
 			p->gone = now;
 		if (p->gone && now - p->gone >= GONE_NS)
 			last_dumps(tr, t);
@@ -485,7 +493,7 @@ void mt_tracer_flight_tick(struct mt_tracer *tr, __u64 now)
 	}
 }
 
-void mt_tracer_flight_release(struct mt_tracer *tr, struct mt_target *t)
+void mt_tracer_flight_release(struct mt_tracer *tr, struct mt_traced *t)
 {
 	if (!tr->flight_dir)
 		return;

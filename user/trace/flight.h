@@ -13,17 +13,17 @@
 #include "analysis/sites.h"
 
 struct mt_tracer;
-struct mt_target;
+struct mt_traced;
 
 /* The dump folder, checked. 0, or 2 after a one-line error. */
 int mt_tracer_flight_open(struct mt_tracer *tr);
 
 /* t's library attached, for its dumps' header */
-void mt_tracer_flight_lib(struct mt_tracer *tr, struct mt_target *t,
+void mt_tracer_flight_lib(struct mt_tracer *tr, struct mt_traced *t,
 			  const char *path, int probes);
 
 /* an event the session counted: into t's window; an OOM arms a dump */
-void mt_tracer_flight_event(struct mt_tracer *tr, struct mt_target *t,
+void mt_tracer_flight_event(struct mt_tracer *tr, struct mt_traced *t,
 			    const struct mt_event *ev, bool default0,
 			    const struct mt_call *r,
 			    const struct mt_site *site);
@@ -32,7 +32,7 @@ void mt_tracer_flight_event(struct mt_tracer *tr, struct mt_target *t,
  * t ran execve (ev; site names its new program): its window frees what
  * the old image held, and its dumps name the new image's CPython too
  */
-void mt_tracer_flight_exec(struct mt_tracer *tr, struct mt_target *t,
+void mt_tracer_flight_exec(struct mt_tracer *tr, struct mt_traced *t,
 			   const struct mt_event *ev,
 			   const struct mt_site *site);
 
@@ -49,7 +49,7 @@ void mt_tracer_flight_tick(struct mt_tracer *tr, __u64 now);
  * t is no longer followed (its slot is wanted for another process): its
  * dumps still due, then its window freed
  */
-void mt_tracer_flight_release(struct mt_tracer *tr, struct mt_target *t);
+void mt_tracer_flight_release(struct mt_tracer *tr, struct mt_traced *t);
 
 /*
  * The trace is over: the dumps still due, then everything freed. 0, or 2

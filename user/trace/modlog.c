@@ -445,7 +445,7 @@ static void node_step(struct mt_modlog *ml, __u32 tid, bool out)
 
 void mt_modlog_probe(struct mt_tracer *tr, const struct mt_event *ev)
 {
-	struct mt_target *t = mt_tracer_find(tr, ev->pid);
+	struct mt_traced *t = mt_tracer_find(tr, ev->pid);
 	const struct mt_pyresolved *pr;
 	const char *p;
 

@@ -77,16 +77,16 @@ static void relay_end_signal(struct mt_tracer *tr)
 	if (sig != SIGTERM && sig != SIGHUP)
 		return;
 	for (int i = 0; i < tr->ntargets; i++) {
-		const struct mt_target *t = &tr->targets[i];
+		const struct mt_traced *t = &tr->targets[i];
 
-		if (!t->spawned || t->exited)
+		if (!t->proc.spawned || t->proc.exited)
 			continue;
-		if (kill(t->pid, sig))
+		if (kill(t->proc.pid, sig))
 			mt_err("pass SIG%s on to the command (pid %d): %s",
-			       sigabbrev_np(sig), t->pid, strerror(errno));
+			       sigabbrev_np(sig), t->proc.pid, strerror(errno));
 		else
 			mt_err("SIG%s passed on to the command (pid %d)",
-			       sigabbrev_np(sig), t->pid);
+			       sigabbrev_np(sig), t->proc.pid);
 	}
 }
 
@@ -175,9 +175,9 @@ static void print_header(struct mt_tracer *tr)
 
 	fprintf(tr->out, "# memtrace-bpf %s:", MT_VERSION);
 	for (int i = 0; i < tr->ntargets; i++)
-		fprintf(tr->out, " pid=%d(%s)", tr->targets[i].pid,
+		fprintf(tr->out, " pid=%d(%s)", tr->targets[i].proc.pid,
 			mt_format_comm(comm, sizeof(comm),
-				       tr->targets[i].comm));
+				       tr->targets[i].proc.comm));
 	fprintf(tr->out, "\n");
 }
 
@@ -269,10 +269,10 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 		mt_tracer_exec_tick(tr);
 		if (mt_now_ns() - last_scan >= RESCAN_NS) {
 			for (int i = 0; i < tr->ntargets; i++) {
-				struct mt_target *t = &tr->targets[i];
+				struct mt_traced *t = &tr->targets[i];
 
 				mt_tracer_rescan(tr, t);
-				if (t->py && !t->exited)
+				if (t->py && !t->proc.exited)
 					mt_py_warm(t->py);
 			}
 			last_scan = mt_now_ns();
@@ -428,8 +428,8 @@ static int run(struct mt_tracer *tr)
 		ring_buffer__free(rb);
 		return 2;
 	}
-	if (o->command && mt_target_start(&tr->targets[0], gate, o->command,
-					  err, sizeof(err))) {
+	if (o->command && mt_target_start(&tr->targets[0].proc, gate,
+					  o->command, err, sizeof(err))) {
 		mt_err("%s", err);
 		ring_buffer__free(rb);
 		return 2;
@@ -600,8 +600,8 @@ int mt_trace(const struct mt_trace_conf *c)
 	mt_attach_destroy(&tr.att);
 	for (int i = 0; i < tr.ntargets; i++) {
 		/* never leave a held command stopped behind us */
-		if (tr.targets[i].spawned && !tr.targets[i].exited)
-			kill(tr.targets[i].pid, SIGCONT);
+		if (tr.targets[i].proc.spawned && !tr.targets[i].proc.exited)
+			kill(tr.targets[i].proc.pid, SIGCONT);
 		mt_py_close(tr.targets[i].py);
 		if (mt_modlog_close(tr.targets[i].modlog)) {
 			mt_err("write the module log: %s", strerror(errno));
@@ -611,7 +611,7 @@ int mt_trace(const struct mt_trace_conf *c)
 		    mt_sink_close(tr.targets[i].sink, tr.ran ? &tr.end : NULL))
 			ret = 2;
 		free(tr.targets[i].sink);
-		mt_target_close(&tr.targets[i]);
+		mt_target_close(&tr.targets[i].proc);
 	}
 	report_lost_procs(&tr);
 	if (tr.ran)

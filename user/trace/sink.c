@@ -8,6 +8,7 @@
 #include "python/pyproc.h"
 #include "record/record.h"
 #include "trace/sink.h"
+#include "trace/tracer.h"
 #include "proc/target.h"
 #include "lib/err.h"
 #include "lib/outfile.h"
@@ -71,7 +72,7 @@ void mt_sink_meta(struct mt_sink *k, const char *key, const char *fmt, ...)
 		write_failed(k, -ret);
 }
 
-void mt_sink_describe(struct mt_sink *k, const struct mt_target *t, char **argv)
+void mt_sink_describe(struct mt_sink *k, const struct mt_traced *t, char **argv)
 {
 	char cmdline[2048];
 
@@ -80,15 +81,15 @@ void mt_sink_describe(struct mt_sink *k, const struct mt_target *t, char **argv)
 	if (t->sink == k)
 		mt_sink_meta(k, "tool", "memtrace-bpf %s", MT_VERSION);
 	/* a spawned command has not reached its exec yet */
-	if (t->spawned && argv)
+	if (t->proc.spawned && argv)
 		mt_join_args(argv, cmdline, sizeof(cmdline));
 	else
-		mt_proc_cmdline(t->pid, cmdline, sizeof(cmdline));
-	mt_sink_meta(k, "target", "pid=%d comm=%s cmdline=%s", t->pid, t->comm,
-		     cmdline);
+		mt_proc_cmdline(t->proc.pid, cmdline, sizeof(cmdline));
+	mt_sink_meta(k, "target", "pid=%d comm=%s cmdline=%s", t->proc.pid,
+		     t->proc.comm, cmdline);
 	/* the shared sink had it from find_python already */
 	if (t->py && t->sink == k)
-		mt_sink_meta(k, "python", "pid=%d version=3.%u", t->pid,
+		mt_sink_meta(k, "python", "pid=%d version=3.%u", t->proc.pid,
 			     t->pyconf.minor);
 }
 

@@ -35,13 +35,13 @@ int mt_sink_open(struct mt_sink *k, const struct mt_output_conf *c, bool record,
 void mt_sink_meta(struct mt_sink *k, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-struct mt_target;
+struct mt_traced;
 
 /*
  * The record's header lines for target t: the tool, its pid, comm and
  * command line (argv: a spawned command not yet exec'd; else /proc).
  */
-void mt_sink_describe(struct mt_sink *k, const struct mt_target *t,
+void mt_sink_describe(struct mt_sink *k, const struct mt_traced *t,
 		      char **argv);
 
 /* a library attached; PyTorch's version when it is libc10 */

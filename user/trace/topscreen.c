@@ -171,7 +171,7 @@ static void terminal_size(const struct mt_topscreen *ts, int *cols, int *rows)
 static char *compose(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now,
 		     bool sized, bool whole, size_t *len)
 {
-	const struct mt_target *t = tr->ntargets ? &tr->targets[0] : NULL;
+	const struct mt_traced *t = tr->ntargets ? &tr->targets[0] : NULL;
 	struct mt_top_status st = {
 		.elapsed = (double)(now - ts->start) / 1e9,
 		.interval = ts->interval,
@@ -179,8 +179,8 @@ static char *compose(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now,
 			tr->skel->bss->lost_inflight,
 		.stacks_lost = tr->unseen.stacks_lost,
 		.nprocs = tr->ntargets,
-		.pid = t ? (__u32)t->pid : 0,
-		.comm = t ? t->comm : NULL,
+		.pid = t ? (__u32)t->proc.pid : 0,
+		.comm = t ? t->proc.comm : NULL,
 		.keys = ts->keys,
 	};
 	char *buf = NULL;
@@ -192,7 +192,7 @@ static char *compose(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now,
 	if (whole)
 		rows = 0;
 	for (int i = 0; i < tr->ntargets; i++)
-		st.nexited += tr->targets[i].exited;
+		st.nexited += tr->targets[i].proc.exited;
 	f = open_memstream(&buf, len);
 	if (!f)
 		return NULL;

@@ -17,6 +17,9 @@
 #include "lib/clock.h"
 
 struct mt_devlearn;
+struct mt_flight_proc;
+struct mt_modlog;
+struct mt_py;
 struct mt_reorder;
 struct ring_buffer;
 
@@ -26,13 +29,33 @@ struct ring_buffer;
  */
 #define MT_MAX_TARGETS 256
 
+/*
+ * A process the trace follows: proc/'s view of it (its pid, maps, how it
+ * ended), and what the trace keeps of it above that layer
+ */
+struct mt_traced {
+	struct mt_target proc;
+	struct mt_py *py; /* its CPython, once found */
+	struct mt_pyconf pyconf; /* as given to the BPF walker */
+	int py_tries; /* looks for CPython so far */
+	/* events BPF could not walk before py was found (events.c) */
+	__u64 py_early;
+	bool exec_watched; /* in the BPF map of processes whose exec is followed */
+	/* execs in the ring buffer not yet handled in time order */
+	unsigned int exec_pending;
+	bool py_soon; /* it exec'd: its CPython is looked for at each turn */
+	struct mt_modlog *modlog; /* --module-log */
+	struct mt_flight_proc *flight; /* record --flight (flight.c) */
+	struct mt_sink *sink; /* its own (-o FILE{rank}), or NULL */
+};
+
 /* everything the event callback needs */
 struct mt_tracer {
 	const struct mt_trace_conf *conf;
 	struct memtrace_bpf *skel;
 	struct mt_attacher att;
 	/* a slot whose pid is 0 is free: its process was let go */
-	struct mt_target targets[MT_MAX_TARGETS];
+	struct mt_traced targets[MT_MAX_TARGETS];
 	int ntargets; /* slots used so far, free ones among them */
 	__u64 targets_dropped; /* processes past MT_MAX_TARGETS, not traced */
 	struct bpf_link *fork_link; /* --children */
@@ -69,7 +92,7 @@ struct mt_tracer {
 };
 
 /* procs.c: the processes followed */
-struct mt_target *mt_tracer_find(struct mt_tracer *tr, __u32 pid);
+struct mt_traced *mt_tracer_find(struct mt_tracer *tr, __u32 pid);
 /*
  * A process --children or --all found, set up as -p does; NULL if not
  * (gone already, or MT_MAX_TARGETS alive or just gone: counted).
@@ -77,13 +100,13 @@ struct mt_target *mt_tracer_find(struct mt_tracer *tr, __u32 pid);
  * comm: its name when it was found (a fork's, before any exec), or NULL
  * to read it now.
  */
-struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
+struct mt_traced *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
 				const char *comm, bool running);
 /* where t's events go: its own sink, or the shared one */
-struct mt_sink *mt_tracer_sink(struct mt_tracer *tr, const struct mt_target *t);
-void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_target *t);
+struct mt_sink *mt_tracer_sink(struct mt_tracer *tr, const struct mt_traced *t);
+void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_traced *t);
 /* attach to the libraries t mapped since, find its CPython */
-void mt_tracer_rescan(struct mt_tracer *tr, struct mt_target *t);
+void mt_tracer_rescan(struct mt_tracer *tr, struct mt_traced *t);
 void mt_tracer_on_loader(struct mt_tracer *tr, const struct mt_event *ev);
 /*
  * An exec (MT_K_EXEC): seen, as it comes from the ring buffer; then, in
