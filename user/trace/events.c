@@ -12,9 +12,6 @@
 #include "event/format.h"
 #include "event/kinds.h"
 #include "memtrace.skel.h"
-#include "trace/dryrun.h"
-#include "trace/flight.h"
-#include "trace/modlog.h"
 #include "proc/maps.h"
 #include "python/pyproc.h"
 #include "python/stack.h"
@@ -192,6 +189,38 @@ static struct mt_site *site_of(struct mt_tracer *tr, struct mt_sink *k,
 	return mt_sites_get(k->ses->sites, &key, &is_new);
 }
 
+static void on_fork(struct mt_tracer *tr, const struct mt_event *ev)
+{
+	mt_tracer_add(tr, (int)ev->pid, "forked", ev->comm, false);
+}
+
+/* the kinds of the processes' own events, each to its handler */
+static const struct {
+	__u32 kind;
+	void (*fn)(struct mt_tracer *tr, const struct mt_event *ev);
+} process_kinds[] = {
+	{ MT_K_LOADER, mt_tracer_on_loader },
+	{ MT_K_FORK, on_fork },
+	{ MT_K_EXEC, mt_tracer_on_exec },
+	{ MT_K_EXIT, mt_tracer_on_exit },
+};
+
+/*
+ * An event of a process's own (a library load, fork, exec or exit) or of
+ * a feature's probes, handled whole: false for an allocator call
+ */
+static bool handled_whole(struct mt_tracer *tr, const struct mt_event *ev)
+{
+	for (size_t i = 0; i < sizeof(process_kinds) / sizeof(process_kinds[0]);
+	     i++) {
+		if (ev->kind == process_kinds[i].kind) {
+			process_kinds[i].fn(tr, ev);
+			return true;
+		}
+	}
+	return mt_features_probe(tr, ev);
+}
+
 int mt_tracer_on_event(void *ctx, void *data, size_t len)
 {
 	struct mt_tracer *tr = ctx;
@@ -203,33 +232,8 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 	struct mt_call r;
 	bool default0;
 
-	if (len < sizeof(*ev))
+	if (len < sizeof(*ev) || handled_whole(tr, ev))
 		return 0;
-	if (ev->kind == MT_K_LOADER) {
-		mt_tracer_on_loader(tr, ev);
-		return 0;
-	}
-	if (ev->kind == MT_K_MODULE_CALL || ev->kind == MT_K_NODE_EVAL ||
-	    ev->kind == MT_K_NODE_OUT) {
-		mt_modlog_probe(tr, ev);
-		return 0;
-	}
-	if (ev->kind == MT_K_HOST_READ) {
-		mt_dryrun_read(tr, ev);
-		return 0;
-	}
-	if (ev->kind == MT_K_FORK) {
-		mt_tracer_add(tr, (int)ev->pid, "forked", ev->comm, false);
-		return 0;
-	}
-	if (ev->kind == MT_K_EXEC) {
-		mt_tracer_on_exec(tr, ev);
-		return 0;
-	}
-	if (ev->kind == MT_K_EXIT) {
-		mt_tracer_on_exit(tr, ev);
-		return 0;
-	}
 	t = mt_tracer_find(tr, ev->pid);
 	/* --all: a process that mapped an attached library since the scan */
 	if (!t && tr->conf->all)
@@ -247,17 +251,7 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 	}
 	k = mt_tracer_sink(tr, t);
 	site = site_of(tr, k, t, &r, detail);
-	if (!mt_sink_event(k, ev, default0, &r, site))
-		return 0;
-	if (tr->flight_dir)
-		mt_tracer_flight_event(tr, t, ev, default0, &r, site);
-	if (site->phase && t && t->modlog) {
-		__u64 allocated, reserved;
-
-		mt_summary_totals(&k->ses->sum, ev->pid, &allocated, &reserved);
-		mt_modlog_event(t->modlog, ev->ts, ev->tid, site->phase,
-				site->node, site->frames, site->depth,
-				site->truncated, allocated, reserved);
-	}
+	if (mt_sink_event(k, ev, default0, &r, site))
+		mt_features_event(tr, t, ev, default0, &r, site);
 	return 0;
 }

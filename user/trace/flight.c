@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
+ * record --flight, a feature of the live trace (feature.h): each traced
+ * process's window (record/flight.h), and when to dump it.
+ *
  * When the flight recorder dumps. An OOM (a failed device allocation for
  * want of memory, c10's report that the allocator gave up, a raised
  * OutOfMemoryError) arms a dump a second later, so that the allocator's
@@ -28,7 +31,7 @@
 #include "lib/version.h"
 #include "proc/procinfo.h"
 #include "record/flight.h"
-#include "trace/flight.h"
+#include "trace/feature.h"
 #include "trace/tracer.h"
 
 #define ARM_NS 1000000000ULL /* an OOM's dump waits for the rest of it */
@@ -51,22 +54,48 @@ struct mt_flight_proc {
 	char raised[256];
 };
 
+/* the recorder: its folder, and its slot in each process */
+struct flight {
+	struct mt_flight_dir *dir;
+	unsigned int slot;
+	__u64 t0; /* ts of the first event a window took */
+};
+
+/* SIGUSR1 came: every window is dumped at the next tick */
 static volatile sig_atomic_t asked;
 
-void mt_tracer_flight_ask(void)
+static void on_usr1(int sig)
 {
+	(void)sig;
 	asked = 1;
 }
 
-int mt_tracer_flight_open(struct mt_tracer *tr)
+/*
+ * The dump folder, checked; SIGUSR1 asks for dumps from then on. The
+ * dumps are the output: the trace prints no summary.
+ */
+static int flight_open(struct mt_tracer *tr, unsigned int slot, void **st)
 {
+	struct flight *fl;
 	char err[512];
 
-	tr->flight_dir = mt_flight_dir_open(tr->conf->flight, err, sizeof(err));
-	if (!tr->flight_dir) {
-		mt_err("%s", err);
+	if (!tr->conf->flight)
+		return 0;
+	fl = calloc(1, sizeof(*fl));
+	if (!fl) {
+		mt_err("out of memory");
 		return 2;
 	}
+	fl->slot = slot;
+	fl->dir = mt_flight_dir_open(tr->conf->flight, err, sizeof(err));
+	if (!fl->dir) {
+		mt_err("%s", err);
+		free(fl);
+		return 2;
+	}
+	signal(SIGUSR1, on_usr1);
+	tr->no_summary = true;
+	*st = fl;
 	return 0;
 }
 
@@ -128,23 +157,22 @@ static void cgroup_events(int pid, char *buf, size_t len)
  * t's window, made at its first use with the header its dumps repeat;
  * NULL when there is none to take events (t's was freed: it is gone)
  */
-static struct mt_flight_proc *proc_of(struct mt_tracer *tr, struct mt_traced *t)
+static struct mt_flight_proc *proc_of(struct flight *fl, struct mt_tracer *tr,
+				      struct mt_traced *t)
 {
-	struct mt_flight_proc *p = t->flight;
+	struct mt_flight_proc *p = t->feat[fl->slot];
 	char v[2304], cmdline[2048];
 
 	if (p)
 		return p->f ? p : NULL;
-	if (!tr->flight_dir)
-		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (p)
-		p->f = mt_flight_new(tr->flight_dir, t->proc.pid);
+		p->f = mt_flight_new(fl->dir, t->proc.pid);
 	if (!p || !p->f) {
 		free(p);
 		return NULL;
 	}
-	t->flight = p;
+	t->feat[fl->slot] = p;
 	cgroup_events(t->proc.pid, p->cgroup, sizeof(p->cgroup));
 	p->oom_kills = oom_kills(p->cgroup);
 	mt_flight_meta(p->f, "tool", "memtrace-bpf " MT_VERSION);
@@ -155,24 +183,26 @@ static struct mt_flight_proc *proc_of(struct mt_tracer *tr, struct mt_traced *t)
 	return p;
 }
 
-void mt_tracer_flight_lib(struct mt_tracer *tr, struct mt_traced *t,
-			  const char *path, int probes)
+/* t's library attached, for its dumps' header */
+static void flight_lib(void *st, struct mt_tracer *tr, struct mt_traced *t,
+		       const struct mt_mapping *m, int probes)
 {
-	struct mt_flight_proc *p = proc_of(tr, t);
+	struct flight *fl = st;
+	struct mt_flight_proc *p = proc_of(fl, tr, t);
 	char v[4200];
 
 	if (!p)
 		return;
-	snprintf(v, sizeof(v), "pid=%d path=%s probes=%d", t->proc.pid, path,
+	snprintf(v, sizeof(v), "pid=%d path=%s probes=%d", t->proc.pid, m->path,
 		 probes);
 	mt_flight_meta(p->f, "library", v);
 }
 
 /* the dump of t now, for why; the others too with --flight-together */
-static void dump(struct mt_tracer *tr, struct mt_traced *t, const char *tag,
-		 const char *why)
+static void dump(struct flight *fl, struct mt_tracer *tr, struct mt_traced *t,
+		 const char *tag, const char *why)
 {
-	struct mt_flight_proc *p = t->flight;
+	struct mt_flight_proc *p = t->feat[fl->slot];
 	char v[128];
 
 	if (!p || !p->f)
@@ -195,19 +225,20 @@ static void dump(struct mt_tracer *tr, struct mt_traced *t, const char *tag,
 	mt_flight_dump(p->f, tag, why, &t->proc.rank, tr->lost_reported);
 }
 
-static void dump_all(struct mt_tracer *tr, struct mt_traced *trigger,
-		     const char *tag, const char *why)
+static void dump_all(struct flight *fl, struct mt_tracer *tr,
+		     struct mt_traced *trigger, const char *tag,
+		     const char *why)
 {
 	char other[3 * WHY_LEN];
 
-	dump(tr, trigger, tag, why);
+	dump(fl, tr, trigger, tag, why);
 	if (!tr->conf->flight_together)
 		return;
 	snprintf(other, sizeof(other), "pid %d's dump: %s", trigger->proc.pid,
 		 why);
 	for (int i = 0; i < tr->ntargets; i++)
 		if (&tr->targets[i] != trigger)
-			dump(tr, &tr->targets[i], tag, other);
+			dump(fl, tr, &tr->targets[i], tag, other);
 }
 
 /* an event that says the process ran out of memory: its words, or NULL */
@@ -221,9 +252,9 @@ static bool is_oom(const struct mt_call *r, const struct mt_site *site)
 	       mt_cuda_err_is_oom(r->ki->errdomain, r->ret);
 }
 
-static void arm_oom(struct mt_tracer *tr, struct mt_traced *t,
-		    struct mt_flight_proc *p, const struct mt_call *r,
-		    const struct mt_site *site)
+static void arm_oom(struct flight *fl, struct mt_tracer *tr,
+		    struct mt_traced *t, struct mt_flight_proc *p,
+		    const struct mt_call *r, const struct mt_site *site)
 {
 	char size[32] = "", dev[16];
 
@@ -237,7 +268,7 @@ static void arm_oom(struct mt_tracer *tr, struct mt_traced *t,
 		 "out of memory in pid %d (rank %d) at %.3f s: %s%s dev=%s "
 		 "at %s",
 		 t->proc.pid, t->proc.rank.known ? t->proc.rank.rank : 0,
-		 (double)(r->ev->ts - tr->flight_t0) / 1e9, r->event, size, dev,
+		 (double)(r->ev->ts - fl->t0) / 1e9, r->event, size, dev,
 		 site && site->depth ? site->frames[0] :
 		 site && site->node  ? site->node :
 				       "(no stack)");
@@ -245,8 +276,8 @@ static void arm_oom(struct mt_tracer *tr, struct mt_traced *t,
 }
 
 /* --alert-pct: a dump when the process's reserved memory crosses it */
-static void check_usage(struct mt_tracer *tr, struct mt_traced *t,
-			struct mt_flight_proc *p)
+static void check_usage(struct flight *fl, struct mt_tracer *tr,
+			struct mt_traced *t, struct mt_flight_proc *p)
 {
 	const struct mt_trace_conf *c = tr->conf;
 	__u64 allocated, reserved, line;
@@ -271,19 +302,21 @@ static void check_usage(struct mt_tracer *tr, struct mt_traced *t,
 		 t->proc.rank.known ? t->proc.rank.rank : 0,
 		 (unsigned long long)reserved,
 		 (unsigned long long)c->device_mem);
-	dump_all(tr, t, "usage", why);
+	dump_all(fl, tr, t, "usage", why);
 }
 
-void mt_tracer_flight_event(struct mt_tracer *tr, struct mt_traced *t,
-			    const struct mt_event *ev, bool default0,
-			    const struct mt_call *r, const struct mt_site *site)
+/* an event the session counted: into t's window; an OOM arms a dump */
+static void flight_event(void *st, struct mt_tracer *tr, struct mt_traced *t,
+			 const struct mt_event *ev, bool default0,
+			 const struct mt_call *r, const struct mt_site *site)
 {
-	struct mt_flight_proc *p = t ? proc_of(tr, t) : NULL;
+	struct flight *fl = st;
+	struct mt_flight_proc *p = t ? proc_of(fl, tr, t) : NULL;
 
 	if (!p)
 		return;
-	if (!tr->flight_t0)
-		tr->flight_t0 = ev->ts;
+	if (!fl->t0)
+		fl->t0 = ev->ts;
 	mt_flight_event(p->f, ev, default0, r, site);
 	/* its last raise: what an exit with a failure status follows */
 	if (r->ev->kind == MT_K_PY_RAISE && site)
@@ -291,16 +324,20 @@ void mt_tracer_flight_event(struct mt_tracer *tr, struct mt_traced *t,
 			 site->detail ? site->detail : "?",
 			 site->depth ? site->frames[0] : "(no stack)");
 	if (is_oom(r, site))
-		arm_oom(tr, t, p, r, site);
+		arm_oom(fl, tr, t, p, r, site);
 	if (r->role == MT_ROLE_ALLOC || r->role == MT_ROLE_FREE)
-		check_usage(tr, t, p);
+		check_usage(fl, tr, t, p);
 }
 
-void mt_tracer_flight_exec(struct mt_tracer *tr, struct mt_traced *t,
-			   const struct mt_event *ev,
-			   const struct mt_site *site)
+/*
+ * t ran execve (ev; site names its new program): its window frees what
+ * the old image held, and its dumps name the new image's CPython too
+ */
+static void flight_exec(void *st, struct mt_tracer *tr, struct mt_traced *t,
+			const struct mt_event *ev, const struct mt_site *site)
 {
-	struct mt_flight_proc *p = proc_of(tr, t);
+	struct flight *fl = st;
+	struct mt_flight_proc *p = proc_of(fl, tr, t);
 
 	if (!p)
 		return;
@@ -391,9 +428,9 @@ static bool death(const struct mt_tracer *tr, const struct mt_traced *t,
 }
 
 /* t is gone: its armed dump now, or one that says how it died */
-static void ended(struct mt_tracer *tr, struct mt_traced *t)
+static void ended(struct flight *fl, struct mt_tracer *tr, struct mt_traced *t)
 {
-	struct mt_flight_proc *p = t->flight;
+	struct mt_flight_proc *p = t->feat[fl->slot];
 	char why[WHY_LEN], both[2 * WHY_LEN + 16];
 	const char *tag = NULL;
 	bool died;
@@ -403,16 +440,16 @@ static void ended(struct mt_tracer *tr, struct mt_traced *t)
 	if (died && p->armed && !strcmp(tag, "exit")) {
 		/* the OOM it died of, most likely: kept as long as one */
 		snprintf(both, sizeof(both), "%s; then %s", p->why, why);
-		dump_all(tr, t, "oom", both);
+		dump_all(fl, tr, t, "oom", both);
 		p->end_dumped = true;
 	} else if (died) {
 		snprintf(both, sizeof(both), "%s%s%s", why,
 			 p->armed ? "; before it, " : "",
 			 p->armed ? p->why : "");
-		dump_all(tr, t, tag, both);
+		dump_all(fl, tr, t, tag, both);
 		p->end_dumped = true;
 	} else if (p->armed) {
-		dump_all(tr, t, "oom", p->why);
+		dump_all(fl, tr, t, "oom", p->why);
 		p->end_dumped = true;
 	}
 }
@@ -422,17 +459,18 @@ static void ended(struct mt_tracer *tr, struct mt_traced *t)
  * gone (then its window takes no more events and no later trigger could
  * show more of it)
  */
-static void last_dumps(struct mt_tracer *tr, struct mt_traced *t)
+static void last_dumps(struct flight *fl, struct mt_tracer *tr,
+		       struct mt_traced *t)
 {
-	struct mt_flight_proc *p = t->flight;
+	struct mt_flight_proc *p = t->feat[fl->slot];
 	char why[WHY_LEN];
 
 	if (!p || !p->f)
 		return;
 	if (!p->done && t->proc.exited)
-		ended(tr, t);
+		ended(fl, tr, t);
 	if (p->armed) {
-		dump(tr, t, "oom", p->why);
+		dump(fl, tr, t, "oom", p->why);
 	} else if (tr->conf->flight_at_end && !p->end_dumped) {
 		if (t->proc.exited)
 			snprintf(why, sizeof(why),
@@ -442,23 +480,23 @@ static void last_dumps(struct mt_tracer *tr, struct mt_traced *t)
 		else
 			snprintf(why, sizeof(why),
 				 "the trace ended (--flight-at-end)");
-		dump(tr, t, "end", why);
+		dump(fl, tr, t, "end", why);
 	}
 	mt_flight_free(p->f);
 	p->f = NULL;
 }
 
 /* SIGUSR1: every window; said when there was none to dump */
-static void dump_asked(struct mt_tracer *tr)
+static void dump_asked(struct flight *fl, struct mt_tracer *tr)
 {
 	bool any = false;
 
 	for (int i = 0; i < tr->ntargets; i++) {
-		struct mt_flight_proc *p = tr->targets[i].flight;
+		struct mt_flight_proc *p = tr->targets[i].feat[fl->slot];
 
 		if (!p || !p->f)
 			continue;
-		dump(tr, &tr->targets[i], "asked",
+		dump(fl, tr, &tr->targets[i], "asked",
 		     "asked for: SIGUSR1 to the tracer");
 		any = true;
 	}
@@ -468,51 +506,52 @@ static void dump_asked(struct mt_tracer *tr)
 		       "nothing to dump");
 }
 
-void mt_tracer_flight_tick(struct mt_tracer *tr, __u64 now)
+/* at each turn: the dumps due (armed, asked, a process gone a while) */
+static bool flight_tick(void *st, struct mt_tracer *tr, __u64 now)
 {
-	if (!tr->flight_dir)
-		return;
-	mt_flight_dir_reap(tr->flight_dir, false);
+	struct flight *fl = st;
+
+	mt_flight_dir_reap(fl->dir, false);
 	/* cleared first: a SIGUSR1 that comes while these dump is not lost */
 	if (asked) {
 		asked = 0;
-		dump_asked(tr);
+		dump_asked(fl, tr);
 	}
 	for (int i = 0; i < tr->ntargets; i++) {
 		struct mt_traced *t = &tr->targets[i];
-		struct mt_flight_proc *p = t->flight;
+		struct mt_flight_proc *p = t->feat[fl->slot];
 
 		if (!p || !p->f || p->done)
 			continue;
 		if (t->proc.exited && !p->gone)
 			p->gone = now;
 		if (p->gone && now - p->gone >= GONE_NS)
-			last_dumps(tr, t);
+			last_dumps(fl, tr, t);
 		else if (p->armed && now >= p->armed)
-			dump_all(tr, t, "oom", p->why);
+			dump_all(fl, tr, t, "oom", p->why);
 	}
+	return false;
 }
 
-void mt_tracer_flight_release(struct mt_tracer *tr, struct mt_traced *t)
+/* t is let go: its dumps still due, then its window freed */
+static void flight_exit(void *st, struct mt_tracer *tr, struct mt_traced *t)
 {
-	if (!tr->flight_dir)
-		return;
-	last_dumps(tr, t);
-	free(t->flight);
-	t->flight = NULL;
+	struct flight *fl = st;
+
+	last_dumps(fl, tr, t);
+	free(t->feat[fl->slot]);
+	t->feat[fl->slot] = NULL;
 }
 
-int mt_tracer_flight_close(struct mt_tracer *tr)
+/* the dumps written and those failed said; 2 when one failed */
+static int flight_close(void *st, struct mt_tracer *tr)
 {
+	struct flight *fl = st;
 	unsigned int n, failed;
 
-	if (!tr->flight_dir)
-		return 0;
-	for (int i = 0; i < tr->ntargets; i++)
-		mt_tracer_flight_release(tr, &tr->targets[i]);
-	mt_flight_dir_reap(tr->flight_dir, true);
-	n = mt_flight_dir_dumps(tr->flight_dir);
-	failed = mt_flight_dir_failed(tr->flight_dir);
+	mt_flight_dir_reap(fl->dir, true);
+	n = mt_flight_dir_dumps(fl->dir);
+	failed = mt_flight_dir_failed(fl->dir);
 	/* a trace that never ran (no such pid) has its one line already */
 	if (tr->ran && failed)
 		mt_err("flight: %u dump%s written in %s; %u failed (above)", n,
@@ -520,7 +559,18 @@ int mt_tracer_flight_close(struct mt_tracer *tr)
 	else if (tr->ran)
 		mt_err("flight: %u dump%s written in %s", n, n == 1 ? "" : "s",
 		       tr->conf->flight->dir);
-	mt_flight_dir_close(tr->flight_dir);
-	tr->flight_dir = NULL;
+	mt_flight_dir_close(fl->dir);
+	free(fl);
 	return failed ? 2 : 0;
 }
+
+const struct mt_feature mt_flight_feature = {
+	.name = "flight",
+	.open = flight_open,
+	.on_event = flight_event,
+	.on_exec = flight_exec,
+	.on_lib = flight_lib,
+	.on_exit = flight_exit,
+	.tick = flight_tick,
+	.close = flight_close,
+};

@@ -2,7 +2,7 @@
 /*
  * The processes a trace follows (tracer.h): found by -p, -- COMMAND,
  * --children or --all; attached as their libraries come; their CPython,
- * rank, module log and, with -o FILE{rank}, their own sink.
+ * rank and, with -o FILE{rank}, their own sink.
  */
 #include <errno.h>
 #include <signal.h>
@@ -17,9 +17,6 @@
 #include "proc/procinfo.h"
 #include "memtrace.h" /* the types of its globals, before the skeleton */
 #include "memtrace.skel.h"
-#include "trace/dryrun.h"
-#include "trace/flight.h"
-#include "trace/modlog.h"
 #include "python/pyproc.h"
 #include "python/stack.h"
 #include "proc/rank.h"
@@ -33,28 +30,14 @@
 #define PY_TRIES 200
 /*
  * A process gone this long has no event left on the way (order.c holds
- * one a second at most) and its last flight dumps are taken (trace/flight.c,
- * a second after): its slot may go to another
+ * one a second at most), and the features are done with it (the flight
+ * recorder's last dumps wait a second): its slot may go to another
  */
 #define REUSE_NS (2 * 1000000000ULL)
 /* a gone process's CPython view (its code cache) is kept this long */
 #define PY_KEEP_NS (1000000000ULL)
 
 static const char *const wanted_libs = "libcudart, libcuda, libc10";
-
-struct mt_traced *mt_tracer_find(struct mt_tracer *tr, __u32 pid)
-{
-	/* a free slot's pid, 0, is no process's */
-	for (int i = 0; pid && i < tr->ntargets; i++)
-		if ((__u32)tr->targets[i].proc.pid == pid)
-			return &tr->targets[i];
-	return NULL;
-}
-
-struct mt_sink *mt_tracer_sink(struct mt_tracer *tr, const struct mt_traced *t)
-{
-	return t && t->sink ? t->sink : &tr->sink;
-}
 
 static int put_pyconf(struct mt_tracer *tr, struct mt_traced *t)
 {
@@ -275,8 +258,7 @@ void mt_tracer_on_exec(struct mt_tracer *tr, const struct mt_event *ev)
 				.detail = mt_intern(tr->frames, exe) };
 	site = mt_sites_get(k->ses->sites, &key, &is_new);
 	mt_sink_exec(k, ev, site, &freed);
-	if (tr->flight_dir)
-		mt_tracer_flight_exec(tr, t, ev, site);
+	mt_features_exec(tr, t, ev, site);
 	if (tr->att.log)
 		mt_session_print_exec(tr->att.log, ev->pid, ev->comm, exe,
 				      &freed);
@@ -398,19 +380,19 @@ static void free_slot(struct mt_traced *t)
 /*
  * Whether t's slot may go to another process: t is gone (REUSE_NS), and
  * holds nothing that is written at the trace's end only: a file of its
- * own (-o FILE{pid}) or a module log, the command we started
+ * own (-o FILE{pid}), the command we started
  */
 static bool reusable(const struct mt_traced *t, __u64 now)
 {
 	return t->proc.pid && t->proc.gone_ns &&
-	       now - t->proc.gone_ns >= REUSE_NS && !t->sink && !t->modlog &&
+	       now - t->proc.gone_ns >= REUSE_NS && !t->sink &&
 	       !t->proc.spawned;
 }
 
-/* t is let go: its last dumps taken, what was kept of it freed */
+/* t is let go: what the features and the trace kept of it freed */
 static void let_go(struct mt_tracer *tr, struct mt_traced *t)
 {
-	mt_tracer_flight_release(tr, t);
+	mt_features_exit(tr, t);
 	if (tr->stacks)
 		mt_pystacks_forget(tr->stacks, (__u32)t->proc.pid);
 	mt_py_close(t->py);
@@ -715,24 +697,6 @@ int mt_tracer_open(struct mt_tracer *tr)
 	return 0;
 }
 
-int mt_tracer_open_module_logs(struct mt_tracer *tr)
-{
-	char err[512];
-
-	for (int i = 0; i < tr->ntargets; i++) {
-		struct mt_traced *t = &tr->targets[i];
-
-		t->modlog =
-			mt_modlog_open(tr->conf->module_log, t->proc.pid,
-				       tr->conf->log_time, err, sizeof(err));
-		if (!t->modlog) {
-			mt_err("%s", err);
-			return 2;
-		}
-	}
-	return 0;
-}
-
 void mt_tracer_describe(struct mt_tracer *tr)
 {
 	mt_sink_meta(&tr->sink, "tool", "memtrace-bpf %s", MT_VERSION);
@@ -749,8 +713,6 @@ void mt_tracer_on_lib(void *ctx, const struct mt_target *pt,
 	const char *path = m->path;
 
 	mt_sink_library(mt_tracer_sink(tr, t), pt->pid, path, probes);
-	if (tr->flight_dir)
-		mt_tracer_flight_lib(tr, t, path, probes);
-	if (tr->dry)
-		mt_dryrun_on_lib(tr->dry, t, m);
+	if (t)
+		mt_features_lib(tr, t, m, probes);
 }
