@@ -28,10 +28,9 @@
 #include "event/cudaerr.h"
 #include "event/format.h"
 #include "lib/err.h"
-#include "lib/version.h"
-#include "proc/procinfo.h"
 #include "record/flight.h"
 #include "trace/feature.h"
+#include "trace/header.h"
 #include "trace/tracer.h"
 
 #define ARM_NS 1000000000ULL /* an OOM's dump waits for the rest of it */
@@ -153,6 +152,17 @@ static void cgroup_events(int pid, char *buf, size_t len)
 		buf[0] = '\0';
 }
 
+static void window_meta(void *f, const char *key, const char *value)
+{
+	mt_flight_meta(f, key, value);
+}
+
+/* the header lines of p's dumps */
+static struct mt_header header(struct mt_flight_proc *p)
+{
+	return (struct mt_header){ .meta = window_meta, .out = p->f };
+}
+
 /*
  * t's window, made at its first use with the header its dumps repeat;
  * NULL when there is none to take events (t's was freed: it is gone)
@@ -161,7 +171,7 @@ static struct mt_flight_proc *proc_of(struct flight *fl, struct mt_tracer *tr,
 				      struct mt_traced *t)
 {
 	struct mt_flight_proc *p = t->feat[fl->slot];
-	char v[2304], cmdline[2048];
+	struct mt_header h;
 
 	if (p)
 		return p->f ? p : NULL;
@@ -175,11 +185,9 @@ static struct mt_flight_proc *proc_of(struct flight *fl, struct mt_tracer *tr,
 	t->feat[fl->slot] = p;
 	cgroup_events(t->proc.pid, p->cgroup, sizeof(p->cgroup));
 	p->oom_kills = oom_kills(p->cgroup);
-	mt_flight_meta(p->f, "tool", "memtrace-bpf " MT_VERSION);
-	mt_proc_cmdline(t->proc.pid, cmdline, sizeof(cmdline));
-	snprintf(v, sizeof(v), "pid=%d comm=%s cmdline=%s", t->proc.pid,
-		 t->proc.comm, cmdline);
-	mt_flight_meta(p->f, "target", v);
+	h = header(p);
+	mt_header_tool(&h);
+	mt_header_target(&h, t, NULL);
 	return p;
 }
 
@@ -189,13 +197,12 @@ static void flight_lib(void *st, struct mt_tracer *tr, struct mt_traced *t,
 {
 	struct flight *fl = st;
 	struct mt_flight_proc *p = proc_of(fl, tr, t);
-	char v[4200];
+	struct mt_header h;
 
 	if (!p)
 		return;
-	snprintf(v, sizeof(v), "pid=%d path=%s probes=%d", t->proc.pid, m->path,
-		 probes);
-	mt_flight_meta(p->f, "library", v);
+	h = header(p);
+	mt_header_library(&h, t->proc.pid, m->path, probes);
 }
 
 /* the dump of t now, for why; the others too with --flight-together */
@@ -203,23 +210,19 @@ static void dump(struct flight *fl, struct mt_tracer *tr, struct mt_traced *t,
 		 const char *tag, const char *why)
 {
 	struct mt_flight_proc *p = t->feat[fl->slot];
-	char v[128];
+	struct mt_header h;
 
 	if (!p || !p->f)
 		return;
+	h = header(p);
 	p->armed = 0;
 	/* known only once it ran a while */
 	if (t->py && !p->py_noted) {
-		snprintf(v, sizeof(v), "pid=%d version=3.%u", t->proc.pid,
-			 t->pyconf.minor);
-		mt_flight_meta(p->f, "python", v);
+		mt_header_python(&h, t);
 		p->py_noted = true;
 	}
 	if (t->proc.rank.known && !p->rank_noted) {
-		snprintf(v, sizeof(v), MT_RANK_META, t->proc.pid,
-			 t->proc.rank.rank, t->proc.rank.local_rank,
-			 t->proc.rank.world_size);
-		mt_flight_meta(p->f, "rank", v);
+		mt_header_rank(&h, t->proc.pid, &t->proc.rank);
 		p->rank_noted = true;
 	}
 	mt_flight_dump(p->f, tag, why, &t->proc.rank, tr->lost_reported);

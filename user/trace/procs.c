@@ -121,11 +121,12 @@ static bool find_python(struct mt_tracer *tr, struct mt_traced *t)
  */
 static void say_python(struct mt_tracer *tr, const struct mt_traced *t)
 {
+	const struct mt_header h = mt_sink_header(mt_tracer_sink(tr, t));
+
 	if (tr->att.log)
 		fprintf(tr->att.log, "# python pid=%d version=3.%u\n",
 			t->proc.pid, t->pyconf.minor);
-	mt_sink_meta(mt_tracer_sink(tr, t), "python", "pid=%d version=3.%u",
-		     t->proc.pid, t->pyconf.minor);
+	mt_header_python(&h, t);
 }
 
 /* t's execs are followed from now on: BPF tells each (mt_exec) */
@@ -329,6 +330,7 @@ static void note_attached(struct mt_tracer *tr, const struct mt_traced *t)
  */
 void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_traced *t)
 {
+	struct mt_header h;
 	struct mt_rank r;
 
 	t->proc.ranked = true;
@@ -344,9 +346,9 @@ void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_traced *t)
 		note_attached(tr, t);
 	if (!r.known)
 		return;
+	h = mt_sink_header(mt_tracer_sink(tr, t));
 	mt_session_set_rank(mt_tracer_sink(tr, t)->ses, (__u32)t->proc.pid, &r);
-	mt_sink_meta(mt_tracer_sink(tr, t), "rank", MT_RANK_META, t->proc.pid,
-		     r.rank, r.local_rank, r.world_size);
+	mt_header_rank(&h, t->proc.pid, &r);
 }
 
 void mt_tracer_rescan(struct mt_tracer *tr, struct mt_traced *t)
@@ -699,7 +701,9 @@ int mt_tracer_open(struct mt_tracer *tr)
 
 void mt_tracer_describe(struct mt_tracer *tr)
 {
-	mt_sink_meta(&tr->sink, "tool", "memtrace-bpf %s", MT_VERSION);
+	const struct mt_header h = mt_sink_header(&tr->sink);
+
+	mt_header_tool(&h);
 	for (int i = 0; i < tr->ntargets; i++)
 		mt_sink_describe(&tr->sink, &tr->targets[i], tr->conf->command);
 }

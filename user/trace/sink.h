@@ -13,6 +13,7 @@
 #include "event/kinds.h"
 #include "analysis/session.h"
 #include "export/output.h"
+#include "trace/header.h"
 
 struct mt_recorder;
 
@@ -36,6 +37,9 @@ void mt_sink_meta(struct mt_sink *k, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 struct mt_traced;
+
+/* the header lines of k's record: none without one */
+struct mt_header mt_sink_header(struct mt_sink *k);
 
 /*
  * The record's header lines for target t: the tool, its pid, comm and
