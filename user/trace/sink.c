@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "analysis/view.h"
 #include "proc/procinfo.h"
 #include "python/pyproc.h"
 #include "record/record.h"
@@ -189,7 +190,7 @@ int mt_sink_close(struct mt_sink *k, const struct mt_summary_end *end)
 		if (k->ses->filter)
 			(void)mt_filter_check_seen(k->ses->filter,
 						   k->ses->sites);
-		mt_session_end(k->ses, end);
+		mt_view_end(k->ses, end);
 	}
 	if (mt_output_close(k->ses, err, sizeof(err))) {
 		mt_err("export: %s", err);
