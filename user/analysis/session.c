@@ -7,7 +7,6 @@
 #include "event/format.h"
 #include "lib/escape.h"
 #include "analysis/ops.h"
-#include "analysis/report.h"
 #include "analysis/sample.h"
 #include "analysis/session.h"
 
@@ -602,17 +601,18 @@ static void print_kinds(const struct mt_peak_kinds *k, void *ctx)
 	fputc('\n', out);
 }
 
-void mt_session_end(struct mt_session *s, const struct mt_summary_end *end)
+void mt_session_end(struct mt_session *s)
 {
-	bool stacks = !s->conf.no_stack;
-
 	/* a dump's last boundary: its window's end */
 	if (s->win_last)
 		window_boundaries(s, UINT64_MAX);
-	if (!s->conf.keys) {
-		mt_report_print(s, end);
-		return;
-	}
+}
+
+void mt_session_print_keys(struct mt_session *s,
+			   const struct mt_summary_end *end)
+{
+	bool stacks = !s->conf.no_stack;
+
 	mt_summary_print(&s->sum, s->live, end,
 			 &(struct mt_summary_cal){ mt_session_alloc_cal, s },
 			 s->out);

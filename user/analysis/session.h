@@ -199,10 +199,14 @@ void mt_session_alloc_cal(const void *ctx, __u32 pid,
 			  struct mt_sample_cal *cal);
 
 /*
- * The end of the trace: the report for people, or with conf.keys the
- * summary and every analysis as '#' key=value lines.
+ * The end of the events: what waits for it counted (a dump's window's
+ * last boundary). The views then print (analysis/view.h).
  */
-void mt_session_end(struct mt_session *s, const struct mt_summary_end *end);
+void mt_session_end(struct mt_session *s);
+
+/* the summary and every analysis as '#' key=value lines (--keys) */
+void mt_session_print_keys(struct mt_session *s,
+			   const struct mt_summary_end *end);
 
 /*
  * --sample-bytes: the '# sample' line, which says what the sampling left

@@ -12,19 +12,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "lib/clock.h"
 #include "lib/helper.h"
 
 #define REAP_STEP_NS 10000000ULL /* a child past its output's end: 10 ms */
-
-static unsigned long long now_ns(void)
-{
-	struct timespec ts;
-
-	/* CLOCK_MONOTONIC cannot fail with a valid pointer */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (unsigned long long)ts.tv_sec * 1000000000ULL +
-	       (unsigned long long)ts.tv_nsec;
-}
 
 /* the pipe, its read end not blocking the parent; 0 or -errno */
 static int open_pipe(struct mt_helper *h, int fds[2], unsigned int timeout_ms)
@@ -55,7 +46,7 @@ static int forked(struct mt_helper *h, pid_t pid, int fds[2])
 	}
 	h->pid = pid;
 	h->fd = fds[0];
-	h->deadline_ns = now_ns() + h->timeout_ms * 1000000ULL;
+	h->deadline_ns = mt_now_ns() + h->timeout_ms * 1000000ULL;
 	return 0;
 }
 
@@ -203,7 +194,7 @@ static void drain(struct mt_helper *h)
 static void wait_output(struct mt_helper *h)
 {
 	while (h->fd >= 0 && !h->overflow) {
-		unsigned long long now = now_ns();
+		unsigned long long now = mt_now_ns();
 		struct pollfd p = { .fd = h->fd, .events = POLLIN };
 
 		if (now >= h->deadline_ns)
@@ -237,7 +228,7 @@ bool mt_helper_poll(struct mt_helper *h, bool wait)
 			if (h->done)
 				break;
 		}
-		if (now_ns() >= h->deadline_ns) {
+		if (mt_now_ns() >= h->deadline_ns) {
 			h->timed_out = true;
 			kill_child(h);
 			break;

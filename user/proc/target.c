@@ -9,8 +9,8 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+#include "lib/clock.h"
 #include "proc/runas.h"
 #include "proc/target.h"
 
@@ -51,13 +51,6 @@ static int sys_fail(char *err, size_t errlen, const char *what)
  * BPF stops the command no more, so one stall of ours costs the command
  * one wait, not one a library.
  */
-static __u64 mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
-}
 
 /* by pidfd (dup'ed to 1): a pid reused since cannot be signalled by mistake */
 static void guard_continue(void)
@@ -89,7 +82,7 @@ static void guard(int wait_fd, int pid, struct mt_hold *hold)
 		if (pidfd < 0 || stops == done ||
 		    stops == __atomic_load_n(&hold->resumed, __ATOMIC_ACQUIRE))
 			continue;
-		now = mono_ms();
+		now = mt_now_ns() / 1000000;
 		if (stops != seen) {
 			seen = stops;
 			since = now;

@@ -11,17 +11,11 @@
 #include "proc/rank.h"
 #include "proc/runas.h"
 
-struct mt_py;
-struct mt_modlog;
-struct mt_flight_proc;
-
 #define MT_MAX_FILES 32
 
 struct mt_file_id {
 	__u64 dev, inode;
 };
-
-struct mt_sink;
 
 struct mt_target {
 	int pid;
@@ -43,20 +37,8 @@ struct mt_target {
 	struct mt_file_id files[MT_MAX_FILES]; /* libraries attached */
 	size_t nfiles;
 	unsigned int libs; /* bitmask of enum mt_lib attached */
-	struct mt_py *py; /* its CPython, once found */
-	struct mt_pyconf pyconf; /* as given to the BPF walker */
-	int py_tries; /* looks for CPython so far */
-	/* events BPF could not walk before py was found (trace/events.c) */
-	__u64 py_early;
-	bool exec_watched; /* in the BPF map of processes whose exec is followed */
-	/* execs in the ring buffer not yet handled in time order */
-	unsigned int exec_pending;
-	bool py_soon; /* it exec'd: its CPython is looked for at each turn */
-	struct mt_modlog *modlog; /* --module-log */
 	bool ranked; /* its rank was read (at its first event) */
 	struct mt_rank rank; /* as read then */
-	struct mt_flight_proc *flight; /* record --flight (trace/flight.c) */
-	struct mt_sink *sink; /* its own (-o FILE{rank}), or NULL */
 };
 
 /* Check that pid exists and can be traced. Returns 0 or -errno, err set. */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "analysis/report.h"
+#include "analysis/view.h"
 #include "record/flight.h"
 #include "record/iter.h"
 #include "record/replay.h"
@@ -193,7 +194,7 @@ static int replay(struct replay *rp)
 		end.seconds = (double)(rp->last - rp->first) / 1e9;
 		end.cut_short = mt_reader_truncated(rp->it.rd);
 	}
-	mt_session_end(rp->ses, &end);
+	mt_view_end(rp->ses, &end);
 	return 0;
 }
 

@@ -20,12 +20,14 @@
 #include "lib/err.h"
 #include "lib/escape.h"
 #include "python/stack.h"
-#include "trace/dryrun.h"
+#include "trace/feature.h"
 #include "trace/tracer.h"
 
 #define MAX_LINES 32 /* lines of host reads kept, the first seen */
 #define SHOWN_LINES 5 /* and printed, the most frequent */
 #define CMD_SHOWN 1024 /* bytes of the command line shown */
+/* a dry run whose command failed without running out of memory */
+#define DRYRUN_FAILED 3
 
 struct mt_dryrun {
 	struct mt_dryrun_libs libs;
@@ -51,34 +53,41 @@ static void set_out(struct mt_tracer *tr, FILE *f)
 	tr->sink.ses->out = f;
 }
 
-int mt_dryrun_begin(struct mt_tracer *tr, struct mt_dryrun **dr)
+/*
+ * The stand-in put where the command will load it, as tr->conf->dryrun
+ * asks, and the trace's output held; its probes of the host's reads on
+ */
+static int dryrun_open(struct mt_tracer *tr, unsigned int slot, void **st)
 {
 	const struct mt_dryrun_conf *c = tr->conf->dryrun;
 	char err[PATH_MAX + 128];
+	struct mt_dryrun *dr;
 
-	*dr = calloc(1, sizeof(**dr));
-	if (!*dr) {
+	if (!c)
+		return 0;
+	dr = calloc(1, sizeof(*dr));
+	if (!dr) {
 		mt_err("out of memory");
 		return 2;
 	}
 	if (mt_dryrun_prepare(&c->dev, c->devices, tr->conf->run_as != NULL,
-			      &(*dr)->libs, err, sizeof(err))) {
+			      &dr->libs, err, sizeof(err))) {
 		mt_err("estimate --dry-run: %s", err);
-		free(*dr);
-		*dr = NULL;
+		free(dr);
 		return 2;
 	}
-	(*dr)->held = open_memstream(&(*dr)->held_buf, &(*dr)->held_len);
-	if (!(*dr)->held) {
+	dr->held = open_memstream(&dr->held_buf, &dr->held_len);
+	if (!dr->held) {
 		mt_err("estimate --dry-run: hold the output: %s",
 		       strerror(errno));
-		mt_dryrun_cleanup(&(*dr)->libs);
-		free(*dr);
-		*dr = NULL;
+		mt_dryrun_cleanup(&dr->libs);
+		free(dr);
 		return 2;
 	}
-	(*dr)->out = tr->out;
-	set_out(tr, (*dr)->held);
+	dr->out = tr->out;
+	set_out(tr, dr->held);
+	tr->att.dry_run = true;
+	*st = dr;
 	return 0;
 }
 
@@ -98,9 +107,14 @@ static void release_out(struct mt_tracer *tr, struct mt_dryrun *dr)
 	dr->held = NULL;
 }
 
-void mt_dryrun_on_lib(struct mt_dryrun *dr, const struct mt_target *t,
-		      const struct mt_mapping *m)
+/*
+ * A library attached: which CUDA runtime the command loaded, ours told by
+ * the file's identity, not its name
+ */
+static void dryrun_lib(void *st, struct mt_tracer *tr, struct mt_traced *t,
+		       const struct mt_mapping *m, int probes)
 {
+	struct mt_dryrun *dr = st;
 	const char *base = strrchr(m->path, '/');
 
 	base = base ? base + 1 : m->path;
@@ -110,11 +124,15 @@ void mt_dryrun_on_lib(struct mt_dryrun *dr, const struct mt_target *t,
 		dr->ours = true;
 	else
 		snprintf(dr->other, sizeof(dr->other), "%s", m->path);
-	(void)t;
 }
 
-int mt_dryrun_check(const struct mt_dryrun *dr)
+/*
+ * Just before the command starts: the stand-in is still the files written
+ * (mt_dryrun_verify). 0, or 2 with the error said.
+ */
+static int dryrun_start(void *st, struct mt_tracer *tr)
 {
+	const struct mt_dryrun *dr = st;
 	char err[PATH_MAX + 128];
 
 	if (!mt_dryrun_verify(&dr->libs, err, sizeof(err)))
@@ -132,15 +150,17 @@ static const char *asking_line(const struct mt_pyresolved *pr)
 	return pr->depth ? pr->frames[0] : NULL;
 }
 
-void mt_dryrun_read(struct mt_tracer *tr, const struct mt_event *ev)
+/* an MT_K_HOST_READ event: the host read device memory */
+static void dryrun_read(void *st, struct mt_tracer *tr,
+			const struct mt_event *ev)
 {
-	struct mt_dryrun *dr = tr->dry;
-	struct mt_target *t = mt_tracer_find(tr, ev->pid);
+	struct mt_dryrun *dr = st;
+	struct mt_traced *t = mt_tracer_find(tr, ev->pid);
 	const struct mt_pyresolved *pr = NULL;
 	const char *line = NULL;
 	size_t i;
 
-	if (!dr || !t)
+	if (!t)
 		return;
 	dr->reads++;
 	if (t->py && (ev->flags & MT_EV_PY))
@@ -197,16 +217,16 @@ static const char *command_line(const struct mt_trace_conf *c, char *buf,
 static const char *command_failure(const struct mt_tracer *tr, char *buf,
 				   size_t len)
 {
-	const struct mt_target *t = &tr->targets[0];
+	const struct mt_traced *t = &tr->targets[0];
 
 	buf[0] = '\0';
-	if (!tr->ntargets || !t->spawned || !t->has_status)
+	if (!tr->ntargets || !t->proc.spawned || !t->proc.has_status)
 		return buf;
-	if (WIFEXITED(t->status) && WEXITSTATUS(t->status))
-		snprintf(buf, len, "exit %d", WEXITSTATUS(t->status));
-	else if (WIFSIGNALED(t->status))
+	if (WIFEXITED(t->proc.status) && WEXITSTATUS(t->proc.status))
+		snprintf(buf, len, "exit %d", WEXITSTATUS(t->proc.status));
+	else if (WIFSIGNALED(t->proc.status))
 		snprintf(buf, len, "killed by SIG%s",
-			 sigabbrev_np(WTERMSIG(t->status)) ?: "?");
+			 sigabbrev_np(WTERMSIG(t->proc.status)) ?: "?");
 	return buf;
 }
 
@@ -337,14 +357,14 @@ static int print_verdict(const struct mt_oom_counts *oom, const char *failed,
 			"output says why) before it ran out of memory or "
 			"ended: the figures below are up to the failure\n",
 			failed);
-		return MT_DRYRUN_FAILED;
+		return DRYRUN_FAILED;
 	}
 	fprintf(out, "Fits       yes: no allocation failed, and the command "
 		     "ended with exit 0\n");
 	return 0;
 }
 
-int mt_dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, bool ran)
+static int dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, bool ran)
 {
 	const struct mt_dryrun_conf *c = tr->conf->dryrun;
 	const struct mt_session *ses = tr->sink.ses;
@@ -402,3 +422,33 @@ int mt_dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, bool ran)
 	free(dr);
 	return ret;
 }
+
+/*
+ * The stand-in removed, and the dry run's own lines, before the report:
+ * the verdict first, then the device, each device's peaks, what the host
+ * read, and what the trace printed meanwhile (its OOM blocks), held until
+ * then (a trace that never ran: nothing to say). Returns the exit status:
+ * 0 when it fits, 1 when the device ran out of memory, DRYRUN_FAILED when
+ * the command failed otherwise (its figures are up to the failure), 2
+ * after a one-line error when the command was no CUDA PyTorch program the
+ * stand-in served or the trace was cut short (then no summary follows).
+ */
+static int dryrun_close(void *st, struct mt_tracer *tr)
+{
+	int ret = dryrun_end(tr, st, tr->ran);
+
+	tr->no_summary |= ret == 2;
+	return ret;
+}
+
+static const __u32 dryrun_kinds[] = { MT_K_HOST_READ, MT_K_NONE };
+
+const struct mt_feature mt_dryrun_feature = {
+	.name = "dryrun",
+	.open = dryrun_open,
+	.start = dryrun_start,
+	.kinds = dryrun_kinds,
+	.on_probe = dryrun_read,
+	.on_lib = dryrun_lib,
+	.close = dryrun_close,
+};

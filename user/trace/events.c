@@ -12,25 +12,22 @@
 #include "event/format.h"
 #include "event/kinds.h"
 #include "memtrace.skel.h"
-#include "trace/dryrun.h"
-#include "trace/flight.h"
-#include "trace/modlog.h"
 #include "proc/maps.h"
 #include "python/pyproc.h"
 #include "python/stack.h"
 #include "trace/tracer.h"
 
 /* the library a return address lies in, interned */
-static const char *caller_name(struct mt_tracer *tr, struct mt_target *t,
+static const char *caller_name(struct mt_tracer *tr, struct mt_traced *t,
 			       __u64 addr)
 {
 	const struct mt_mapping *m;
 
 	if (!t || !addr)
 		return NULL;
-	m = mt_maps_find(&t->maps, addr);
-	if (!m && mt_maps_read(t->pid, &t->maps) == 0)
-		m = mt_maps_find(&t->maps, addr);
+	m = mt_maps_find(&t->proc.maps, addr);
+	if (!m && mt_maps_read(t->proc.pid, &t->proc.maps) == 0)
+		m = mt_maps_find(&t->proc.maps, addr);
 	if (!m || !m->path)
 		return NULL;
 	return mt_intern(tr->names, mt_basename(m->path));
@@ -41,7 +38,7 @@ static const char *caller_name(struct mt_tracer *tr, struct mt_target *t,
  * counted when the process is known to run Python, else kept on the target
  * until its CPython is found (procs.c).
  */
-static void count_early(struct mt_tracer *tr, struct mt_target *t,
+static void count_early(struct mt_tracer *tr, struct mt_traced *t,
 			const struct mt_event *ev)
 {
 	if (!(ev->flags & MT_EV_PY_NOCONF))
@@ -72,7 +69,7 @@ static void count_unseen_node(struct mt_tracer *tr, const struct mt_call *r,
 
 /* phase and module of an event of a Python process; NULL if it is not one */
 static const struct mt_pyresolved *attribute(struct mt_tracer *tr,
-					     struct mt_target *t,
+					     struct mt_traced *t,
 					     const struct mt_call *r,
 					     struct mt_attrib *a)
 {
@@ -137,7 +134,7 @@ static bool type_wanted(const char *list, const char *name)
 }
 
 /* python:raise: the type raised, if --trace-exceptions wants it */
-static const char *raised_type(struct mt_tracer *tr, struct mt_target *t,
+static const char *raised_type(struct mt_tracer *tr, struct mt_traced *t,
 			       const struct mt_event *ev)
 {
 	__u64 type = ev->args[1]; /* _PyErr_SetObject(tstate, type, value) */
@@ -157,7 +154,7 @@ static const char *raised_type(struct mt_tracer *tr, struct mt_target *t,
 
 /* who made the event: its site, interned in the session's table */
 static struct mt_site *site_of(struct mt_tracer *tr, struct mt_sink *k,
-			       struct mt_target *t, const struct mt_call *r,
+			       struct mt_traced *t, const struct mt_call *r,
 			       const char *detail)
 {
 	const struct mt_event *ev = r->ev;
@@ -192,52 +189,59 @@ static struct mt_site *site_of(struct mt_tracer *tr, struct mt_sink *k,
 	return mt_sites_get(k->ses->sites, &key, &is_new);
 }
 
+static void on_fork(struct mt_tracer *tr, const struct mt_event *ev)
+{
+	mt_tracer_add(tr, (int)ev->pid, "forked", ev->comm, false);
+}
+
+/* the kinds of the processes' own events, each to its handler */
+static const struct {
+	__u32 kind;
+	void (*fn)(struct mt_tracer *tr, const struct mt_event *ev);
+} process_kinds[] = {
+	{ MT_K_LOADER, mt_tracer_on_loader },
+	{ MT_K_FORK, on_fork },
+	{ MT_K_EXEC, mt_tracer_on_exec },
+	{ MT_K_EXIT, mt_tracer_on_exit },
+};
+
+/*
+ * An event of a process's own (a library load, fork, exec or exit) or of
+ * a feature's probes, handled whole: false for an allocator call
+ */
+static bool handled_whole(struct mt_tracer *tr, const struct mt_event *ev)
+{
+	for (size_t i = 0; i < sizeof(process_kinds) / sizeof(process_kinds[0]);
+	     i++) {
+		if (ev->kind == process_kinds[i].kind) {
+			process_kinds[i].fn(tr, ev);
+			return true;
+		}
+	}
+	return mt_features_probe(tr, ev);
+}
+
 int mt_tracer_on_event(void *ctx, void *data, size_t len)
 {
 	struct mt_tracer *tr = ctx;
 	const struct mt_event *ev = data;
 	const char *detail = NULL;
-	struct mt_target *t;
+	struct mt_traced *t;
 	struct mt_sink *k;
 	struct mt_site *site;
 	struct mt_call r;
 	bool default0;
 
-	if (len < sizeof(*ev))
+	if (len < sizeof(*ev) || handled_whole(tr, ev))
 		return 0;
-	if (ev->kind == MT_K_LOADER) {
-		mt_tracer_on_loader(tr, ev);
-		return 0;
-	}
-	if (ev->kind == MT_K_MODULE_CALL || ev->kind == MT_K_NODE_EVAL ||
-	    ev->kind == MT_K_NODE_OUT) {
-		mt_modlog_probe(tr, ev);
-		return 0;
-	}
-	if (ev->kind == MT_K_HOST_READ) {
-		mt_dryrun_read(tr, ev);
-		return 0;
-	}
-	if (ev->kind == MT_K_FORK) {
-		mt_tracer_add(tr, (int)ev->pid, "forked", ev->comm, false);
-		return 0;
-	}
-	if (ev->kind == MT_K_EXEC) {
-		mt_tracer_on_exec(tr, ev);
-		return 0;
-	}
-	if (ev->kind == MT_K_EXIT) {
-		mt_tracer_on_exit(tr, ev);
-		return 0;
-	}
 	t = mt_tracer_find(tr, ev->pid);
 	/* --all: a process that mapped an attached library since the scan */
 	if (!t && tr->conf->all)
 		/* its probes were there when it mapped the library */
 		t = mt_tracer_add(tr, (int)ev->pid, "seen", NULL, false);
-	if (t && !t->ranked)
+	if (t && !t->proc.ranked)
 		mt_tracer_read_rank(tr, t);
-	default0 = t && t->spawned;
+	default0 = t && t->proc.spawned;
 	if (!mt_decode(ev, default0 ? 0 : -1, &r))
 		return 0;
 	if (ev->kind == MT_K_PY_RAISE) {
@@ -247,17 +251,7 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 	}
 	k = mt_tracer_sink(tr, t);
 	site = site_of(tr, k, t, &r, detail);
-	if (!mt_sink_event(k, ev, default0, &r, site))
-		return 0;
-	if (tr->flight_dir)
-		mt_tracer_flight_event(tr, t, ev, default0, &r, site);
-	if (site->phase && t && t->modlog) {
-		__u64 allocated, reserved;
-
-		mt_summary_totals(&k->ses->sum, ev->pid, &allocated, &reserved);
-		mt_modlog_event(t->modlog, ev->ts, ev->tid, site->phase,
-				site->node, site->frames, site->depth,
-				site->truncated, allocated, reserved);
-	}
+	if (mt_sink_event(k, ev, default0, &r, site))
+		mt_features_event(tr, t, ev, default0, &r, site);
 	return 0;
 }

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
+ * record --flight, a feature of the live trace (feature.h): each traced
+ * process's window (record/flight.h), and when to dump it.
+ *
  * When the flight recorder dumps. An OOM (a failed device allocation for
  * want of memory, c10's report that the allocator gave up, a raised
  * OutOfMemoryError) arms a dump a second later, so that the allocator's
@@ -25,10 +28,9 @@
 #include "event/cudaerr.h"
 #include "event/format.h"
 #include "lib/err.h"
-#include "lib/version.h"
-#include "proc/procinfo.h"
 #include "record/flight.h"
-#include "trace/flight.h"
+#include "trace/feature.h"
+#include "trace/header.h"
 #include "trace/tracer.h"
 
 #define ARM_NS 1000000000ULL /* an OOM's dump waits for the rest of it */
@@ -51,22 +53,48 @@ struct mt_flight_proc {
 	char raised[256];
 };
 
+/* the recorder: its folder, and its slot in each process */
+struct flight {
+	struct mt_flight_dir *dir;
+	unsigned int slot;
+	__u64 t0; /* ts of the first event a window took */
+};
+
+/* SIGUSR1 came: every window is dumped at the next tick */
 static volatile sig_atomic_t asked;
 
-void mt_tracer_flight_ask(void)
+static void on_usr1(int sig)
 {
+	(void)sig;
 	asked = 1;
 }
 
-int mt_tracer_flight_open(struct mt_tracer *tr)
+/*
+ * The dump folder, checked; SIGUSR1 asks for dumps from then on. The
+ * dumps are the output: the trace prints no summary.
+ */
+static int flight_open(struct mt_tracer *tr, unsigned int slot, void **st)
 {
+	struct flight *fl;
 	char err[512];
 
-	tr->flight_dir = mt_flight_dir_open(tr->conf->flight, err, sizeof(err));
-	if (!tr->flight_dir) {
-		mt_err("%s", err);
+	if (!tr->conf->flight)
+		return 0;
+	fl = calloc(1, sizeof(*fl));
+	if (!fl) {
+		mt_err("out of memory");
 		return 2;
 	}
+	fl->slot = slot;
+	fl->dir = mt_flight_dir_open(tr->conf->flight, err, sizeof(err));
+	if (!fl->dir) {
+		mt_err("%s", err);
+		free(fl);
+		return 2;
+	}
+	signal(SIGUSR1, on_usr1);
+	tr->no_summary = true;
+	*st = fl;
 	return 0;
 }
 
@@ -124,88 +152,96 @@ static void cgroup_events(int pid, char *buf, size_t len)
 		buf[0] = '\0';
 }
 
+static void window_meta(void *f, const char *key, const char *value)
+{
+	mt_flight_meta(f, key, value);
+}
+
+/* the header lines of p's dumps */
+static struct mt_header header(struct mt_flight_proc *p)
+{
+	return (struct mt_header){ .meta = window_meta, .out = p->f };
+}
+
 /*
  * t's window, made at its first use with the header its dumps repeat;
  * NULL when there is none to take events (t's was freed: it is gone)
  */
-static struct mt_flight_proc *proc_of(struct mt_tracer *tr, struct mt_target *t)
+static struct mt_flight_proc *proc_of(struct flight *fl, struct mt_tracer *tr,
+				      struct mt_traced *t)
 {
-	struct mt_flight_proc *p = t->flight;
-	char v[2304], cmdline[2048];
+	struct mt_flight_proc *p = t->feat[fl->slot];
+	struct mt_header h;
 
 	if (p)
 		return p->f ? p : NULL;
-	if (!tr->flight_dir)
-		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (p)
-		p->f = mt_flight_new(tr->flight_dir, t->pid);
+		p->f = mt_flight_new(fl->dir, t->proc.pid);
 	if (!p || !p->f) {
 		free(p);
 		return NULL;
 	}
-	t->flight = p;
-	cgroup_events(t->pid, p->cgroup, sizeof(p->cgroup));
+	t->feat[fl->slot] = p;
+	cgroup_events(t->proc.pid, p->cgroup, sizeof(p->cgroup));
 	p->oom_kills = oom_kills(p->cgroup);
-	mt_flight_meta(p->f, "tool", "memtrace-bpf " MT_VERSION);
-	mt_proc_cmdline(t->pid, cmdline, sizeof(cmdline));
-	snprintf(v, sizeof(v), "pid=%d comm=%s cmdline=%s", t->pid, t->comm,
-		 cmdline);
-	mt_flight_meta(p->f, "target", v);
+	h = header(p);
+	mt_header_tool(&h);
+	mt_header_target(&h, t, NULL);
 	return p;
 }
 
-void mt_tracer_flight_lib(struct mt_tracer *tr, struct mt_target *t,
-			  const char *path, int probes)
+/* t's library attached, for its dumps' header */
+static void flight_lib(void *st, struct mt_tracer *tr, struct mt_traced *t,
+		       const struct mt_mapping *m, int probes)
 {
-	struct mt_flight_proc *p = proc_of(tr, t);
-	char v[4200];
+	struct flight *fl = st;
+	struct mt_flight_proc *p = proc_of(fl, tr, t);
+	struct mt_header h;
 
 	if (!p)
 		return;
-	snprintf(v, sizeof(v), "pid=%d path=%s probes=%d", t->pid, path,
-		 probes);
-	mt_flight_meta(p->f, "library", v);
+	h = header(p);
+	mt_header_library(&h, t->proc.pid, m->path, probes);
 }
 
 /* the dump of t now, for why; the others too with --flight-together */
-static void dump(struct mt_tracer *tr, struct mt_target *t, const char *tag,
-		 const char *why)
+static void dump(struct flight *fl, struct mt_tracer *tr, struct mt_traced *t,
+		 const char *tag, const char *why)
 {
-	struct mt_flight_proc *p = t->flight;
-	char v[128];
+	struct mt_flight_proc *p = t->feat[fl->slot];
+	struct mt_header h;
 
 	if (!p || !p->f)
 		return;
+	h = header(p);
 	p->armed = 0;
 	/* known only once it ran a while */
 	if (t->py && !p->py_noted) {
-		snprintf(v, sizeof(v), "pid=%d version=3.%u", t->pid,
-			 t->pyconf.minor);
-		mt_flight_meta(p->f, "python", v);
+		mt_header_python(&h, t);
 		p->py_noted = true;
 	}
-	if (t->rank.known && !p->rank_noted) {
-		snprintf(v, sizeof(v), MT_RANK_META, t->pid, t->rank.rank,
-			 t->rank.local_rank, t->rank.world_size);
-		mt_flight_meta(p->f, "rank", v);
+	if (t->proc.rank.known && !p->rank_noted) {
+		mt_header_rank(&h, t->proc.pid, &t->proc.rank);
 		p->rank_noted = true;
 	}
-	mt_flight_dump(p->f, tag, why, &t->rank, tr->lost_reported);
+	mt_flight_dump(p->f, tag, why, &t->proc.rank, tr->lost_reported);
 }
 
-static void dump_all(struct mt_tracer *tr, struct mt_target *trigger,
-		     const char *tag, const char *why)
+static void dump_all(struct flight *fl, struct mt_tracer *tr,
+		     struct mt_traced *trigger, const char *tag,
+		     const char *why)
 {
 	char other[3 * WHY_LEN];
 
-	dump(tr, trigger, tag, why);
+	dump(fl, tr, trigger, tag, why);
 	if (!tr->conf->flight_together)
 		return;
-	snprintf(other, sizeof(other), "pid %d's dump: %s", trigger->pid, why);
+	snprintf(other, sizeof(other), "pid %d's dump: %s", trigger->proc.pid,
+		 why);
 	for (int i = 0; i < tr->ntargets; i++)
 		if (&tr->targets[i] != trigger)
-			dump(tr, &tr->targets[i], tag, other);
+			dump(fl, tr, &tr->targets[i], tag, other);
 }
 
 /* an event that says the process ran out of memory: its words, or NULL */
@@ -219,9 +255,9 @@ static bool is_oom(const struct mt_call *r, const struct mt_site *site)
 	       mt_cuda_err_is_oom(r->ki->errdomain, r->ret);
 }
 
-static void arm_oom(struct mt_tracer *tr, struct mt_target *t,
-		    struct mt_flight_proc *p, const struct mt_call *r,
-		    const struct mt_site *site)
+static void arm_oom(struct flight *fl, struct mt_tracer *tr,
+		    struct mt_traced *t, struct mt_flight_proc *p,
+		    const struct mt_call *r, const struct mt_site *site)
 {
 	char size[32] = "", dev[16];
 
@@ -234,8 +270,8 @@ static void arm_oom(struct mt_tracer *tr, struct mt_target *t,
 	snprintf(p->why, sizeof(p->why),
 		 "out of memory in pid %d (rank %d) at %.3f s: %s%s dev=%s "
 		 "at %s",
-		 t->pid, t->rank.known ? t->rank.rank : 0,
-		 (double)(r->ev->ts - tr->flight_t0) / 1e9, r->event, size, dev,
+		 t->proc.pid, t->proc.rank.known ? t->proc.rank.rank : 0,
+		 (double)(r->ev->ts - fl->t0) / 1e9, r->event, size, dev,
 		 site && site->depth ? site->frames[0] :
 		 site && site->node  ? site->node :
 				       "(no stack)");
@@ -243,8 +279,8 @@ static void arm_oom(struct mt_tracer *tr, struct mt_target *t,
 }
 
 /* --alert-pct: a dump when the process's reserved memory crosses it */
-static void check_usage(struct mt_tracer *tr, struct mt_target *t,
-			struct mt_flight_proc *p)
+static void check_usage(struct flight *fl, struct mt_tracer *tr,
+			struct mt_traced *t, struct mt_flight_proc *p)
 {
 	const struct mt_trace_conf *c = tr->conf;
 	__u64 allocated, reserved, line;
@@ -252,7 +288,7 @@ static void check_usage(struct mt_tracer *tr, struct mt_target *t,
 
 	if (c->alert_pct <= 0 || !c->device_mem)
 		return;
-	mt_summary_totals(&mt_tracer_sink(tr, t)->ses->sum, (__u32)t->pid,
+	mt_summary_totals(&mt_tracer_sink(tr, t)->ses->sum, (__u32)t->proc.pid,
 			  &allocated, &reserved);
 	line = (__u64)((double)c->device_mem * c->alert_pct / 100.0);
 	/* a crossing each time it comes back from 5 points below */
@@ -265,22 +301,25 @@ static void check_usage(struct mt_tracer *tr, struct mt_target *t,
 	snprintf(why, sizeof(why),
 		 "usage crossed --alert-pct %.1f%% in pid %d (rank %d): %llu "
 		 "bytes reserved of --device-mem %llu",
-		 c->alert_pct, t->pid, t->rank.known ? t->rank.rank : 0,
+		 c->alert_pct, t->proc.pid,
+		 t->proc.rank.known ? t->proc.rank.rank : 0,
 		 (unsigned long long)reserved,
 		 (unsigned long long)c->device_mem);
-	dump_all(tr, t, "usage", why);
+	dump_all(fl, tr, t, "usage", why);
 }
 
-void mt_tracer_flight_event(struct mt_tracer *tr, struct mt_target *t,
-			    const struct mt_event *ev, bool default0,
-			    const struct mt_call *r, const struct mt_site *site)
+/* an event the session counted: into t's window; an OOM arms a dump */
+static void flight_event(void *st, struct mt_tracer *tr, struct mt_traced *t,
+			 const struct mt_event *ev, bool default0,
+			 const struct mt_call *r, const struct mt_site *site)
 {
-	struct mt_flight_proc *p = t ? proc_of(tr, t) : NULL;
+	struct flight *fl = st;
+	struct mt_flight_proc *p = t ? proc_of(fl, tr, t) : NULL;
 
 	if (!p)
 		return;
-	if (!tr->flight_t0)
-		tr->flight_t0 = ev->ts;
+	if (!fl->t0)
+		fl->t0 = ev->ts;
 	mt_flight_event(p->f, ev, default0, r, site);
 	/* its last raise: what an exit with a failure status follows */
 	if (r->ev->kind == MT_K_PY_RAISE && site)
@@ -288,16 +327,20 @@ void mt_tracer_flight_event(struct mt_tracer *tr, struct mt_target *t,
 			 site->detail ? site->detail : "?",
 			 site->depth ? site->frames[0] : "(no stack)");
 	if (is_oom(r, site))
-		arm_oom(tr, t, p, r, site);
+		arm_oom(fl, tr, t, p, r, site);
 	if (r->role == MT_ROLE_ALLOC || r->role == MT_ROLE_FREE)
-		check_usage(tr, t, p);
+		check_usage(fl, tr, t, p);
 }
 
-void mt_tracer_flight_exec(struct mt_tracer *tr, struct mt_target *t,
-			   const struct mt_event *ev,
-			   const struct mt_site *site)
+/*
+ * t ran execve (ev; site names its new program): its window frees what
+ * the old image held, and its dumps name the new image's CPython too
+ */
+static void flight_exec(void *st, struct mt_tracer *tr, struct mt_traced *t,
+			const struct mt_event *ev, const struct mt_site *site)
 {
-	struct mt_flight_proc *p = proc_of(tr, t);
+	struct flight *fl = st;
+	struct mt_flight_proc *p = proc_of(fl, tr, t);
 
 	if (!p)
 		return;
@@ -306,13 +349,14 @@ void mt_tracer_flight_exec(struct mt_tracer *tr, struct mt_target *t,
 }
 
 /* how t ended, for the report (analysis/session.h's MT_END_META) */
-static void note_ended(const struct mt_target *t, struct mt_flight_proc *p,
+static void note_ended(const struct mt_traced *t, struct mt_flight_proc *p,
 		       const char *how, int code)
 {
 	char v[512];
 	int n;
 
-	n = snprintf(v, sizeof(v), "pid=%d how=%s code=%d", t->pid, how, code);
+	n = snprintf(v, sizeof(v), "pid=%d how=%s code=%d", t->proc.pid, how,
+		     code);
 	if (n > 0 && (size_t)n < sizeof(v) && p->raised[0])
 		snprintf(v + n, sizeof(v) - (size_t)n, " raised=%s", p->raised);
 	mt_flight_meta(p->f, MT_FLIGHT_ENDED_KEY, v);
@@ -338,36 +382,37 @@ static void raised_words(const struct mt_tracer *tr,
 }
 
 /* why t ended, if a dump should say so: tag and why filled */
-static bool death(const struct mt_tracer *tr, const struct mt_target *t,
+static bool death(const struct mt_tracer *tr, const struct mt_traced *t,
 		  struct mt_flight_proc *p, const char **tag, char *why,
 		  size_t len)
 {
 	__u64 kills = oom_kills(p->cgroup);
-	int sig = t->has_status && WIFSIGNALED(t->status) ?
-			  WTERMSIG(t->status) :
+	int sig = t->proc.has_status && WIFSIGNALED(t->proc.status) ?
+			  WTERMSIG(t->proc.status) :
 			  0;
-	int status = t->has_status && WIFEXITED(t->status) ?
-			     WEXITSTATUS(t->status) :
+	int status = t->proc.has_status && WIFEXITED(t->proc.status) ?
+			     WEXITSTATUS(t->proc.status) :
 			     0;
 	char exc[400];
 
 	if (kills > p->oom_kills) {
 		*tag = "oomkill";
-		snprintf(why, len,
-			 "pid %d (rank %d) ended as the kernel's OOM killer "
-			 "acted in its cgroup (%s: oom_kill %llu -> %llu)%s%s",
-			 t->pid, t->rank.known ? t->rank.rank : 0, p->cgroup,
-			 (unsigned long long)p->oom_kills,
-			 (unsigned long long)kills,
-			 sig ? ", killed by SIG" : "",
-			 sig ? sigabbrev_np(sig) : "");
+		snprintf(
+			why, len,
+			"pid %d (rank %d) ended as the kernel's OOM killer "
+			"acted in its cgroup (%s: oom_kill %llu -> %llu)%s%s",
+			t->proc.pid, t->proc.rank.known ? t->proc.rank.rank : 0,
+			p->cgroup, (unsigned long long)p->oom_kills,
+			(unsigned long long)kills, sig ? ", killed by SIG" : "",
+			sig ? sigabbrev_np(sig) : "");
 		note_ended(t, p, "oomkill", sig);
 		return true;
 	}
 	if (sig) {
 		*tag = "signal";
 		snprintf(why, len, "pid %d (rank %d) was killed by SIG%s (%s)",
-			 t->pid, t->rank.known ? t->rank.rank : 0,
+			 t->proc.pid,
+			 t->proc.rank.known ? t->proc.rank.rank : 0,
 			 sigabbrev_np(sig), strsignal(sig));
 		note_ended(t, p, "signal", sig);
 		return true;
@@ -376,7 +421,9 @@ static bool death(const struct mt_tracer *tr, const struct mt_target *t,
 		*tag = "exit";
 		raised_words(tr, p, exc, sizeof(exc));
 		snprintf(why, len, "pid %d (rank %d) exited with status %d%s",
-			 t->pid, t->rank.known ? t->rank.rank : 0, status, exc);
+			 t->proc.pid,
+			 t->proc.rank.known ? t->proc.rank.rank : 0, status,
+			 exc);
 		note_ended(t, p, "exit", status);
 		return true;
 	}
@@ -384,9 +431,9 @@ static bool death(const struct mt_tracer *tr, const struct mt_target *t,
 }
 
 /* t is gone: its armed dump now, or one that says how it died */
-static void ended(struct mt_tracer *tr, struct mt_target *t)
+static void ended(struct flight *fl, struct mt_tracer *tr, struct mt_traced *t)
 {
-	struct mt_flight_proc *p = t->flight;
+	struct mt_flight_proc *p = t->feat[fl->slot];
 	char why[WHY_LEN], both[2 * WHY_LEN + 16];
 	const char *tag = NULL;
 	bool died;
@@ -396,16 +443,16 @@ static void ended(struct mt_tracer *tr, struct mt_target *t)
 	if (died && p->armed && !strcmp(tag, "exit")) {
 		/* the OOM it died of, most likely: kept as long as one */
 		snprintf(both, sizeof(both), "%s; then %s", p->why, why);
-		dump_all(tr, t, "oom", both);
+		dump_all(fl, tr, t, "oom", both);
 		p->end_dumped = true;
 	} else if (died) {
 		snprintf(both, sizeof(both), "%s%s%s", why,
 			 p->armed ? "; before it, " : "",
 			 p->armed ? p->why : "");
-		dump_all(tr, t, tag, both);
+		dump_all(fl, tr, t, tag, both);
 		p->end_dumped = true;
 	} else if (p->armed) {
-		dump_all(tr, t, "oom", p->why);
+		dump_all(fl, tr, t, "oom", p->why);
 		p->end_dumped = true;
 	}
 }
@@ -415,42 +462,44 @@ static void ended(struct mt_tracer *tr, struct mt_target *t)
  * gone (then its window takes no more events and no later trigger could
  * show more of it)
  */
-static void last_dumps(struct mt_tracer *tr, struct mt_target *t)
+static void last_dumps(struct flight *fl, struct mt_tracer *tr,
+		       struct mt_traced *t)
 {
-	struct mt_flight_proc *p = t->flight;
+	struct mt_flight_proc *p = t->feat[fl->slot];
 	char why[WHY_LEN];
 
 	if (!p || !p->f)
 		return;
-	if (!p->done && t->exited)
-		ended(tr, t);
+	if (!p->done && t->proc.exited)
+		ended(fl, tr, t);
 	if (p->armed) {
-		dump(tr, t, "oom", p->why);
+		dump(fl, tr, t, "oom", p->why);
 	} else if (tr->conf->flight_at_end && !p->end_dumped) {
-		if (t->exited)
+		if (t->proc.exited)
 			snprintf(why, sizeof(why),
 				 "pid %d (rank %d) ended (--flight-at-end)",
-				 t->pid, t->rank.known ? t->rank.rank : 0);
+				 t->proc.pid,
+				 t->proc.rank.known ? t->proc.rank.rank : 0);
 		else
 			snprintf(why, sizeof(why),
 				 "the trace ended (--flight-at-end)");
-		dump(tr, t, "end", why);
+		dump(fl, tr, t, "end", why);
 	}
 	mt_flight_free(p->f);
 	p->f = NULL;
 }
 
 /* SIGUSR1: every window; said when there was none to dump */
-static void dump_asked(struct mt_tracer *tr)
+static void dump_asked(struct flight *fl, struct mt_tracer *tr)
 {
 	bool any = false;
 
 	for (int i = 0; i < tr->ntargets; i++) {
-		struct mt_flight_proc *p = tr->targets[i].flight;
+		struct mt_flight_proc *p = tr->targets[i].feat[fl->slot];
 
 		if (!p || !p->f)
 			continue;
-		dump(tr, &tr->targets[i], "asked",
+		dump(fl, tr, &tr->targets[i], "asked",
 		     "asked for: SIGUSR1 to the tracer");
 		any = true;
 	}
@@ -460,51 +509,52 @@ static void dump_asked(struct mt_tracer *tr)
 		       "nothing to dump");
 }
 
-void mt_tracer_flight_tick(struct mt_tracer *tr, __u64 now)
+/* at each turn: the dumps due (armed, asked, a process gone a while) */
+static bool flight_tick(void *st, struct mt_tracer *tr, __u64 now)
 {
-	if (!tr->flight_dir)
-		return;
-	mt_flight_dir_reap(tr->flight_dir, false);
+	struct flight *fl = st;
+
+	mt_flight_dir_reap(fl->dir, false);
 	/* cleared first: a SIGUSR1 that comes while these dump is not lost */
 	if (asked) {
 		asked = 0;
-		dump_asked(tr);
+		dump_asked(fl, tr);
 	}
 	for (int i = 0; i < tr->ntargets; i++) {
-		struct mt_target *t = &tr->targets[i];
-		struct mt_flight_proc *p = t->flight;
+		struct mt_traced *t = &tr->targets[i];
+		struct mt_flight_proc *p = t->feat[fl->slot];
 
 		if (!p || !p->f || p->done)
 			continue;
-		if (t->exited && !p->gone)
+		if (t->proc.exited && !p->gone)
 			p->gone = now;
 		if (p->gone && now - p->gone >= GONE_NS)
-			last_dumps(tr, t);
+			last_dumps(fl, tr, t);
 		else if (p->armed && now >= p->armed)
-			dump_all(tr, t, "oom", p->why);
+			dump_all(fl, tr, t, "oom", p->why);
 	}
+	return false;
 }
 
-void mt_tracer_flight_release(struct mt_tracer *tr, struct mt_target *t)
+/* t is let go: its dumps still due, then its window freed */
+static void flight_exit(void *st, struct mt_tracer *tr, struct mt_traced *t)
 {
-	if (!tr->flight_dir)
-		return;
-	last_dumps(tr, t);
-	free(t->flight);
-	t->flight = NULL;
+	struct flight *fl = st;
+
+	last_dumps(fl, tr, t);
+	free(t->feat[fl->slot]);
+	t->feat[fl->slot] = NULL;
 }
 
-int mt_tracer_flight_close(struct mt_tracer *tr)
+/* the dumps written and those failed said; 2 when one failed */
+static int flight_close(void *st, struct mt_tracer *tr)
 {
+	struct flight *fl = st;
 	unsigned int n, failed;
 
-	if (!tr->flight_dir)
-		return 0;
-	for (int i = 0; i < tr->ntargets; i++)
-		mt_tracer_flight_release(tr, &tr->targets[i]);
-	mt_flight_dir_reap(tr->flight_dir, true);
-	n = mt_flight_dir_dumps(tr->flight_dir);
-	failed = mt_flight_dir_failed(tr->flight_dir);
+	mt_flight_dir_reap(fl->dir, true);
+	n = mt_flight_dir_dumps(fl->dir);
+	failed = mt_flight_dir_failed(fl->dir);
 	/* a trace that never ran (no such pid) has its one line already */
 	if (tr->ran && failed)
 		mt_err("flight: %u dump%s written in %s; %u failed (above)", n,
@@ -512,7 +562,18 @@ int mt_tracer_flight_close(struct mt_tracer *tr)
 	else if (tr->ran)
 		mt_err("flight: %u dump%s written in %s", n, n == 1 ? "" : "s",
 		       tr->conf->flight->dir);
-	mt_flight_dir_close(tr->flight_dir);
-	tr->flight_dir = NULL;
+	mt_flight_dir_close(fl->dir);
+	free(fl);
 	return failed ? 2 : 0;
 }
+
+const struct mt_feature mt_flight_feature = {
+	.name = "flight",
+	.open = flight_open,
+	.on_event = flight_event,
+	.on_exec = flight_exec,
+	.on_lib = flight_lib,
+	.on_exit = flight_exit,
+	.tick = flight_tick,
+	.close = flight_close,
+};

@@ -1,5 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
+ * --module-log, a feature of the live trace (feature.h): the records a
+ * hook-based tracer writes from inside a process (pre/post forward and
+ * backward of each module call, pre/post optimizer step), per optimizer
+ * step, with the memory the process held then. A module's forward starts
+ * at its _call_impl (the module-call probe) and ends at the thread's
+ * first event outside it; its backward starts at the first autograd Node
+ * made in its forward that is evaluated, and ends at the first Node
+ * evaluated outside it.
+ *
  * The module log is written as the events come, in the order a hook-based
  * tracer writes it: a module's pre record when its call begins, after its
  * parent's; its post record when the thread is seen outside it, before its
@@ -21,7 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "trace/modlog.h"
+#include "lib/err.h"
 #include "lib/escape.h"
 #include "lib/hashing.h"
 #include "lib/hashtab.h"
@@ -30,6 +39,7 @@
 #include "proc/rank.h"
 #include "python/pyproc.h"
 #include "python/stack.h"
+#include "trace/feature.h"
 #include "trace/tracer.h"
 
 #define MAX_OPEN 64 /* modules running inside one another */
@@ -103,8 +113,13 @@ struct mt_modlog {
 
 static const char backward[] = "backward";
 
-struct mt_modlog *mt_modlog_open(const char *pattern, int pid, bool with_time,
-				 char *err, size_t errlen)
+/*
+ * The log of process pid: {pid} and {rank} in pattern expand (rank: the
+ * target's RANK environment variable, 0 if unset); its header names the
+ * units. NULL with a message in err.
+ */
+static struct mt_modlog *log_open(const char *pattern, int pid, bool with_time,
+				  char *err, size_t errlen)
 {
 	struct mt_modlog *ml;
 	struct mt_rank rank;
@@ -312,9 +327,17 @@ static void raise_max(struct figures *f)
 		f->max_reserved = f->reserved;
 }
 
-void mt_modlog_event(struct mt_modlog *ml, __u64 ts, __u32 tid,
-		     const char *phase, bool in_node, const char *const *frames,
-		     int depth, bool truncated, __u64 allocated, __u64 reserved)
+/*
+ * An allocator event of thread tid, phase, made in an autograd Node or
+ * not (in_node), and Python stack (frames named as python/stack.h does,
+ * innermost first; truncated: cut at depth) at ts, after which the
+ * process held allocated / reserved bytes. The module calls it is not in
+ * have returned: their post records show the memory before it.
+ */
+static void log_event(struct mt_modlog *ml, __u64 ts, __u32 tid,
+		      const char *phase, bool in_node,
+		      const char *const *frames, int depth, bool truncated,
+		      __u64 allocated, __u64 reserved)
 {
 	int calls = calls_in(frames, depth);
 	bool in_backward = !strcmp(phase, backward);
@@ -443,46 +466,6 @@ static void node_step(struct mt_modlog *ml, __u32 tid, bool out)
 		ml->handing_on = out;
 }
 
-void mt_modlog_probe(struct mt_tracer *tr, const struct mt_event *ev)
-{
-	struct mt_target *t = mt_tracer_find(tr, ev->pid);
-	const struct mt_pyresolved *pr;
-	const char *p;
-
-	if (!t || !t->modlog || !t->py)
-		return;
-	if (ev->kind == MT_K_MODULE_CALL) {
-		/* only _call_impl calls it first thing */
-		if (!mt_py_is_module_call(t->py, ev->args[0]))
-			return;
-		pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->stack_id,
-				     ev->flags & MT_EV_PY_TRUNC);
-		p = pr ? from_root(t->modlog,
-				   mt_pystacks_root(tr->stacks, ev->pid),
-				   pr->module) :
-			 NULL;
-		if (!p) {
-			t->modlog->lost++;
-			return;
-		}
-		module_call(t->modlog, ev->ts, ev->tid, pr->phase, p,
-			    calls_in(pr->frames, pr->depth), pr->truncated);
-		return;
-	}
-	if (ev->kind == MT_K_NODE_OUT || !ev->node_stack) {
-		node_step(t->modlog, ev->tid, ev->kind == MT_K_NODE_OUT);
-		return;
-	}
-	pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->node_stack, false);
-	if (!pr) {
-		t->modlog->lost++;
-		return;
-	}
-	p = from_root(t->modlog, mt_pystacks_root(tr->stacks, ev->pid),
-		      pr->module);
-	node_eval(t->modlog, ev->ts, ev->tid, p);
-}
-
 /*
  * The calls no event was seen outside of: the last step's optimizer step
  * returns with nothing after it, the process ends or is let go. No event
@@ -501,12 +484,15 @@ static int end_pending(struct mt_modlog *ml)
 	return ml->start == WHOLE ? n : 0;
 }
 
-int mt_modlog_close(struct mt_modlog *ml)
+/*
+ * Write the post records of the calls no event was seen outside of, with
+ * the figures of the last event; note what the log could not show and
+ * close. 0 or -errno.
+ */
+static int log_close(struct mt_modlog *ml)
 {
 	int ret = 0, ended;
 
-	if (!ml)
-		return 0;
 	ended = end_pending(ml);
 	if (!ml->calls)
 		fprintf(ml->f, "# no module call seen: this torch has no "
@@ -537,3 +523,150 @@ int mt_modlog_close(struct mt_modlog *ml)
 	free(ml);
 	return ret;
 }
+
+/* the logs: the processes' slot for theirs, and whether one failed */
+struct modlogs {
+	unsigned int slot;
+	bool failed;
+};
+
+/*
+ * An event of the module-call probes (MT_K_MODULE_CALL, MT_K_NODE_EVAL,
+ * MT_K_NODE_OUT): resolved with its process's Python stacks and written
+ * to its log. Events of other callers of the probed functions are dropped.
+ */
+static void modlog_probe(void *st, struct mt_tracer *tr,
+			 const struct mt_event *ev)
+{
+	const struct modlogs *ls = st;
+	struct mt_traced *t = mt_tracer_find(tr, ev->pid);
+	struct mt_modlog *ml = t ? t->feat[ls->slot] : NULL;
+	const struct mt_pyresolved *pr;
+	const char *p;
+
+	if (!ml || !t->py)
+		return;
+	if (ev->kind == MT_K_MODULE_CALL) {
+		/* only _call_impl calls it first thing */
+		if (!mt_py_is_module_call(t->py, ev->args[0]))
+			return;
+		pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->stack_id,
+				     ev->flags & MT_EV_PY_TRUNC);
+		p = pr ? from_root(ml, mt_pystacks_root(tr->stacks, ev->pid),
+				   pr->module) :
+			 NULL;
+		if (!p) {
+			ml->lost++;
+			return;
+		}
+		module_call(ml, ev->ts, ev->tid, pr->phase, p,
+			    calls_in(pr->frames, pr->depth), pr->truncated);
+		return;
+	}
+	if (ev->kind == MT_K_NODE_OUT || !ev->node_stack) {
+		node_step(ml, ev->tid, ev->kind == MT_K_NODE_OUT);
+		return;
+	}
+	pr = mt_pystacks_get(tr->stacks, t->py, ev->pid, ev->node_stack, false);
+	if (!pr) {
+		ml->lost++;
+		return;
+	}
+	p = from_root(ml, mt_pystacks_root(tr->stacks, ev->pid), pr->module);
+	node_eval(ml, ev->ts, ev->tid, p);
+}
+
+/* with --module-log: its probes on */
+static int modlog_open(struct mt_tracer *tr, unsigned int slot, void **st)
+{
+	struct modlogs *ls;
+
+	if (!tr->conf->module_log)
+		return 0;
+	ls = calloc(1, sizeof(*ls));
+	if (!ls) {
+		mt_err("out of memory");
+		return 2;
+	}
+	ls->slot = slot;
+	tr->att.module_log = true;
+	*st = ls;
+	return 0;
+}
+
+/* a log for each process found at the start: 0, or 2 after an error */
+static int modlog_found(void *st, struct mt_tracer *tr)
+{
+	const struct modlogs *ls = st;
+	const struct mt_trace_conf *c = tr->conf;
+	char err[640]; /* room for log_open's "cannot write" and its why */
+
+	for (int i = 0; i < tr->ntargets; i++) {
+		struct mt_traced *t = &tr->targets[i];
+
+		t->feat[ls->slot] = log_open(c->module_log, t->proc.pid,
+					     c->log_time, err, sizeof(err));
+		if (!t->feat[ls->slot]) {
+			mt_err("%s", err);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+/* an allocator event of a process with a log, attributed to a phase */
+static void modlog_event(void *st, struct mt_tracer *tr, struct mt_traced *t,
+			 const struct mt_event *ev, bool default0,
+			 const struct mt_call *r, const struct mt_site *site)
+{
+	const struct modlogs *ls = st;
+	struct mt_modlog *ml = t ? t->feat[ls->slot] : NULL;
+	__u64 allocated, reserved;
+
+	if (!ml || !site->phase)
+		return;
+	mt_summary_totals(&mt_tracer_sink(tr, t)->ses->sum, ev->pid, &allocated,
+			  &reserved);
+	log_event(ml, ev->ts, ev->tid, site->phase, site->node, site->frames,
+		  site->depth, site->truncated, allocated, reserved);
+}
+
+/* t is let go: its log's last records, and the log closed */
+static void modlog_exit(void *st, struct mt_tracer *tr, struct mt_traced *t)
+{
+	struct modlogs *ls = st;
+	int ret;
+
+	if (!t->feat[ls->slot])
+		return;
+	ret = log_close(t->feat[ls->slot]);
+	t->feat[ls->slot] = NULL;
+	if (ret) {
+		mt_err("write the module log: %s", strerror(-ret));
+		ls->failed = true;
+	}
+}
+
+/* 2 when a log could not be written (said when it was closed) */
+static int modlog_close(void *st, struct mt_tracer *tr)
+{
+	struct modlogs *ls = st;
+	int ret = ls->failed ? 2 : 0;
+
+	free(ls);
+	return ret;
+}
+
+static const __u32 modlog_kinds[] = { MT_K_MODULE_CALL, MT_K_NODE_EVAL,
+				      MT_K_NODE_OUT, MT_K_NONE };
+
+const struct mt_feature mt_modlog_feature = {
+	.name = "modlog",
+	.open = modlog_open,
+	.found = modlog_found,
+	.kinds = modlog_kinds,
+	.on_probe = modlog_probe,
+	.on_event = modlog_event,
+	.on_exit = modlog_exit,
+	.close = modlog_close,
+};

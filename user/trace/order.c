@@ -44,9 +44,9 @@ static void on_event(void *ctx, const struct mt_event *ev)
 
 static bool from_start(void *ctx, __u32 pid)
 {
-	const struct mt_target *t = mt_tracer_find(ctx, pid);
+	const struct mt_traced *t = mt_tracer_find(ctx, pid);
 
-	return t && t->spawned;
+	return t && t->proc.spawned;
 }
 
 static const struct mt_devlearn_ops devlearn_ops = {

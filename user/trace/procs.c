@@ -2,7 +2,7 @@
 /*
  * The processes a trace follows (tracer.h): found by -p, -- COMMAND,
  * --children or --all; attached as their libraries come; their CPython,
- * rank, module log and, with -o FILE{rank}, their own sink.
+ * rank and, with -o FILE{rank}, their own sink.
  */
 #include <errno.h>
 #include <signal.h>
@@ -17,9 +17,6 @@
 #include "proc/procinfo.h"
 #include "memtrace.h" /* the types of its globals, before the skeleton */
 #include "memtrace.skel.h"
-#include "trace/dryrun.h"
-#include "trace/flight.h"
-#include "trace/modlog.h"
 #include "python/pyproc.h"
 #include "python/stack.h"
 #include "proc/rank.h"
@@ -33,8 +30,8 @@
 #define PY_TRIES 200
 /*
  * A process gone this long has no event left on the way (order.c holds
- * one a second at most) and its last flight dumps are taken (trace/flight.c,
- * a second after): its slot may go to another
+ * one a second at most), and the features are done with it (the flight
+ * recorder's last dumps wait a second): its slot may go to another
  */
 #define REUSE_NS (2 * 1000000000ULL)
 /* a gone process's CPython view (its code cache) is kept this long */
@@ -42,23 +39,9 @@
 
 static const char *const wanted_libs = "libcudart, libcuda, libc10";
 
-struct mt_target *mt_tracer_find(struct mt_tracer *tr, __u32 pid)
+static int put_pyconf(struct mt_tracer *tr, struct mt_traced *t)
 {
-	/* a free slot's pid, 0, is no process's */
-	for (int i = 0; pid && i < tr->ntargets; i++)
-		if ((__u32)tr->targets[i].pid == pid)
-			return &tr->targets[i];
-	return NULL;
-}
-
-struct mt_sink *mt_tracer_sink(struct mt_tracer *tr, const struct mt_target *t)
-{
-	return t && t->sink ? t->sink : &tr->sink;
-}
-
-static int put_pyconf(struct mt_tracer *tr, struct mt_target *t)
-{
-	__u32 pid = (__u32)t->pid;
+	__u32 pid = (__u32)t->proc.pid;
 
 	return bpf_map__update_elem(tr->skel->maps.pyconf, &pid, sizeof(pid),
 				    &t->pyconf, sizeof(t->pyconf), BPF_ANY);
@@ -68,7 +51,7 @@ static int put_pyconf(struct mt_tracer *tr, struct mt_target *t)
 void mt_tracer_on_modcode(void *ctx, __u32 pid, __u64 code)
 {
 	struct mt_tracer *tr = ctx;
-	struct mt_target *t = mt_tracer_find(tr, pid);
+	struct mt_traced *t = mt_tracer_find(tr, pid);
 
 	/* an exec pending: the walker's layout in BPF is gone with its image */
 	if (!t || !t->py || t->exec_pending ||
@@ -76,7 +59,8 @@ void mt_tracer_on_modcode(void *ctx, __u32 pid, __u64 code)
 		return;
 	t->pyconf.modcode[t->pyconf.nmodcode++] = code;
 	if (put_pyconf(tr, t))
-		mt_err("pid %d: update walker: %s", t->pid, strerror(errno));
+		mt_err("pid %d: update walker: %s", t->proc.pid,
+		       strerror(errno));
 }
 
 /*
@@ -84,7 +68,7 @@ void mt_tracer_on_modcode(void *ctx, __u32 pid, __u64 code)
  * was found now: say_python() tells it. Done before a scan attaches
  * probes, so that their first events are walked.
  */
-static bool find_python(struct mt_tracer *tr, struct mt_target *t)
+static bool find_python(struct mt_tracer *tr, struct mt_traced *t)
 {
 	char err[512];
 	int ret;
@@ -97,7 +81,7 @@ static bool find_python(struct mt_tracer *tr, struct mt_target *t)
 	    tr->conf->no_python)
 		return false;
 	t->py_tries++;
-	ret = mt_py_open(t->pid, &t->py, err, sizeof(err));
+	ret = mt_py_open(t->proc.pid, &t->py, err, sizeof(err));
 	if (ret == -ENOENT || ret == -EAGAIN)
 		return false; /* no CPython (yet) */
 	/*
@@ -113,15 +97,16 @@ static bool find_python(struct mt_tracer *tr, struct mt_target *t)
 		 * gone meanwhile, or exiting (ESRCH: its mappings went
 		 * first): its exit is told where it is noticed
 		 */
-		if (ret != -ESRCH && !mt_target_poll_exit(t))
-			mt_err("pid %d: %s", t->pid, err);
+		if (ret != -ESRCH && !mt_target_poll_exit(&t->proc))
+			mt_err("pid %d: %s", t->proc.pid, err);
 		return false;
 	}
 	t->pyconf = *mt_py_conf(t->py);
 	t->pyconf.max_depth = tr->conf->max_depth;
 	t->pyconf.nmodcode = 0;
 	if (put_pyconf(tr, t)) {
-		mt_err("pid %d: start the walker: %s", t->pid, strerror(errno));
+		mt_err("pid %d: start the walker: %s", t->proc.pid,
+		       strerror(errno));
 		return false;
 	}
 	/* the events that came before are now known to lack their stack */
@@ -134,20 +119,21 @@ static bool find_python(struct mt_tracer *tr, struct mt_target *t)
  * The '# python' line and the record's meta: after the '# attach' lines,
  * as the last word of an attach (tests and users wait for it)
  */
-static void say_python(struct mt_tracer *tr, const struct mt_target *t)
+static void say_python(struct mt_tracer *tr, const struct mt_traced *t)
 {
+	const struct mt_header h = mt_sink_header(mt_tracer_sink(tr, t));
+
 	if (tr->att.log)
-		fprintf(tr->att.log, "# python pid=%d version=3.%u\n", t->pid,
-			t->pyconf.minor);
-	mt_sink_meta(mt_tracer_sink(tr, t), "python", "pid=%d version=3.%u",
-		     t->pid, t->pyconf.minor);
+		fprintf(tr->att.log, "# python pid=%d version=3.%u\n",
+			t->proc.pid, t->pyconf.minor);
+	mt_header_python(&h, t);
 }
 
 /* t's execs are followed from now on: BPF tells each (mt_exec) */
-static void watch_exec(struct mt_tracer *tr, struct mt_target *t)
+static void watch_exec(struct mt_tracer *tr, struct mt_traced *t)
 {
 	const __u8 one = 1;
-	int pid = t->pid, ret;
+	int pid = t->proc.pid, ret;
 
 	t->exec_watched = true;
 	ret = bpf_map__update_elem(tr->skel->maps.exec_watch, &pid, sizeof(pid),
@@ -158,9 +144,9 @@ static void watch_exec(struct mt_tracer *tr, struct mt_target *t)
 }
 
 /* t is gone: a process that takes its pid later is none of ours */
-static void unwatch_exec(struct mt_tracer *tr, struct mt_target *t)
+static void unwatch_exec(struct mt_tracer *tr, struct mt_traced *t)
 {
-	int pid = t->pid, ret;
+	int pid = t->proc.pid, ret;
 
 	if (!t->exec_watched)
 		return;
@@ -204,9 +190,9 @@ static int follow_forks(struct mt_tracer *tr, int pid)
  * so that a process given its pid later is not traced for it, and the map
  * (4,096 entries) does not fill with the dead of a long job
  */
-static void untrace(struct mt_tracer *tr, struct mt_target *t)
+static void untrace(struct mt_tracer *tr, struct mt_traced *t)
 {
-	int pid = t->pid, ret;
+	int pid = t->proc.pid, ret;
 
 	if (!mt_tracer_family(tr->conf))
 		return;
@@ -218,16 +204,16 @@ static void untrace(struct mt_tracer *tr, struct mt_target *t)
 
 void mt_tracer_exec_seen(struct mt_tracer *tr, const struct mt_event *ev)
 {
-	struct mt_target *t = mt_tracer_find(tr, ev->pid);
+	struct mt_traced *t = mt_tracer_find(tr, ev->pid);
 
 	if (t)
 		t->exec_pending++;
 }
 
 /* what was known of t's CPython belonged to the image an exec ended */
-static void forget_python(struct mt_tracer *tr, struct mt_target *t)
+static void forget_python(struct mt_tracer *tr, struct mt_traced *t)
 {
-	__u32 pid = (__u32)t->pid;
+	__u32 pid = (__u32)t->proc.pid;
 	int ret;
 
 	mt_py_close(t->py);
@@ -242,12 +228,13 @@ static void forget_python(struct mt_tracer *tr, struct mt_target *t)
 	 */
 	ret = bpf_map__delete_elem(tr->skel->maps.pyconf, &pid, sizeof(pid), 0);
 	if (ret && ret != -ENOENT)
-		mt_err("pid %d: stop the walker: %s", t->pid, strerror(-ret));
+		mt_err("pid %d: stop the walker: %s", t->proc.pid,
+		       strerror(-ret));
 }
 
 void mt_tracer_on_exec(struct mt_tracer *tr, const struct mt_event *ev)
 {
-	struct mt_target *t = mt_tracer_find(tr, ev->pid);
+	struct mt_traced *t = mt_tracer_find(tr, ev->pid);
 	struct mt_exec_freed freed;
 	struct mt_site key, *site;
 	struct mt_sink *k;
@@ -258,12 +245,13 @@ void mt_tracer_on_exec(struct mt_tracer *tr, const struct mt_event *ev)
 		return;
 	if (t->exec_pending)
 		t->exec_pending--;
-	snprintf(t->comm, sizeof(t->comm), "%.*s", MT_COMM_LEN - 1, ev->comm);
+	snprintf(t->proc.comm, sizeof(t->proc.comm), "%.*s", MT_COMM_LEN - 1,
+		 ev->comm);
 	/*
 	 * Read now: a process that exec'd again since names its latest
 	 * program, one gone since none
 	 */
-	if (mt_proc_exe(t->pid, exe, sizeof(exe)))
+	if (mt_proc_exe(t->proc.pid, exe, sizeof(exe)))
 		snprintf(exe, sizeof(exe), "?");
 	k = mt_tracer_sink(tr, t);
 	key = (struct mt_site){ .pid = ev->pid,
@@ -271,14 +259,13 @@ void mt_tracer_on_exec(struct mt_tracer *tr, const struct mt_event *ev)
 				.detail = mt_intern(tr->frames, exe) };
 	site = mt_sites_get(k->ses->sites, &key, &is_new);
 	mt_sink_exec(k, ev, site, &freed);
-	if (tr->flight_dir)
-		mt_tracer_flight_exec(tr, t, ev, site);
+	mt_features_exec(tr, t, ev, site);
 	if (tr->att.log)
 		mt_session_print_exec(tr->att.log, ev->pid, ev->comm, exe,
 				      &freed);
 	forget_python(tr, t);
 	/* the old image's mappings: the callers of the new one are not there */
-	mt_maps_free(&t->maps);
+	mt_maps_free(&t->proc.maps);
 	if (tr->conf->no_python)
 		return;
 	/* its first calls come soon after it starts: looked for at each turn */
@@ -291,7 +278,7 @@ void mt_tracer_on_exec(struct mt_tracer *tr, const struct mt_event *ev)
 void mt_tracer_exec_tick(struct mt_tracer *tr)
 {
 	for (int i = 0; i < tr->ntargets; i++) {
-		struct mt_target *t = &tr->targets[i];
+		struct mt_traced *t = &tr->targets[i];
 
 		if (!t->py_soon)
 			continue;
@@ -302,12 +289,13 @@ void mt_tracer_exec_tick(struct mt_tracer *tr)
 }
 
 /* -o FILE{rank}: the process's own sink, named once its rank is known */
-static void open_proc_sink(struct mt_tracer *tr, struct mt_target *t,
+static void open_proc_sink(struct mt_tracer *tr, struct mt_traced *t,
 			   const struct mt_rank *r)
 {
 	char path[4096], comm[MT_FORMAT_COMM_LEN];
 
-	if (mt_path_expand(tr->conf->output, t->pid, r, path, sizeof(path))) {
+	if (mt_path_expand(tr->conf->output, t->proc.pid, r, path,
+			   sizeof(path))) {
 		mt_err("-o %s: name too long", tr->conf->output);
 		return;
 	}
@@ -323,90 +311,94 @@ static void open_proc_sink(struct mt_tracer *tr, struct mt_target *t,
 	mt_sink_describe(t->sink, t, tr->conf->command);
 	if (!tr->conf->quiet && !t->sink->rec)
 		fprintf(t->sink->out, "# memtrace-bpf %s: pid=%d(%s)\n",
-			MT_VERSION, t->pid,
-			mt_format_comm(comm, sizeof(comm), t->comm));
+			MT_VERSION, t->proc.pid,
+			mt_format_comm(comm, sizeof(comm), t->proc.comm));
 }
 
 /* a process that ran before it was traced: its report says what it hides */
-static void note_attached(struct mt_tracer *tr, const struct mt_target *t)
+static void note_attached(struct mt_tracer *tr, const struct mt_traced *t)
 {
 	struct mt_sink *k = mt_tracer_sink(tr, t);
 
-	mt_session_set_attached(k->ses, (__u32)t->pid);
-	mt_sink_meta(k, MT_REC_ATTACH_KEY, "pid=%d", t->pid);
+	mt_session_set_attached(k->ses, (__u32)t->proc.pid);
+	mt_sink_meta(k, MT_REC_ATTACH_KEY, "pid=%d", t->proc.pid);
 }
 
 /*
  * The rank is in the environment once the process runs its own image:
  * read at its first event.
  */
-void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_target *t)
+void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_traced *t)
 {
+	struct mt_header h;
 	struct mt_rank r;
 
-	t->ranked = true;
-	if (mt_rank_read(t->pid, &r))
+	t->proc.ranked = true;
+	if (mt_rank_read(t->proc.pid, &r))
 		r = (struct mt_rank){ .rank = -1,
 				      .local_rank = -1,
 				      .world_size = -1 };
-	t->rank = r;
+	t->proc.rank = r;
 	/* a process without a rank has no file of its own under {rank} */
 	if (tr->per_proc && (r.known || strstr(tr->conf->output, "{pid}")))
 		open_proc_sink(tr, t, &r);
-	if (t->attached)
+	if (t->proc.attached)
 		note_attached(tr, t);
 	if (!r.known)
 		return;
-	mt_session_set_rank(mt_tracer_sink(tr, t)->ses, (__u32)t->pid, &r);
-	mt_sink_meta(mt_tracer_sink(tr, t), "rank", MT_RANK_META, t->pid,
-		     r.rank, r.local_rank, r.world_size);
+	h = mt_sink_header(mt_tracer_sink(tr, t));
+	mt_session_set_rank(mt_tracer_sink(tr, t)->ses, (__u32)t->proc.pid, &r);
+	mt_header_rank(&h, t->proc.pid, &r);
 }
 
-void mt_tracer_rescan(struct mt_tracer *tr, struct mt_target *t)
+void mt_tracer_rescan(struct mt_tracer *tr, struct mt_traced *t)
 {
 	char err[512];
 	bool found;
 	int ret;
 
-	if (t->exited)
+	if (t->proc.exited)
 		return;
 	found = find_python(tr, t);
-	ret = mt_attach_scan(&tr->att, t, err, sizeof(err));
+	ret = mt_attach_scan(&tr->att, &t->proc, err, sizeof(err));
 	/*
 	 * ESRCH: it is exiting, its mappings going before its exit shows
 	 * (a short child of a followed family, often): nothing to say
 	 */
-	if (ret < 0 && ret != -ESRCH && !mt_target_poll_exit(t))
+	if (ret < 0 && ret != -ESRCH && !mt_target_poll_exit(&t->proc))
 		mt_err("%s", err);
 	if (found)
 		say_python(tr, t);
 }
 
 /* a slot no process holds */
-static void free_slot(struct mt_target *t)
+static void free_slot(struct mt_traced *t)
 {
-	*t = (struct mt_target){ .pidfd = -1, .guard_fd = -1, .exited = true };
+	*t = (struct mt_traced){
+		.proc = { .pidfd = -1, .guard_fd = -1, .exited = true }
+	};
 }
 
 /*
  * Whether t's slot may go to another process: t is gone (REUSE_NS), and
  * holds nothing that is written at the trace's end only: a file of its
- * own (-o FILE{pid}) or a module log, the command we started
+ * own (-o FILE{pid}), the command we started
  */
-static bool reusable(const struct mt_target *t, __u64 now)
+static bool reusable(const struct mt_traced *t, __u64 now)
 {
-	return t->pid && t->gone_ns && now - t->gone_ns >= REUSE_NS &&
-	       !t->sink && !t->modlog && !t->spawned;
+	return t->proc.pid && t->proc.gone_ns &&
+	       now - t->proc.gone_ns >= REUSE_NS && !t->sink &&
+	       !t->proc.spawned;
 }
 
-/* t is let go: its last dumps taken, what was kept of it freed */
-static void let_go(struct mt_tracer *tr, struct mt_target *t)
+/* t is let go: what the features and the trace kept of it freed */
+static void let_go(struct mt_tracer *tr, struct mt_traced *t)
 {
-	mt_tracer_flight_release(tr, t);
+	mt_features_exit(tr, t);
 	if (tr->stacks)
-		mt_pystacks_forget(tr->stacks, (__u32)t->pid);
+		mt_pystacks_forget(tr->stacks, (__u32)t->proc.pid);
 	mt_py_close(t->py);
-	mt_target_close(t);
+	mt_target_close(&t->proc);
 	free_slot(t);
 }
 
@@ -415,14 +407,14 @@ static void let_go(struct mt_tracer *tr, struct mt_target *t)
  * a process gone a while (let go now); NULL when every slot holds a
  * process alive or just gone
  */
-static struct mt_target *slot(struct mt_tracer *tr)
+static struct mt_traced *slot(struct mt_tracer *tr)
 {
 	__u64 now;
 
 	if (tr->ntargets < MT_MAX_TARGETS)
 		return &tr->targets[tr->ntargets];
 	for (int i = 0; i < tr->ntargets; i++)
-		if (!tr->targets[i].pid)
+		if (!tr->targets[i].proc.pid)
 			return &tr->targets[i];
 	now = mt_now_ns();
 	for (int i = 0; i < tr->ntargets; i++) {
@@ -438,10 +430,10 @@ static struct mt_target *slot(struct mt_tracer *tr)
  * A process --children or --all found: set up as -p does, without
  * failing the run when it is gone already or maps nothing of ours.
  */
-struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
+struct mt_traced *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
 				const char *comm, bool running)
 {
-	struct mt_target *t = mt_tracer_find(tr, (__u32)pid);
+	struct mt_traced *t = mt_tracer_find(tr, (__u32)pid);
 	char err[512], shown[MT_FORMAT_COMM_LEN];
 
 	if (t)
@@ -451,16 +443,16 @@ struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
 		tr->targets_dropped++;
 		return NULL;
 	}
-	if (mt_target_open(t, pid, err, sizeof(err))) {
-		mt_target_close(t);
+	if (mt_target_open(&t->proc, pid, err, sizeof(err))) {
+		mt_target_close(&t->proc);
 		free_slot(t);
 		return NULL;
 	}
-	t->attached = running;
+	t->proc.attached = running;
 	/* an exec after the fork follows as its own event, with its name */
 	if (comm)
-		snprintf(t->comm, sizeof(t->comm), "%.*s", MT_COMM_LEN - 1,
-			 comm);
+		snprintf(t->proc.comm, sizeof(t->proc.comm), "%.*s",
+			 MT_COMM_LEN - 1, comm);
 	if (t == &tr->targets[tr->ntargets])
 		tr->ntargets++;
 	watch_exec(tr, t);
@@ -468,7 +460,8 @@ struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
 		mt_err("follow pid %d: %s", pid, strerror(errno));
 	if (tr->att.log)
 		fprintf(tr->att.log, "# follow pid=%d comm=%s (%s)\n", pid,
-			mt_format_comm(shown, sizeof(shown), t->comm), how);
+			mt_format_comm(shown, sizeof(shown), t->proc.comm),
+			how);
 	mt_tracer_rescan(tr, t);
 	return t;
 }
@@ -476,7 +469,7 @@ struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
 /* a library came: attach before the (held) process goes on */
 void mt_tracer_on_loader(struct mt_tracer *tr, const struct mt_event *ev)
 {
-	struct mt_target *t = mt_tracer_find(tr, ev->pid);
+	struct mt_traced *t = mt_tracer_find(tr, ev->pid);
 	bool late;
 	int ret;
 
@@ -489,18 +482,18 @@ void mt_tracer_on_loader(struct mt_tracer *tr, const struct mt_event *ev)
 	if (!t->exec_watched)
 		watch_exec(tr, t);
 	mt_tracer_rescan(tr, t);
-	if (!t->spawned)
+	if (!t->proc.spawned)
 		return;
-	ret = mt_target_resume(t, &late);
+	ret = mt_target_resume(&t->proc, &late);
 	if (ret)
-		mt_err("resume pid %d: %s", t->pid, strerror(-ret));
-	if (late && !t->told_late) {
+		mt_err("resume pid %d: %s", t->proc.pid, strerror(-ret));
+	if (late && !t->proc.told_late) {
 		mt_err("pid %d (%s) waited %.1f s at a library load: its guard "
 		       "let it go on before the tracer had attached the "
 		       "library (the tracer was stopped or too slow); calls "
 		       "made meanwhile were not traced",
-		       t->pid, t->comm, MT_HOLD_MAX_MS / 1000.0);
-		t->told_late = true;
+		       t->proc.pid, t->proc.comm, MT_HOLD_MAX_MS / 1000.0);
+		t->proc.told_late = true;
 	}
 }
 
@@ -509,17 +502,18 @@ bool mt_tracer_all_exited(struct mt_tracer *tr)
 	bool all = !tr->conf->all; /* --all waits for new ones */
 
 	for (int i = 0; i < tr->ntargets; i++) {
-		struct mt_target *t = &tr->targets[i];
+		struct mt_traced *t = &tr->targets[i];
 
-		if (!t->pid)
+		if (!t->proc.pid)
 			continue;
-		if (!mt_target_poll_exit(t)) {
+		if (!mt_target_poll_exit(&t->proc)) {
 			all = false;
-		} else if (!t->gone_ns) {
-			t->gone_ns = mt_now_ns();
+		} else if (!t->proc.gone_ns) {
+			t->proc.gone_ns = mt_now_ns();
 			unwatch_exec(tr, t);
 			untrace(tr, t);
-		} else if (t->py && mt_now_ns() - t->gone_ns >= PY_KEEP_NS) {
+		} else if (t->py &&
+			   mt_now_ns() - t->proc.gone_ns >= PY_KEEP_NS) {
 			/*
 			 * its events are handled (a second: what the time
 			 * order holds at most); their names are in the
@@ -538,13 +532,13 @@ bool mt_tracer_all_exited(struct mt_tracer *tr)
  * ESRCH): that is the target's exit, not an error, so say that in one line
  * and go on with the others.
  */
-static bool gone_during_attach(struct mt_target *t)
+static bool gone_during_attach(struct mt_traced *t)
 {
-	if (!mt_target_poll_exit(t))
+	if (!mt_target_poll_exit(&t->proc))
 		return false;
 	mt_err("pid %d (%s) exited while it was being attached; nothing of "
 	       "it was traced",
-	       t->pid, t->comm);
+	       t->proc.pid, t->proc.comm);
 	return true;
 }
 
@@ -562,13 +556,13 @@ int mt_tracer_attach(struct mt_tracer *tr)
 	char err[512];
 
 	for (int i = 0; i < tr->ntargets; i++) {
-		struct mt_target *t = &tr->targets[i];
+		struct mt_traced *t = &tr->targets[i];
 		bool found;
 
-		if (t->spawned)
+		if (t->proc.spawned)
 			continue; /* attached as its loader maps them */
 		found = find_python(tr, t);
-		if (mt_attach_scan(&tr->att, t, err, sizeof(err)) < 0) {
+		if (mt_attach_scan(&tr->att, &t->proc, err, sizeof(err)) < 0) {
 			if (gone_during_attach(t))
 				continue;
 			mt_err("%s", err);
@@ -576,13 +570,13 @@ int mt_tracer_attach(struct mt_tracer *tr)
 		}
 		if (found)
 			say_python(tr, t);
-		if (!(t->libs & ours) && !tr->conf->wait_libs &&
+		if (!(t->proc.libs & ours) && !tr->conf->wait_libs &&
 		    !tr->att.global) {
 			if (gone_during_attach(t))
 				continue;
 			mt_err("pid %d (%s) maps none of %s; "
 			       "use --wait to wait for them",
-			       t->pid, t->comm, wanted_libs);
+			       t->proc.pid, t->proc.comm, wanted_libs);
 			return 2;
 		}
 	}
@@ -592,7 +586,7 @@ int mt_tracer_attach(struct mt_tracer *tr)
 /* -- mode: the loader probe goes on before the command's first exec */
 int mt_tracer_spawn(struct mt_tracer *tr, int gate[2])
 {
-	struct mt_target *t = &tr->targets[0];
+	struct mt_traced *t = &tr->targets[0];
 	char ldso[4096], err[512];
 	struct stat st;
 	int ret;
@@ -602,7 +596,7 @@ int mt_tracer_spawn(struct mt_tracer *tr, int gate[2])
 		       strerror(errno));
 		return 2;
 	}
-	ret = mt_target_spawn(t, tr->conf->command, tr->conf->run_as,
+	ret = mt_target_spawn(&t->proc, tr->conf->command, tr->conf->run_as,
 			      &tr->skel->bss->hold, gate, err, sizeof(err));
 	tr->ntargets = 1;
 	if (ret) {
@@ -610,15 +604,16 @@ int mt_tracer_spawn(struct mt_tracer *tr, int gate[2])
 		return 2;
 	}
 	/* held at its loads, before it runs: its children are not */
-	tr->skel->bss->hold.pid = (__u32)t->pid;
-	if (tr->conf->follow_children && follow_forks(tr, t->pid))
+	tr->skel->bss->hold.pid = (__u32)t->proc.pid;
+	if (tr->conf->follow_children && follow_forks(tr, t->proc.pid))
 		return 2;
-	ret = mt_attach_lib(&tr->att, t, MT_LIB_LDSO, ldso, err, sizeof(err));
+	ret = mt_attach_lib(&tr->att, &t->proc, MT_LIB_LDSO, ldso, err,
+			    sizeof(err));
 	if (ret <= 0) {
 		mt_err("%s", ret ? err : "no _dl_debug_state in the loader");
 		return 2;
 	}
-	t->files[t->nfiles++] =
+	t->proc.files[t->proc.nfiles++] =
 		(struct mt_file_id){ .dev = st.st_dev, .inode = st.st_ino };
 	return 0;
 }
@@ -640,13 +635,13 @@ int mt_tracer_follow_execs(struct mt_tracer *tr)
 
 void mt_tracer_on_exit(struct mt_tracer *tr, const struct mt_event *ev)
 {
-	struct mt_target *t = mt_tracer_find(tr, ev->pid);
+	struct mt_traced *t = mt_tracer_find(tr, ev->pid);
 
 	/* wait() told it already of the command we started */
-	if (!t || t->has_status)
+	if (!t || t->proc.has_status)
 		return;
-	t->status = (int)ev->args[0];
-	t->has_status = true;
+	t->proc.status = (int)ev->args[0];
+	t->proc.has_status = true;
 }
 
 /* --children: the launcher, what it started so far, and what it starts */
@@ -692,54 +687,36 @@ int mt_tracer_open(struct mt_tracer *tr)
 		return 0;
 	}
 	for (int i = 0; i < tr->conf->npids; i++) {
-		if (mt_target_open(&tr->targets[i], tr->conf->pids[i], err,
+		if (mt_target_open(&tr->targets[i].proc, tr->conf->pids[i], err,
 				   sizeof(err))) {
 			mt_err("%s", err);
 			return 2;
 		}
-		tr->targets[i].attached = true;
+		tr->targets[i].proc.attached = true;
 		tr->ntargets++;
 		watch_exec(tr, &tr->targets[i]);
 	}
 	return 0;
 }
 
-int mt_tracer_open_module_logs(struct mt_tracer *tr)
-{
-	char err[512];
-
-	for (int i = 0; i < tr->ntargets; i++) {
-		struct mt_target *t = &tr->targets[i];
-
-		t->modlog =
-			mt_modlog_open(tr->conf->module_log, t->pid,
-				       tr->conf->log_time, err, sizeof(err));
-		if (!t->modlog) {
-			mt_err("%s", err);
-			return 2;
-		}
-	}
-	return 0;
-}
-
 void mt_tracer_describe(struct mt_tracer *tr)
 {
-	mt_sink_meta(&tr->sink, "tool", "memtrace-bpf %s", MT_VERSION);
+	const struct mt_header h = mt_sink_header(&tr->sink);
+
+	mt_header_tool(&h);
 	for (int i = 0; i < tr->ntargets; i++)
 		mt_sink_describe(&tr->sink, &tr->targets[i], tr->conf->command);
 }
 
 /* a library attached: the record keeps it */
-void mt_tracer_on_lib(void *ctx, const struct mt_target *t,
+void mt_tracer_on_lib(void *ctx, const struct mt_target *pt,
 		      const struct mt_mapping *m, int probes)
 {
 	struct mt_tracer *tr = ctx;
+	struct mt_traced *t = mt_tracer_find(tr, (__u32)pt->pid);
 	const char *path = m->path;
 
-	mt_sink_library(mt_tracer_sink(tr, t), t->pid, path, probes);
-	if (tr->flight_dir)
-		mt_tracer_flight_lib(tr, mt_tracer_find(tr, (__u32)t->pid),
-				     path, probes);
-	if (tr->dry)
-		mt_dryrun_on_lib(tr->dry, t, m);
+	mt_sink_library(mt_tracer_sink(tr, t), pt->pid, path, probes);
+	if (t)
+		mt_features_lib(tr, t, m, probes);
 }

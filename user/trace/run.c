@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <bpf/libbpf.h>
@@ -18,10 +17,6 @@
 #include "python/autograd.h"
 #include "memtrace.h" /* the types of its globals, before the skeleton */
 #include "memtrace.skel.h"
-#include "export/metrics.h"
-#include "trace/dryrun.h"
-#include "trace/flight.h"
-#include "trace/modlog.h"
 #include "trace/preflight.h"
 #include "python/pyproc.h"
 #include "python/stack.h"
@@ -29,8 +24,7 @@
 #include "analysis/session.h"
 #include "lib/strpool.h"
 #include "trace/tracer.h"
-#include "analysis/watch.h"
-#include "trace/topscreen.h"
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/version.h"
 
@@ -77,32 +71,17 @@ static void relay_end_signal(struct mt_tracer *tr)
 	if (sig != SIGTERM && sig != SIGHUP)
 		return;
 	for (int i = 0; i < tr->ntargets; i++) {
-		const struct mt_target *t = &tr->targets[i];
+		const struct mt_traced *t = &tr->targets[i];
 
-		if (!t->spawned || t->exited)
+		if (!t->proc.spawned || t->proc.exited)
 			continue;
-		if (kill(t->pid, sig))
+		if (kill(t->proc.pid, sig))
 			mt_err("pass SIG%s on to the command (pid %d): %s",
-			       sigabbrev_np(sig), t->pid, strerror(errno));
+			       sigabbrev_np(sig), t->proc.pid, strerror(errno));
 		else
 			mt_err("SIG%s passed on to the command (pid %d)",
-			       sigabbrev_np(sig), t->pid);
+			       sigabbrev_np(sig), t->proc.pid);
 	}
-}
-
-/* record --flight: SIGUSR1 asks for a dump of every window */
-static void on_usr1(int sig)
-{
-	(void)sig;
-	mt_tracer_flight_ask();
-}
-
-__u64 mt_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
 }
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt,
@@ -118,12 +97,6 @@ static int libbpf_print_verbose(enum libbpf_print_level level, const char *fmt,
 {
 	(void)level;
 	return vfprintf(stderr, fmt, args);
-}
-
-static __u64 lost_now(const struct mt_tracer *tr)
-{
-	return tr->skel->bss->lost_events + tr->skel->bss->lost_inflight +
-	       tr->unflushed;
 }
 
 /*
@@ -148,7 +121,7 @@ static int fill_sample_gaps(struct memtrace_bpf *skel, __u64 rate)
 
 static void report_lost(struct mt_tracer *tr)
 {
-	__u64 lost = lost_now(tr);
+	__u64 lost = mt_tracer_lost(tr);
 
 	if (lost == tr->lost_reported)
 		return;
@@ -183,22 +156,10 @@ static void print_header(struct mt_tracer *tr)
 
 	fprintf(tr->out, "# memtrace-bpf %s:", MT_VERSION);
 	for (int i = 0; i < tr->ntargets; i++)
-		fprintf(tr->out, " pid=%d(%s)", tr->targets[i].pid,
+		fprintf(tr->out, " pid=%d(%s)", tr->targets[i].proc.pid,
 			mt_format_comm(comm, sizeof(comm),
-				       tr->targets[i].comm));
+				       tr->targets[i].proc.comm));
 	fprintf(tr->out, "\n");
-}
-
-/* the sessions of every sink: the shared one, then each process's */
-static size_t sessions(struct mt_tracer *tr, struct mt_session **v, size_t max)
-{
-	size_t n = 0;
-
-	v[n++] = tr->sink.ses;
-	for (int i = 0; i < tr->ntargets && n < max; i++)
-		if (tr->targets[i].sink)
-			v[n++] = tr->targets[i].sink->ses;
-	return n;
 }
 
 static void flush_sinks(struct mt_tracer *tr)
@@ -248,21 +209,9 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 			return 2;
 		}
 		report_lost(tr);
-		mt_tracer_flight_tick(tr, mt_now_ns());
-		if (tr->watch)
-			mt_watch_tick(tr->watch, mt_now_ns(),
-				      &tr->sink.ses->sum, tr->sink.ses->sites,
-				      tr->out);
-		/* top's screen: its keys, and a frame when one is due */
-		if (tr->top && mt_topscreen_tick(tr->top, tr, mt_now_ns()))
+		/* a feature may end the trace (top's q) */
+		if (mt_features_tick(tr, mt_now_ns()))
 			break;
-		if (tr->metrics) {
-			struct mt_session *v[MT_MAX_TARGETS + 1];
-			size_t n = sessions(tr, v, MT_MAX_TARGETS + 1);
-
-			mt_metrics_poll(tr->metrics, mt_now_ns(), v, n,
-					lost_now(tr));
-		}
 		fflush(tr->out);
 		flush_sinks(tr);
 		/* as the SIGPIPE the next write would meet */
@@ -277,10 +226,10 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 		mt_tracer_exec_tick(tr);
 		if (mt_now_ns() - last_scan >= RESCAN_NS) {
 			for (int i = 0; i < tr->ntargets; i++) {
-				struct mt_target *t = &tr->targets[i];
+				struct mt_traced *t = &tr->targets[i];
 
 				mt_tracer_rescan(tr, t);
-				if (t->py && !t->exited)
+				if (t->py && !t->proc.exited)
 					mt_py_warm(t->py);
 			}
 			last_scan = mt_now_ns();
@@ -343,8 +292,8 @@ static int open_and_attach(struct mt_tracer *tr, int gate[2])
 		return 2;
 	}
 	ret = o->command ? mt_tracer_spawn(tr, gate) : mt_tracer_open(tr);
-	if (!ret && o->module_log)
-		ret = mt_tracer_open_module_logs(tr);
+	if (!ret)
+		ret = mt_features_found(tr);
 	if (!ret && o->record)
 		mt_tracer_describe(tr);
 	if (!ret)
@@ -397,16 +346,12 @@ static int run(struct mt_tracer *tr)
 	tr->att.no_cuda = o->no_cuda;
 	tr->att.no_python = o->no_python;
 	tr->att.trace_exceptions = o->exc_types != NULL;
-	tr->att.module_log = o->module_log != NULL;
-	tr->att.dry_run = o->dryrun != NULL;
 	tr->att.global = mt_tracer_family(o) || o->all;
 	/* with -q the attach notes still tell a script when tracing began */
 	tr->att.log = o->quiet || o->record ? stderr : tr->out;
 	tr->att.on_lib = mt_tracer_on_lib;
 	tr->att.ctx = tr;
 
-	if (o->dryrun && mt_dryrun_begin(tr, &tr->dry))
-		return 2;
 	/* before the targets: each is followed from when it is found */
 	if (mt_tracer_follow_execs(tr))
 		return 2;
@@ -432,12 +377,12 @@ static int run(struct mt_tracer *tr)
 		return 2;
 	}
 	/* the last moment before the command could load the stand-in */
-	if (tr->dry && mt_dryrun_check(tr->dry)) {
+	if (mt_features_start(tr)) {
 		ring_buffer__free(rb);
 		return 2;
 	}
-	if (o->command && mt_target_start(&tr->targets[0], gate, o->command,
-					  err, sizeof(err))) {
+	if (o->command && mt_target_start(&tr->targets[0].proc, gate,
+					  o->command, err, sizeof(err))) {
 		mt_err("%s", err);
 		ring_buffer__free(rb);
 		return 2;
@@ -446,7 +391,7 @@ static int run(struct mt_tracer *tr)
 	ret = trace_loop(tr, rb);
 	tr->end = (struct mt_summary_end){
 		.seconds = (double)(mt_now_ns() - start) / 1e9,
-		.lost = lost_now(tr),
+		.lost = mt_tracer_lost(tr),
 		.unseen = tr->unseen,
 		.top_live = o->top_live,
 	};
@@ -455,72 +400,6 @@ static int run(struct mt_tracer *tr)
 	return ret;
 }
 
-static int open_metrics(struct mt_tracer *tr)
-{
-	const struct mt_trace_conf *o = tr->conf;
-	const struct mt_metrics_conf c = { .addr = o->metrics_addr,
-					   .file = o->metrics_file,
-					   .file_interval = 1.0 };
-	char err[512];
-
-	if (!o->metrics_addr && !o->metrics_file)
-		return 0;
-	tr->metrics = mt_metrics_open(&c, err, sizeof(err));
-	if (!tr->metrics) {
-		mt_err("%s", err);
-		return 2;
-	}
-	return 0;
-}
-
-static int close_metrics(struct mt_tracer *tr)
-{
-	char err[512];
-	int ret;
-
-	if (!tr->metrics)
-		return 0;
-	struct mt_session *v[MT_MAX_TARGETS + 1];
-	size_t n = sessions(tr, v, MT_MAX_TARGETS + 1);
-
-	ret = mt_metrics_close(tr->metrics, v, n, tr->skel ? lost_now(tr) : 0,
-			       err, sizeof(err));
-	tr->metrics = NULL;
-	if (ret)
-		mt_err("%s", err);
-	return ret ? 2 : 0;
-}
-
-static int open_watch(struct mt_tracer *tr)
-{
-	const struct mt_trace_conf *o = tr->conf;
-	const struct mt_watch_conf c = { .interval = o->watch,
-					 .window = o->watch_window,
-					 .device_mem = o->device_mem,
-					 .alert_pct = o->alert_pct };
-
-	if (!o->watch)
-		return 0;
-	tr->watch = mt_watch_new(&c);
-	return tr->watch ? 0 : -ENOMEM;
-}
-
-/* top: its screen, before anything prints or a command starts */
-static int open_top(struct mt_tracer *tr)
-{
-	char err[512];
-
-	if (!tr->conf->top)
-		return 0;
-	tr->top = mt_topscreen_open(tr, tr->conf->top, err, sizeof(err));
-	if (!tr->top) {
-		mt_err("%s", err);
-		return 2;
-	}
-	return 0;
-}
-
-/* processes --children or --all could not follow: said, not lost */
 /*
  * Event lines that ran past a screen: the report after them is what
  * most people want, and -q prints it alone
@@ -542,6 +421,7 @@ static void hint_quiet(const struct mt_tracer *tr)
 			(unsigned long long)tr->sink.ses->seq);
 }
 
+/* processes --children or --all could not follow: said, not lost */
 static void report_lost_procs(const struct mt_tracer *tr)
 {
 	__u64 forks = tr->skel ? tr->skel->bss->lost_forks : 0;
@@ -558,7 +438,7 @@ int mt_trace(const struct mt_trace_conf *c)
 {
 	struct mt_tracer tr = { .conf = c };
 	char err[512];
-	int ret, dry = 0;
+	int ret, status;
 
 	if (mt_preflight(err, sizeof(err))) {
 		mt_err("%s", err);
@@ -576,30 +456,29 @@ int mt_trace(const struct mt_trace_conf *c)
 	tr.nodes = mt_nodes_new();
 	if (ret) {
 		ret = 2;
-	} else if (!tr.names || !tr.frames || !tr.nodes || open_watch(&tr)) {
+	} else if (!tr.names || !tr.frames || !tr.nodes) {
 		mt_err("out of memory");
 		ret = 2;
-	} else if (open_metrics(&tr) || open_top(&tr) ||
-		   (c->flight && mt_tracer_flight_open(&tr))) {
+	} else if (mt_features_open(&tr)) {
 		ret = 2;
 	} else {
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
 		signal(SIGHUP, on_signal);
 		signal(SIGPIPE, on_signal);
-		if (c->flight)
-			signal(SIGUSR1, on_usr1);
 		ret = run(&tr);
 		tr.end_signal = end_signal;
 		relay_end_signal(&tr);
 	}
-	/* the windows' last dumps, while the processes' sessions are open */
-	if (mt_tracer_flight_close(&tr))
-		ret = 2;
-	/* the terminal back, and what top kept aside printed */
-	mt_topscreen_close(tr.top, &tr);
-	tr.top = NULL;
-	if (close_metrics(&tr))
+	/*
+	 * The features done with each process (the flight recorder's last
+	 * dumps, the module logs' last records), then with the trace, while
+	 * the processes' sessions are open
+	 */
+	for (int i = 0; i < tr.ntargets; i++)
+		mt_features_exit(&tr, &tr.targets[i]);
+	status = mt_features_close(&tr);
+	if (status == 2)
 		ret = 2;
 
 	bpf_link__destroy(tr.fork_link);
@@ -608,37 +487,28 @@ int mt_trace(const struct mt_trace_conf *c)
 	mt_attach_destroy(&tr.att);
 	for (int i = 0; i < tr.ntargets; i++) {
 		/* never leave a held command stopped behind us */
-		if (tr.targets[i].spawned && !tr.targets[i].exited)
-			kill(tr.targets[i].pid, SIGCONT);
+		if (tr.targets[i].proc.spawned && !tr.targets[i].proc.exited)
+			kill(tr.targets[i].proc.pid, SIGCONT);
 		mt_py_close(tr.targets[i].py);
-		if (mt_modlog_close(tr.targets[i].modlog)) {
-			mt_err("write the module log: %s", strerror(errno));
-			ret = 2;
-		}
 		if (tr.targets[i].sink &&
 		    mt_sink_close(tr.targets[i].sink, tr.ran ? &tr.end : NULL))
 			ret = 2;
 		free(tr.targets[i].sink);
-		mt_target_close(&tr.targets[i]);
+		mt_target_close(&tr.targets[i].proc);
 	}
 	report_lost_procs(&tr);
 	if (tr.ran)
 		hint_quiet(&tr);
-	if (tr.dry)
-		dry = mt_dryrun_end(&tr, tr.dry, tr.ran);
-	/*
-	 * the shared summary only if it has something (-o FILE{rank}); top
-	 * left its last frame instead
-	 */
+	/* the shared summary only if it has something (-o FILE{rank}) */
 	if (mt_sink_close(&tr.sink,
-			  tr.ran && !c->top && !c->flight && dry != 2 &&
+			  tr.ran && !tr.no_summary &&
 					  (!tr.per_proc || tr.sink.ses->seq) ?
 				  &tr.end :
 				  NULL))
 		ret = 2;
+	/* a dry run's verdict, when nothing failed */
 	if (!ret)
-		ret = dry;
-	mt_watch_free(tr.watch);
+		ret = status;
 	mt_pystacks_free(tr.stacks);
 	mt_nodes_free(tr.nodes);
 	mt_order_close(&tr);

@@ -4,14 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "analysis/view.h"
 #include "proc/procinfo.h"
 #include "python/pyproc.h"
 #include "record/record.h"
 #include "trace/sink.h"
+#include "trace/tracer.h"
 #include "proc/target.h"
 #include "lib/err.h"
 #include "lib/outfile.h"
-#include "lib/version.h"
 
 static void write_failed(struct mt_sink *k, int err)
 {
@@ -71,35 +72,38 @@ void mt_sink_meta(struct mt_sink *k, const char *key, const char *fmt, ...)
 		write_failed(k, -ret);
 }
 
-void mt_sink_describe(struct mt_sink *k, const struct mt_target *t, char **argv)
+static void header_meta(void *k, const char *key, const char *value)
 {
-	char cmdline[2048];
+	mt_sink_meta(k, key, "%s", value);
+}
+
+struct mt_header mt_sink_header(struct mt_sink *k)
+{
+	return (struct mt_header){ .meta = header_meta, .out = k };
+}
+
+void mt_sink_describe(struct mt_sink *k, const struct mt_traced *t, char **argv)
+{
+	const struct mt_header h = mt_sink_header(k);
 
 	if (!k->rec)
 		return;
 	if (t->sink == k)
-		mt_sink_meta(k, "tool", "memtrace-bpf %s", MT_VERSION);
-	/* a spawned command has not reached its exec yet */
-	if (t->spawned && argv)
-		mt_join_args(argv, cmdline, sizeof(cmdline));
-	else
-		mt_proc_cmdline(t->pid, cmdline, sizeof(cmdline));
-	mt_sink_meta(k, "target", "pid=%d comm=%s cmdline=%s", t->pid, t->comm,
-		     cmdline);
+		mt_header_tool(&h);
+	mt_header_target(&h, t, argv);
 	/* the shared sink had it from find_python already */
 	if (t->py && t->sink == k)
-		mt_sink_meta(k, "python", "pid=%d version=3.%u", t->pid,
-			     t->pyconf.minor);
+		mt_header_python(&h, t);
 }
 
 void mt_sink_library(struct mt_sink *k, int pid, const char *path, int probes)
 {
+	const struct mt_header h = mt_sink_header(k);
 	char ver[256];
 
 	if (!k->rec)
 		return;
-	mt_sink_meta(k, "library", "pid=%d path=%s probes=%d", pid, path,
-		     probes);
+	mt_header_library(&h, pid, path, probes);
 	if (mt_torch_version(pid, path, ver, sizeof(ver)))
 		mt_sink_meta(k, "torch", "pid=%d version=%s", pid, ver);
 }
@@ -186,7 +190,7 @@ int mt_sink_close(struct mt_sink *k, const struct mt_summary_end *end)
 		if (k->ses->filter)
 			(void)mt_filter_check_seen(k->ses->filter,
 						   k->ses->sites);
-		mt_session_end(k->ses, end);
+		mt_view_end(k->ses, end);
 	}
 	if (mt_output_close(k->ses, err, sizeof(err))) {
 		mt_err("export: %s", err);

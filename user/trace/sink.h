@@ -13,6 +13,7 @@
 #include "event/kinds.h"
 #include "analysis/session.h"
 #include "export/output.h"
+#include "trace/header.h"
 
 struct mt_recorder;
 
@@ -35,13 +36,16 @@ int mt_sink_open(struct mt_sink *k, const struct mt_output_conf *c, bool record,
 void mt_sink_meta(struct mt_sink *k, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-struct mt_target;
+struct mt_traced;
+
+/* the header lines of k's record: none without one */
+struct mt_header mt_sink_header(struct mt_sink *k);
 
 /*
  * The record's header lines for target t: the tool, its pid, comm and
  * command line (argv: a spawned command not yet exec'd; else /proc).
  */
-void mt_sink_describe(struct mt_sink *k, const struct mt_target *t,
+void mt_sink_describe(struct mt_sink *k, const struct mt_traced *t,
 		      char **argv);
 
 /* a library attached; PyTorch's version when it is libc10 */

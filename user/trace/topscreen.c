@@ -1,5 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
+ * memtrace-bpf top, a feature of the live trace (feature.h), on its
+ * output: on a terminal, a screen redrawn in place (the alternate screen,
+ * cursor home and clear, as py-spy top and htop do; plain ANSI, no
+ * curses) with q to quit; to a pipe or a file, one frame after another
+ * below a line of dashes, for a log. The trace loop calls its tick on
+ * every turn; no thread of its own.
+ *
  * The terminal side of memtrace-bpf top. ANSI escapes only (alternate
  * screen, cursor home, clear to the end of each line and of the screen),
  * which every terminal over ssh and in tmux or screen understands: curses
@@ -18,13 +25,13 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <termios.h>
-#include <time.h>
 #include <unistd.h>
 #include <linux/types.h>
 #include "memtrace.h" /* the types of its globals, before the skeleton */
 #include "memtrace.skel.h"
 #include "analysis/top.h"
-#include "trace/topscreen.h"
+#include "lib/err.h"
+#include "trace/feature.h"
 #include "trace/tracer.h"
 
 #define ESC "\033"
@@ -76,8 +83,17 @@ static FILE *keep_aside(int fd, int *saved)
 	return f;
 }
 
-struct mt_topscreen *mt_topscreen_open(struct mt_tracer *tr, double interval,
-				       char *err, size_t len)
+static void topscreen_close(struct mt_topscreen *ts, struct mt_tracer *tr);
+
+/*
+ * Before the trace starts anything (a command to trace inherits its
+ * output): on a terminal, what the tool and the command print from here
+ * to topscreen_close is kept aside and printed after it, so that it does
+ * not run over the screen. Also makes the session of tr's shared sink
+ * note each step's memory. NULL and err filled on failure.
+ */
+static struct mt_topscreen *
+topscreen_open(struct mt_tracer *tr, double interval, char *err, size_t len)
 {
 	struct mt_topscreen *ts = calloc(1, sizeof(*ts));
 
@@ -103,7 +119,7 @@ struct mt_topscreen *mt_topscreen_open(struct mt_tracer *tr, double interval,
 		if (!ts->kept_err || !ts->screen) {
 			snprintf(err, len, "top: set the terminal aside: %s",
 				 strerror(errno));
-			mt_topscreen_close(ts, tr);
+			topscreen_close(ts, tr);
 			return NULL;
 		}
 	}
@@ -172,7 +188,7 @@ static void terminal_size(const struct mt_topscreen *ts, int *cols, int *rows)
 static char *compose(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now,
 		     bool sized, bool whole, size_t *len)
 {
-	const struct mt_target *t = tr->ntargets ? &tr->targets[0] : NULL;
+	const struct mt_traced *t = tr->ntargets ? &tr->targets[0] : NULL;
 	struct mt_top_status st = {
 		.elapsed = (double)(now - ts->start) / 1e9,
 		.interval = ts->interval,
@@ -180,8 +196,8 @@ static char *compose(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now,
 			tr->skel->bss->lost_inflight,
 		.stacks_lost = tr->unseen.stacks_lost,
 		.nprocs = tr->ntargets,
-		.pid = t ? (__u32)t->pid : 0,
-		.comm = t ? t->comm : NULL,
+		.pid = t ? (__u32)t->proc.pid : 0,
+		.comm = t ? t->proc.comm : NULL,
 		.keys = ts->keys,
 	};
 	char *buf = NULL;
@@ -193,7 +209,7 @@ static char *compose(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now,
 	if (whole)
 		rows = 0;
 	for (int i = 0; i < tr->ntargets; i++)
-		st.nexited += tr->targets[i].exited;
+		st.nexited += tr->targets[i].proc.exited;
 	f = open_memstream(&buf, len);
 	if (!f)
 		return NULL;
@@ -277,8 +293,14 @@ static bool quit_typed(const struct mt_topscreen *ts)
 	return false;
 }
 
-bool mt_topscreen_tick(struct mt_topscreen *ts, struct mt_tracer *tr, __u64 now)
+/*
+ * A turn of the trace loop at now (ns): keys read, a frame drawn when the
+ * interval passed or the terminal was resized. Returns true when q asked
+ * to quit.
+ */
+static bool topscreen_tick(void *st, struct mt_tracer *tr, __u64 now)
 {
+	struct mt_topscreen *ts = st;
 	__u64 interval = (__u64)(ts->interval * 1e9);
 
 	if (!ts->started) {
@@ -313,20 +335,17 @@ static void replay(FILE *f, FILE *to)
 	fflush(to);
 }
 
-void mt_topscreen_close(struct mt_topscreen *ts, struct mt_tracer *tr)
+/*
+ * The terminal as it was, the last frame (if one was drawn) printed below
+ * what the shell showed, then what was kept aside; ts freed.
+ */
+static void topscreen_close(struct mt_topscreen *ts, struct mt_tracer *tr)
 {
-	struct timespec now;
-
-	if (!ts)
-		return;
 	if (tr->sink.ses && tr->sink.ses->obs.ctx == ts->top)
 		tr->sink.ses->obs = (struct mt_session_observer){ 0 };
 	leave(ts);
-	if (ts->started && tr->sink.ses &&
-	    !clock_gettime(CLOCK_MONOTONIC, &now))
-		draw(ts, tr,
-		     (__u64)now.tv_sec * 1000000000ULL + (__u64)now.tv_nsec,
-		     true);
+	if (ts->started && tr->sink.ses)
+		draw(ts, tr, mt_now_ns(), true);
 	if (ts->saved_out >= 0) {
 		fflush(stdout);
 		fflush(stderr);
@@ -348,3 +367,33 @@ void mt_topscreen_close(struct mt_topscreen *ts, struct mt_tracer *tr)
 	mt_top_free(ts->top);
 	free(ts);
 }
+
+/* top: its screen, before anything prints or a command starts */
+static int top_open(struct mt_tracer *tr, unsigned int slot, void **st)
+{
+	char err[512];
+
+	if (!tr->conf->top)
+		return 0;
+	*st = topscreen_open(tr, tr->conf->top, err, sizeof(err));
+	if (!*st) {
+		mt_err("%s", err);
+		return 2;
+	}
+	/* its last frame is the trace's last word, not a summary */
+	tr->no_summary = true;
+	return 0;
+}
+
+static int top_close(void *st, struct mt_tracer *tr)
+{
+	topscreen_close(st, tr);
+	return 0;
+}
+
+const struct mt_feature mt_top_feature = {
+	.name = "top",
+	.open = top_open,
+	.tick = topscreen_tick,
+	.close = top_close,
+};

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * A live trace: its state, shared by run.c (the run and its loop),
- * procs.c (the processes it follows) and events.c (each event it reads).
+ * A live trace: its state, shared by the core, run.c (the run and its
+ * loop), procs.c (the processes it follows), order.c and events.c (each
+ * event it reads), and read by the features (feature.h) through
+ * tracer.c, which calls nothing back.
  */
 #ifndef __TRACER_H
 #define __TRACER_H
@@ -10,12 +12,15 @@
 #include <stdio.h>
 #include <linux/types.h>
 #include "trace/attach.h"
+#include "trace/feature.h"
 #include "memtrace.h"
 #include "trace/sink.h"
 #include "trace/trace.h"
 #include "proc/target.h"
+#include "lib/clock.h"
 
 struct mt_devlearn;
+struct mt_py;
 struct mt_reorder;
 struct ring_buffer;
 
@@ -25,13 +30,33 @@ struct ring_buffer;
  */
 #define MT_MAX_TARGETS 256
 
+/*
+ * A process the trace follows: proc/'s view of it (its pid, maps, how it
+ * ended), and what the trace keeps of it above that layer
+ */
+struct mt_traced {
+	struct mt_target proc;
+	struct mt_py *py; /* its CPython, once found */
+	struct mt_pyconf pyconf; /* as given to the BPF walker */
+	int py_tries; /* looks for CPython so far */
+	/* events BPF could not walk before py was found (events.c) */
+	__u64 py_early;
+	bool exec_watched; /* in the BPF map of processes whose exec is followed */
+	/* execs in the ring buffer not yet handled in time order */
+	unsigned int exec_pending;
+	bool py_soon; /* it exec'd: its CPython is looked for at each turn */
+	struct mt_sink *sink; /* its own (-o FILE{rank}), or NULL */
+	/* what each feature keeps of it, by the feature's slot (feature.h) */
+	void *feat[MT_MAX_FEATURES];
+};
+
 /* everything the event callback needs */
 struct mt_tracer {
 	const struct mt_trace_conf *conf;
 	struct memtrace_bpf *skel;
 	struct mt_attacher att;
 	/* a slot whose pid is 0 is free: its process was let go */
-	struct mt_target targets[MT_MAX_TARGETS];
+	struct mt_traced targets[MT_MAX_TARGETS];
 	int ntargets; /* slots used so far, free ones among them */
 	__u64 targets_dropped; /* processes past MT_MAX_TARGETS, not traced */
 	struct bpf_link *fork_link; /* --children */
@@ -46,12 +71,10 @@ struct mt_tracer {
 	struct mt_strpool *frames; /* stack lines, module and phase names */
 	struct mt_pystacks *stacks;
 	struct mt_nodes *nodes;
-	struct mt_watch *watch; /* --watch */
-	struct mt_topscreen *top; /* memtrace-bpf top */
-	struct mt_metrics *metrics; /* --metrics-addr, --metrics-file */
-	struct mt_dryrun *dry; /* estimate --dry-run (trace/dryrun.h) */
-	struct mt_flight_dir *flight_dir; /* record --flight (trace/flight.h) */
-	__u64 flight_t0; /* ts of the first event a window took */
+	/* each feature's state, NULL for those off (feature.h) */
+	void *feat[MT_MAX_FEATURES];
+	/* a feature shows its own view: the shared sink prints no summary */
+	bool no_summary;
 	struct mt_unseen unseen; /* counted in events.c */
 	FILE *out;
 	__u64 lost_reported;
@@ -67,8 +90,17 @@ struct mt_tracer {
 	__u64 unflushed; /* left in a CPU's batch at the end: lost */
 };
 
+/* tracer.c: t of pid, NULL if none is followed */
+struct mt_traced *mt_tracer_find(struct mt_tracer *tr, __u32 pid);
+/* where t's events go: its own sink, or the shared one */
+struct mt_sink *mt_tracer_sink(struct mt_tracer *tr, const struct mt_traced *t);
+/* every sink's session into v (max): the shared one first. Returns how many */
+size_t mt_tracer_sessions(struct mt_tracer *tr, struct mt_session **v,
+			  size_t max);
+/* the events lost so far: BPF's and those left in a CPU's batch */
+__u64 mt_tracer_lost(const struct mt_tracer *tr);
+
 /* procs.c: the processes followed */
-struct mt_target *mt_tracer_find(struct mt_tracer *tr, __u32 pid);
 /*
  * A process --children or --all found, set up as -p does; NULL if not
  * (gone already, or MT_MAX_TARGETS alive or just gone: counted).
@@ -76,13 +108,11 @@ struct mt_target *mt_tracer_find(struct mt_tracer *tr, __u32 pid);
  * comm: its name when it was found (a fork's, before any exec), or NULL
  * to read it now.
  */
-struct mt_target *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
+struct mt_traced *mt_tracer_add(struct mt_tracer *tr, int pid, const char *how,
 				const char *comm, bool running);
-/* where t's events go: its own sink, or the shared one */
-struct mt_sink *mt_tracer_sink(struct mt_tracer *tr, const struct mt_target *t);
-void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_target *t);
+void mt_tracer_read_rank(struct mt_tracer *tr, struct mt_traced *t);
 /* attach to the libraries t mapped since, find its CPython */
-void mt_tracer_rescan(struct mt_tracer *tr, struct mt_target *t);
+void mt_tracer_rescan(struct mt_tracer *tr, struct mt_traced *t);
 void mt_tracer_on_loader(struct mt_tracer *tr, const struct mt_event *ev);
 /*
  * An exec (MT_K_EXEC): seen, as it comes from the ring buffer; then, in
@@ -108,7 +138,6 @@ int mt_tracer_open(struct mt_tracer *tr);
 int mt_tracer_spawn(struct mt_tracer *tr, int gate[2]);
 int mt_tracer_attach(struct mt_tracer *tr);
 void mt_tracer_scan_all(struct mt_tracer *tr);
-int mt_tracer_open_module_logs(struct mt_tracer *tr);
 void mt_tracer_describe(struct mt_tracer *tr);
 /* callbacks of the attacher and of the stack resolver */
 void mt_tracer_on_lib(void *ctx, const struct mt_target *t,
@@ -117,9 +146,6 @@ void mt_tracer_on_modcode(void *ctx, __u32 pid, __u64 code);
 
 /* events.c: the ring buffer's callback */
 int mt_tracer_on_event(void *ctx, void *data, size_t len);
-
-/* run.c: now, in CLOCK_MONOTONIC ns: the clock of the events' ts */
-__u64 mt_now_ns(void);
 
 /*
  * order.c: events in time order. open: 0 or -errno; the ring buffer's
