@@ -128,6 +128,12 @@ EOF
 	s_live=$(sed -nE 's/^# live allocations=([0-9]+) .*/\1/p' "$TRACE")
 	[ "$(sample "$file" memtrace_live_allocations "$labels")" = "$s_live" ]
 	grep -qx "memtrace_lost_events_total $s_lost" "$BATS_TEST_TMPDIR/m.prom"
+	# what is alive now by kind adds up to what is allocated now
+	local kinds=0 k
+	for k in parameters inputs activations gradients optimizer_state temporaries unknown; do
+		kinds=$((kinds + $(sample "$file" memtrace_kind_bytes "$dev,kind=\"$k\"")))
+	done
+	[ "$kinds" = "$s_cur" ]
 }
 
 @test "--metrics-addr on a port in use: the reason, and no trace" {

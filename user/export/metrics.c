@@ -242,6 +242,87 @@ static void phase_family(FILE *out, struct mt_session *const *ses, size_t n,
 	}
 }
 
+/* the summary's account of e, by its index; ndevs: none */
+static size_t dev_index(const struct mt_summary *sum, const struct mt_live *e)
+{
+	size_t j;
+
+	for (j = 0; j < sum->ndevs; j++) {
+		const struct mt_dev_stat *d = &sum->devs[j];
+
+		if (d->pid == e->pid && d->type == e->dev_type &&
+		    d->index == e->dev && d->space == e->space)
+			break;
+	}
+	return j;
+}
+
+struct kinds_now {
+	struct mt_session *s;
+	__u64 *bytes; /* [ndevs][MT_MK_MAX] */
+};
+
+static void kind_live(const struct mt_live *e, void *ctx)
+{
+	struct kinds_now *k = ctx;
+	size_t j;
+
+	if (e->space != MT_SP_C10 && e->space != MT_SP_CPU)
+		return;
+	j = dev_index(&k->s->sum, e);
+	if (j < k->s->sum.ndevs)
+		k->bytes[j * MT_MK_MAX + mt_session_kind_alive(e, k->s)] +=
+			e->size;
+}
+
+/*
+ * The bytes alive now by kind of memory (analysis/memkind.h), per
+ * PyTorch tensor account: a walk of the live table at each write. What
+ * was made in the phase running now is unknown until that phase ends.
+ */
+static void kind_family(FILE *out, struct mt_session *const *ses, size_t n)
+{
+	const char *name = "memtrace_kind_bytes";
+	char dev[32];
+
+	family(out, name, "gauge",
+	       "Bytes alive now by kind of memory (parameters, inputs, "
+	       "activations, gradients, optimizer_state, temporaries, "
+	       "unknown: what the phase running now made) of PyTorch's "
+	       "tensor accounts.");
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_summary *sum = &ses[i]->sum;
+		struct kinds_now k = { ses[i], NULL };
+
+		if (!sum->ndevs)
+			continue;
+		k.bytes = calloc(sum->ndevs * MT_MK_MAX, sizeof(*k.bytes));
+		/* a series left out is no wrong figure: skipped, not guessed */
+		if (!k.bytes)
+			continue;
+		mt_live_foreach(ses[i]->live, kind_live, &k);
+		for (size_t j = 0; j < sum->ndevs; j++) {
+			const struct mt_dev_stat *d = &sum->devs[j];
+
+			if (d->space != MT_SP_C10 && d->space != MT_SP_CPU)
+				continue;
+			for (int m = 0; m < MT_MK_MAX; m++) {
+				fprintf(out, "%s{", name);
+				proc_labels(out, ses[i], d->pid);
+				fprintf(out,
+					",device=\"%s\",source=\"%s\","
+					"kind=\"%s\"} %" PRIu64 "\n",
+					mt_format_dev(dev, sizeof(dev), d->type,
+						      d->index),
+					mt_space_name(d->space),
+					mt_memkind_name(m),
+					(uint64_t)k.bytes[j * MT_MK_MAX + m]);
+			}
+		}
+		free(k.bytes);
+	}
+}
+
 void mt_metrics_write(FILE *out, struct mt_session *const *ses, size_t n,
 		      __u64 lost)
 {
@@ -269,6 +350,7 @@ void mt_metrics_write(FILE *out, struct mt_session *const *ses, size_t n,
 		    "Allocations made and not freed yet.");
 	/* one trace's sessions share its --sample-bytes */
 	phase_family(out, ses, n, n && ses[0]->conf.sample_bytes);
+	kind_family(out, ses, n);
 	if (n && ses[0]->conf.sample_bytes) {
 		family(out, "memtrace_sample_bytes", "gauge",
 		       "--sample-bytes: the mean bytes between allocations "
