@@ -15,7 +15,7 @@ kinds() {
 	"$MT" -q -o "$REPORT" -- "$TORCH_PY" "$ROOT/tests/fixtures/$1" >/dev/null
 	cat "$MODEL"
 	grep -E '^# (peak pid|kinds)' "$KEYS"
-	sed -n '/^Peak/,/^Leaks/p' "$REPORT"
+	sed -n "/^Peak/,/^Leaks/p; /^By kind:/,/^$/p" "$REPORT"
 }
 
 # field LINE KEY: the value of KEY= in LINE
@@ -48,6 +48,9 @@ ck_sum() {
 	# the report: the kinds, largest first, and what helps the largest
 	grep -qE '^ +kinds: optimizer_state [0-9.]+%, ' "$REPORT"
 	grep -qE '^ +for optimizer_state: a sharded optimizer \(ZeRO, FSDP\)$' "$REPORT"
+	# the table beside by module and by phase, its first row the largest
+	sed -n '/^By kind:$/,/^$/p' "$REPORT" | sed -n 3p |
+		grep -qE '^optimizer_state +12\.1 MiB +37\.4%  a sharded optimizer \(ZeRO, FSDP\)$'
 }
 
 @test "kinds: with SGD the peak is in backward: activations saved for it, gradients, no optimizer state" {

@@ -1112,6 +1112,42 @@ static void print_phases(struct report *rp, struct account *a)
 	print_table(rp, t);
 }
 
+/* the bytes at the peak by kind of memory, largest first, and what helps */
+static void print_kinds(struct report *rp, const struct account *a)
+{
+	const struct mt_table_col cols[] = {
+		{ "kind", MT_TABLE_LEFT, true, 0 },
+		{ "at peak", MT_TABLE_RIGHT, false, 0 },
+		{ "%", MT_TABLE_RIGHT, false, 0 },
+		{ "what helps", MT_TABLE_LEFT, true, 0 },
+	};
+	struct mt_table *t = mt_table_new(cols, 4);
+	bool done[MT_MK_MAX] = { false };
+	char b[32], pc[16];
+	__u64 sum = 0;
+
+	for (int k = 0; k < MT_MK_MAX; k++)
+		sum += a->kinds[k];
+	for (int i = 0; t && i < MT_MK_MAX; i++) {
+		int best = -1;
+
+		for (int k = 0; k < MT_MK_MAX; k++)
+			if (!done[k] && a->kinds[k] &&
+			    (best < 0 || a->kinds[k] > a->kinds[best]))
+				best = k;
+		if (best < 0)
+			break;
+		done[best] = true;
+		add(t, MT_TONE_PLAIN,
+		    (const char *const[]){
+			    mt_memkind_name(best),
+			    mt_format_bytes(b, sizeof(b), a->kinds[best]),
+			    pct(pc, sizeof(pc), a->kinds[best], sum),
+			    or_dash(mt_memkind_remedy(best)) });
+	}
+	print_table(rp, t);
+}
+
 /* rows [from, n) of v, summed into a "... N more" row */
 static void more_row(struct mt_table *t, const struct row *v, size_t from,
 		     size_t n, size_t ncols, int fig, __u64 total)
@@ -1241,6 +1277,18 @@ static void print_account(struct report *rp, struct account *a)
 		fprintf(rp->out, "\nBy phase:\n");
 		print_phases(rp, a);
 		fprintf(rp->out, "\n");
+		/* told at each account's peak: not of another moment */
+		if (!rp->view || rp->at_peak) {
+			bool any = false;
+
+			for (int k = 0; k < MT_MK_MAX; k++)
+				any |= a->kinds[k] != 0;
+			if (any) {
+				fprintf(rp->out, "By kind:\n");
+				print_kinds(rp, a);
+				fprintf(rp->out, "\n");
+			}
+		}
 	}
 	fprintf(rp->out, "Alive %s, by module and line:\n", when);
 	print_lines(rp, a->by_line.v, a->by_line.n, V_PEAK, a->whole,
