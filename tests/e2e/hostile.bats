@@ -134,6 +134,20 @@ print(n)
 PY
 }
 
+# probed_all PID LIB: LIB in PID holds its probes, their count unchanged
+# for 0.3 s (the attach placed them all), within 20 s
+probed_all() {
+	local i n last=0
+	for ((i = 0; i < 100; i++)); do
+		n=$(probed_bytes "$1" "$2")
+		[ "$n" -gt 0 ] && [ "$n" = "$last" ] && return 0
+		last=$n
+		sleep 0.3
+	done
+	echo "$2 in pid $1: probes never settled" >&2
+	return 1
+}
+
 # probed PID LIB: LIB in PID holds a probe, within 20 s
 probed() {
 	local i
@@ -411,8 +425,9 @@ with open(sys.argv[2], "w") as out:
 	SLOW_PID=$!
 	"$MT" --keys -p "$fx_PID" >"$d/pipe" 2>"$d/trace.err" &
 	MT_PID=$!
-	# head writes its file at its exit: the probes tell of the attach
-	probed "$fx_PID" libcudart.so.13
+	# head writes its file at its exit: the probes tell of the attach,
+	# once all placed (the first one placed is not yet cudaMalloc's)
+	probed_all "$fx_PID" libcudart.so.13
 	release fx
 	wait "$SLOW_PID"
 	SLOW_PID=
