@@ -497,7 +497,8 @@ static int open_watch(struct mt_tracer *tr)
 	const struct mt_watch_conf c = { .interval = o->watch,
 					 .window = o->watch_window,
 					 .device_mem = o->device_mem,
-					 .alert_pct = o->alert_pct };
+					 .alert_pct = o->alert_pct,
+					 .ses = tr->sink.ses };
 
 	if (!o->watch)
 		return 0;
