@@ -171,6 +171,28 @@ model() {
 	grep -qE "^# watch [0-9.]+s at=[0-9.]+ pid=$fx_PID cuda:0 used=[0-9.]+ [KMG]?i?B of 3\.00 GiB " "$TRACE"
 }
 
+@test "cuda: --watch reconciles NVML's figure: reserved, cuBLAS's workspaces, a ctypes cudaMalloc, and the context unexplained" {
+	# issue 37, item 3: the stand-in's NVML lists the traced process (its
+	# registry, read from the tracer's helper) with what it handed out and
+	# a context of MT_STANDIN_CONTEXT_MEM
+	local ctx=$((300 << 20)) ext=$((16 << 20)) cublas=$((2 * (1024 + 131072 + 2097152)))
+	MT_STANDIN_CONTEXT_MEM=$ctx LD_LIBRARY_PATH=$ROOT/.output/standin \
+		MTARGS="--watch 0.2" model -- --steps 2 --ctypes-malloc $ext
+	grep -E '^# (nvidia_smi|frag other_library)' "$TRACE"
+	grep -q "^ctypes ptr=0x[0-9a-f]* size=$ext\$" "$MODEL"
+	line=$(grep "^# nvidia_smi pid=$PID dev=cuda:0 " "$TRACE")
+	[ "$(ck_field "$line" reserved)" -eq "$(ck_torch cuda:0 reserved)" ]
+	[ "$(ck_field "$line" cublas)" -eq "$cublas" ]
+	[ "$(ck_field "$line" extensions)" -eq "$ext" ]
+	[ "$(ck_field "$line" outside)" -eq $((cublas + ext)) ]
+	[ "$(ck_field "$line" unexplained)" -eq "$ctx" ]
+	[ "$(ck_field "$line" used)" -eq $(($(ck_torch cuda:0 reserved) + cublas + ext + ctx)) ]
+	[ "$(ck_field "$line" settled)" -eq 1 ]
+	[ "$(ck_field "$line" foreign)" -eq 0 ]
+	# the same extension's range, by its caller: ctypes calls through libffi
+	grep -qE "^# frag other_library pid=$PID dev=cuda:0 caller=libffi\.so[.0-9]* ranges=1 bytes=$ext\$" "$TRACE"
+}
+
 # Debian's torchrun 2.6 cannot start: its rendezvous asks TCPStore for
 # libuv, which Debian's build lacks ("use_libuv was requested but PyTorch
 # was build without libuv support"), and USE_LIBUV=0 reaches only the

@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,6 +48,33 @@ static int flood(int fd, void *arg)
 		if (write(fd, buf, sizeof(buf)) < 0)
 			return 1;
 	return 0;
+}
+
+/* whether the fd *arg is open in the child */
+static int fd_open(int fd, void *arg)
+{
+	dprintf(fd, "%s\n",
+		fcntl(*(int *)arg, F_GETFD) < 0 ? "closed" : "open");
+	return 0;
+}
+
+/*
+ * The tool's files stay out of the child: a pipe it held would keep the
+ * reader at the other end (a spawned command's guard) waiting
+ */
+static void test_files_closed(void **state)
+{
+	struct mt_helper h;
+	int p[2];
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(mt_helper_run(&h, fd_open, &p[1], 5000), 0);
+	assert_true(mt_helper_poll(&h, true));
+	assert_true(mt_helper_ok(&h));
+	assert_string_equal(h.out, "closed\n");
+	assert_int_equal(close(p[0]), 0);
+	assert_int_equal(close(p[1]), 0);
 }
 
 static void test_answer_and_exit(void **state)
@@ -161,6 +189,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_answer_and_exit),
+		cmocka_unit_test(test_files_closed),
 		cmocka_unit_test(test_signal),
 		cmocka_unit_test(test_deadline),
 		cmocka_unit_test(test_overflow),

@@ -9,6 +9,7 @@
  * workspaces, NCCL's buffers) took from the runtime or the driver is no
  * memory of PyTorch's, and is listed apart, by library.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include "event/format.h"
@@ -497,6 +498,33 @@ static bool low_util(const struct segment *g)
 	return (double)g->used < FRAG_LOW_UTIL * (double)g->e->size;
 }
 
+/* the ranges alive, one per address, by process and start; false: OOM */
+static bool gather(const struct mt_livetable *live, struct segments *s)
+{
+	mt_live_foreach(live, collect_segment, s);
+	if (s->oom)
+		return false;
+	/* qsort must not see the NULL of an empty list */
+	if (s->n) {
+		qsort(s->v, s->n, sizeof(*s->v), by_start);
+		drop_nested(s);
+	}
+	return true;
+}
+
+int mt_frag_ranges(const struct mt_livetable *live,
+		   void (*fn)(const struct mt_live *e, bool ours, void *ctx),
+		   void *ctx)
+{
+	struct segments s = { 0 };
+	bool ok = gather(live, &s);
+
+	for (size_t i = 0; ok && i < s.n; i++)
+		fn(s.v[i].e, s.v[i].ours, ctx);
+	free(s.v);
+	return ok ? 0 : -ENOMEM;
+}
+
 static void print_segments(const struct mt_livetable *live, __u64 t0, FILE *out)
 {
 	struct segments s = { 0 };
@@ -504,17 +532,11 @@ static void print_segments(const struct mt_livetable *live, __u64 t0, FILE *out)
 	size_t low = 0, shown = 0, nother;
 	char dev[32];
 
-	mt_live_foreach(live, collect_segment, &s);
-	if (s.oom) {
+	if (!gather(live, &s)) {
 		fprintf(out, "# frag segments: out of memory listing %zu\n",
 			s.n);
 		free(s.v);
 		return;
-	}
-	/* qsort must not see the NULL of an empty list */
-	if (s.n) {
-		qsort(s.v, s.n, sizeof(*s.v), by_start);
-		drop_nested(&s);
 	}
 	split_others(&s, &nother);
 	mt_live_foreach(live, count_block, &s);

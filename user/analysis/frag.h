@@ -7,6 +7,7 @@
 #ifndef __FRAG_H
 #define __FRAG_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include "event/kinds.h"
 #include "analysis/livetable.h"
@@ -25,6 +26,17 @@ void mt_frag_event(struct mt_frag *f, const struct mt_call *r,
  * hold nothing (no event: the counts stay those of c10's reports)
  */
 void mt_frag_exec(struct mt_frag *f, __u32 pid, __u64 ts);
+
+/*
+ * The device memory ranges the runtime and the driver handed out, alive
+ * now (cudaMalloc, cuMemAlloc, cuMemMap), one per address (a cudaMalloc's
+ * own cuMemAlloc_v2 inside it left out), each to fn with whether it is
+ * the caching allocator's or another library's (the split of `# frag
+ * other_library`). 0, or -ENOMEM.
+ */
+int mt_frag_ranges(const struct mt_livetable *live,
+		   void (*fn)(const struct mt_live *e, bool ours, void *ctx),
+		   void *ctx);
 
 /* per device, then the emptiest segments of the live table now */
 void mt_frag_print(const struct mt_frag *f, const struct mt_livetable *live,

@@ -20,6 +20,18 @@ typedef struct nvml_device_st *nvml_device_t; /* nvmlDevice_t */
 struct nvml_memory { /* nvmlMemory_t */
 	unsigned long long total, free, used;
 };
+struct nvml_proc_v1 { /* nvmlProcessInfo_v1_t */
+	unsigned int pid;
+	unsigned long long used;
+};
+struct nvml_proc_v3 { /* nvmlProcessInfo_t of the _v2 and _v3 calls */
+	unsigned int pid;
+	unsigned long long used;
+	unsigned int gpu_instance, compute_instance;
+};
+/* usedGpuMemory where the driver cannot tell (Windows' WDDM) */
+#define NVML_VALUE_NOT_AVAILABLE (~0ULL)
+#define NVML_PROCS 64 /* processes a device, asked at once */
 
 enum stage { ST_NVML, ST_SMI, ST_DONE };
 
@@ -61,9 +73,44 @@ __attribute__((format(printf, 2, 3))) static void say(int fd, const char *fmt,
 }
 
 /*
+ * In the helper process, the processes on device i: "proc INDEX PID
+ * BYTES" each, from the newest call the library has (the _v3 call's
+ * entries are larger than the first one's).
+ */
+static int nvml_procs(int fd, void *lib, nvml_device_t dev, unsigned int i)
+{
+	int (*v3)(nvml_device_t, unsigned int *, struct nvml_proc_v3 *);
+	int (*v1)(nvml_device_t, unsigned int *, struct nvml_proc_v1 *);
+	struct nvml_proc_v3 p3[NVML_PROCS];
+	struct nvml_proc_v1 p1[NVML_PROCS];
+	unsigned int n = NVML_PROCS;
+	int err;
+
+	v3 = (int (*)(nvml_device_t, unsigned int *, struct nvml_proc_v3 *))
+		dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+	v1 = (int (*)(nvml_device_t, unsigned int *, struct nvml_proc_v1 *))
+		dlsym(lib, "nvmlDeviceGetComputeRunningProcesses");
+	say(fd, "at nvmlDeviceGetComputeRunningProcesses of cuda:%u\n", i);
+	if (!v3 && !v1)
+		return -1;
+	err = v3 ? v3(dev, &n, p3) : v1(dev, &n, p1);
+	if (err)
+		return err;
+	for (unsigned int k = 0; k < n && k < NVML_PROCS; k++) {
+		unsigned long long used = v3 ? p3[k].used : p1[k].used;
+
+		if (used != NVML_VALUE_NOT_AVAILABLE)
+			say(fd, "proc %u %u %llu\n", i,
+			    v3 ? p3[k].pid : p1[k].pid, used);
+	}
+	return 0;
+}
+
+/*
  * In the helper process: "at STEP" before each step that may crash or
- * hang (so the parent can name it), then "dev INDEX BYTES" or
- * "err INDEX TEXT" a device, or "fail TEXT".
+ * hang (so the parent can name it), then "dev INDEX BYTES" (or, asked
+ * for the processes, arg not NULL: their "proc" lines) or "err INDEX
+ * TEXT" a device, or "fail TEXT".
  */
 static int nvml_child(int fd, void *arg)
 {
@@ -111,11 +158,16 @@ static int nvml_child(int fd, void *arg)
 
 		say(fd, "at nvmlDeviceGetMemoryInfo of cuda:%u\n", i);
 		err = by_index(i, &dev);
-		if (!err)
+		if (!err && arg)
+			err = nvml_procs(fd, lib, dev, i);
+		else if (!err)
 			err = mem_info(dev, &m);
-		if (err)
+		if (err < 0)
+			say(fd, "err %u " NVML_LIB " lacks an NVML function\n",
+			    i);
+		else if (err)
 			say(fd, "err %u %s (%d)\n", i, err_str(err), err);
-		else
+		else if (!arg)
 			say(fd, "dev %u %llu\n", i, m.total);
 	}
 	/* no nvmlShutdown: the process ends here, and the driver with it */
@@ -282,6 +334,59 @@ enum mt_gpumem_state mt_gpumem_size(struct mt_gpumem *g, int index,
 const char *mt_gpumem_why(const struct mt_gpumem *g)
 {
 	return *g->why ? g->why : NULL;
+}
+
+int mt_gpumem_procs_start(struct mt_helper *h)
+{
+	/* any pointer: the child asks for the processes */
+	static int procs;
+
+	return mt_helper_run(h, nvml_child, &procs, NVML_TIMEOUT_MS);
+}
+
+int mt_gpumem_procs_read(const struct mt_helper *h, struct mt_gpuproc *v,
+			 int max, char *why, size_t len)
+{
+	const char *at = NULL, *fail = NULL;
+	unsigned long long used;
+	unsigned int i, pid;
+	int n = 0, atlen = 0, faillen = 0, off, dev = -1;
+	char end[64];
+
+	for (const char *l = h->out, *e; *l; l = *e ? e + 1 : e) {
+		e = strchrnul(l, '\n');
+		if (!strncmp(l, "at ", 3)) {
+			at = l + 3;
+			atlen = (int)(e - at);
+		} else if (!strncmp(l, "fail ", 5) && !fail) {
+			fail = l + 5;
+			faillen = (int)(e - fail);
+		} else if (sscanf(l, "err %u %n", &i, &off) == 1 && !fail) {
+			dev = (int)i;
+			fail = l + off;
+			faillen = (int)(e - fail);
+		} else if (sscanf(l, "proc %u %u %llu", &i, &pid, &used) == 3 &&
+			   n < max) {
+			v[n++] = (struct mt_gpuproc){ .index = (int)i,
+						      .pid = pid,
+						      .used = used };
+		}
+	}
+	/* the devices that answered are an answer; one that did not, a why */
+	if (fail && dev >= 0)
+		snprintf(
+			why, len,
+			"NVML: nvmlDeviceGetComputeRunningProcesses of cuda:%d: %.*s",
+			dev, faillen, fail);
+	else if (fail)
+		snprintf(why, len, "NVML: %.*s", faillen, fail);
+	else if (!mt_helper_ok(h))
+		snprintf(why, len, "NVML: %.*s %s in a helper process",
+			 at ? atlen : 1, at ? at : "?",
+			 mt_helper_end(h, end, sizeof(end)));
+	else
+		*why = '\0';
+	return mt_helper_ok(h) ? n : -1;
 }
 
 const char *mt_gpumem_source(const struct mt_gpumem *g)

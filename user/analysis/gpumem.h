@@ -10,7 +10,9 @@
 #ifndef __GPUMEM_H
 #define __GPUMEM_H
 
+#include <stddef.h>
 #include <linux/types.h>
+#include "lib/helper.h"
 
 enum mt_gpumem_state {
 	MT_GPUMEM_ASKING, /* the helper has not answered yet */
@@ -43,5 +45,26 @@ const char *mt_gpumem_why(const struct mt_gpumem *g);
 
 /* where the sizes KNOWN came from: "NVML" or "nvidia-smi" */
 const char *mt_gpumem_source(const struct mt_gpumem *g);
+
+/* one process's memory on a device, as NVML lists it for nvidia-smi */
+struct mt_gpuproc {
+	int index; /* cuda:index */
+	__u32 pid;
+	__u64 used; /* bytes */
+};
+
+/*
+ * Ask NVML for the memory of every process on every device, in the
+ * helper h (not running). 0, or a negative errno.
+ */
+int mt_gpumem_procs_start(struct mt_helper *h);
+
+/*
+ * The answer, once mt_helper_poll said h ended: up to max entries in v
+ * and their number; -1 when NVML gave none (why says why; when it gave
+ * some, why may still name a device it could not read).
+ */
+int mt_gpumem_procs_read(const struct mt_helper *h, struct mt_gpuproc *v,
+			 int max, char *why, size_t len);
 
 #endif /* __GPUMEM_H */

@@ -784,6 +784,33 @@ static void headline_ooms(const struct report *rp)
 	}
 }
 
+struct nvsmi_ctx {
+	const struct report *rp;
+	const char *label;
+};
+
+static void nvsmi_line(const char *text, bool foreign, void *ctx)
+{
+	struct nvsmi_ctx *c = ctx;
+
+	headline(c->rp, c->label, foreign ? MT_TONE_YELLOW : MT_TONE_PLAIN,
+		 text);
+	c->label = NULL;
+}
+
+/*
+ * --watch: each process's memory as nvidia-smi showed it at its highest,
+ * in the parts the trace explains ('# nvidia_smi' says it in keys)
+ */
+static void headline_nvsmi(const struct report *rp)
+{
+	struct nvsmi_ctx c = { rp, "nvidia-smi" };
+
+	if (rp->s->nvsmi)
+		mt_nvsmi_lines(rp->s->nvsmi, mt_session_rank_of, rp->s,
+			       nvsmi_line, &c);
+}
+
 /*
  * How a dump's process died, as its tracer saw it end: killed by a signal,
  * or exited with a failure status (and the exception it raised last,
@@ -1497,6 +1524,7 @@ void mt_report_print(struct mt_session *s, const struct mt_summary_end *end)
 	headline_peaks(&rp);
 	headline_leaks(&rp, &vd);
 	headline_ooms(&rp);
+	headline_nvsmi(&rp);
 	headline_died(&rp);
 	headline_filter(&rp);
 	headline_sampled(&rp);

@@ -35,6 +35,7 @@ int mt_session_init(struct mt_session *s, const struct mt_session_conf *c,
 
 void mt_session_free(struct mt_session *s)
 {
+	mt_nvsmi_free(s->nvsmi);
 	mt_filter_free(s->filter);
 	mt_oom_free(s->oom);
 	mt_frag_free(s->frag);
@@ -572,6 +573,13 @@ static void print_ended(const struct mt_session *s)
 	}
 }
 
+int mt_session_rank_of(__u32 pid, const void *ctx)
+{
+	const struct mt_proc *p = mt_session_proc(ctx, pid);
+
+	return p && p->rank.known ? p->rank.rank : -1;
+}
+
 enum mt_memkind mt_session_kind_alive(const struct mt_live *e, void *ctx)
 {
 	const struct mt_proc *p = mt_session_proc(ctx, e->pid);
@@ -628,6 +636,8 @@ void mt_session_print_keys(struct mt_session *s,
 		fprintf(s->out, "# kinds: out of memory\n");
 	mt_leaks_print(s->leaks, s->live, stacks, s->out);
 	mt_frag_print(s->frag, s->live, s->t0, s->out);
+	if (s->nvsmi)
+		mt_nvsmi_print(s->nvsmi, s->t0, mt_session_rank_of, s, s->out);
 	mt_ops_print(s, s->conf.top_ops, s->out);
 }
 

@@ -17,6 +17,7 @@
 #include "analysis/leaks.h"
 #include "analysis/livetable.h"
 #include "analysis/memkind.h"
+#include "analysis/nvsmi.h"
 #include "analysis/oom.h"
 #include "analysis/peak.h"
 #include "analysis/sample.h"
@@ -103,6 +104,11 @@ struct mt_session {
 	struct mt_leaks *leaks;
 	struct mt_frag *frag;
 	struct mt_oom *oom;
+	/*
+	 * NVML's figures reconciled (analysis/nvsmi.h): made and sampled by
+	 * --watch (analysis/watch.h); NULL without it
+	 */
+	struct mt_nvsmi *nvsmi;
 	struct mt_proc procs[MT_PROCS]; /* by pid % size; 0 pid: free */
 	struct mt_session_observer obs;
 	struct mt_filter *filter; /* NULL: every event counts */
@@ -155,6 +161,9 @@ void mt_session_exec(struct mt_session *s, __u32 pid, __u64 ts,
  */
 void mt_session_print_exec(FILE *out, __u32 pid, const char *comm,
 			   const char *exe, const struct mt_exec_freed *freed);
+
+/* pid's rank, -1 if none: an mt_nvsmi_rank_fn, ctx the session */
+int mt_session_rank_of(__u32 pid, const void *ctx);
 
 /* the steps process pid finished so far */
 __u32 mt_session_step(const struct mt_session *s, __u32 pid);

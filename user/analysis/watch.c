@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "event/format.h"
 #include "analysis/gpumem.h"
+#include "analysis/session.h"
 #include "analysis/watch.h"
 #include "lib/escape.h"
 
@@ -76,6 +77,13 @@ struct mt_watch *mt_watch_new(const struct mt_watch_conf *c)
 	/* without it each CUDA device's size is unknown, for want of memory */
 	if (!c->device_mem)
 		w->gpus = mt_gpumem_new();
+	if (c->ses && !c->ses->nvsmi) {
+		c->ses->nvsmi = mt_nvsmi_new();
+		if (!c->ses->nvsmi) {
+			mt_watch_free(w);
+			return NULL;
+		}
+	}
 	return w;
 }
 
@@ -520,6 +528,9 @@ void mt_watch_tick(struct mt_watch *w, __u64 now_ns, struct mt_summary *sum,
 	/* the sizes' helpers are followed at once, not at the lines' pace */
 	if (w->gpus)
 		mt_gpumem_poll(w->gpus);
+	if (w->conf.ses && w->conf.ses->nvsmi)
+		mt_nvsmi_tick(w->conf.ses->nvsmi, now_ns, interval,
+			      &w->conf.ses->sum, w->conf.ses->live);
 	if (w->started && (now_ns < w->last || now_ns - w->last < interval))
 		return;
 	if (!w->started) {

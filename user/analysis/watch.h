@@ -4,7 +4,8 @@
  * growth rate fitted over a window, the predicted time to out-of-memory
  * against the device's size (NVML or nvidia-smi, or --device-mem) with a
  * confidence, and a risk level; --alert-pct prints an alert with the top growing sites and
- * plain advice when usage crosses it.
+ * plain advice when usage crosses it. NVML's figure of each process is
+ * sampled beside, for the reconciliation of analysis/nvsmi.h.
  */
 #ifndef __WATCH_H
 #define __WATCH_H
@@ -15,11 +16,19 @@
 #include "analysis/sites.h"
 #include "analysis/summary.h"
 
+struct mt_session;
+
 struct mt_watch_conf {
 	double interval; /* seconds between lines */
 	double window; /* seconds of samples the rate is fitted on */
 	__u64 device_mem; /* bytes; 0: ask analysis/gpumem.h per CUDA device */
 	double alert_pct; /* 0: no alerts */
+	/*
+	 * the session whose processes NVML is asked about at each interval
+	 * (its nvsmi, made here and printed at its end: analysis/nvsmi.h);
+	 * NULL: none asked
+	 */
+	struct mt_session *ses;
 };
 
 struct mt_watch;

@@ -104,9 +104,15 @@ int mt_helper_run(struct mt_helper *h, int (*fn)(int fd, void *arg), void *arg,
 	 */
 	null = open("/dev/null", O_RDWR);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
-	    dup2(null, 2) < 0)
+	    dup2(null, 2) < 0 || dup2(fds[1], 3) < 0)
 		_exit(127);
-	_exit(fn(fds[1], arg) & 0xff);
+	/*
+	 * The tool's other files stay out: a pipe the child held open would
+	 * keep the process at its other end waiting for its end (a spawned
+	 * command's guard waits for the tracer's), as long as fn hangs
+	 */
+	close_range(4, ~0U, 0);
+	_exit(fn(3, arg) & 0xff);
 }
 
 int mt_helper_exec(struct mt_helper *h, const char *path, char *const argv[],

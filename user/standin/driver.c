@@ -27,6 +27,7 @@
 #define _GNU_SOURCE
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -118,6 +119,12 @@ static _Thread_local int cur_dev;
 /* Guarded by lock. */
 static size_t fail_above = SIZE_MAX, fail_after = SIZE_MAX;
 static size_t held[MT_MAX_DEVICES], lifetime;
+/* MT_STANDIN_CONTEXT_MEM, and the devices the process has a context on */
+static size_t context_mem;
+static bool context[MT_MAX_DEVICES];
+/* this process's file of the registry (standin.h); NULL: none yet */
+static struct mt_registry *registry;
+static pid_t registry_pid;
 static struct mt_block *blocks;
 static size_t n_blocks, cap_blocks;
 static struct range *resv;
@@ -223,7 +230,68 @@ static bool valid_dev(int dev)
 	return dev >= 0 && dev < api.n_devices;
 }
 
-/* Called with the lock held.  The lifetime total never passes the knob. */
+/* Called with the lock held. */
+static size_t used_locked(int dev)
+{
+	return held[dev] + (context[dev] ? context_mem : 0);
+}
+
+/*
+ * Called with the lock held: this process's file of the registry, made
+ * at its first device allocation.  A forked child (its pid not the
+ * file's) makes its own, as a child has no context of its parent's.
+ * Without /dev/shm there is none, and only the process's own NVML sees
+ * its memory.
+ */
+static struct mt_registry *registry_file(void)
+{
+	char path[64];
+	void *p;
+	int fd;
+
+	if (registry && registry_pid == getpid())
+		return registry;
+	if (registry)
+		munmap(registry, sizeof(*registry));
+	registry = NULL;
+	registry_pid = getpid();
+	snprintf(path, sizeof(path), MT_REGISTRY_FILE, (int)registry_pid);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		  0644);
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, sizeof(*registry)) != 0) {
+		close(fd);
+		unlink(path);
+		return NULL;
+	}
+	p = mmap(NULL, sizeof(*registry), PROT_READ | PROT_WRITE, MAP_SHARED,
+		 fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		unlink(path);
+		return NULL;
+	}
+	registry = p;
+	registry->start = mt_start_time("/proc/self/stat");
+	__atomic_store_n(&registry->magic, MT_REGISTRY_MAGIC, __ATOMIC_RELEASE);
+	return registry;
+}
+
+/* Called with the lock held: what another process's NVML reads of dev. */
+static void publish(int dev)
+{
+	struct mt_registry *r = registry_file();
+
+	if (r)
+		__atomic_store_n(&r->used[dev], used_locked(dev),
+				 __ATOMIC_RELEASE);
+}
+
+/*
+ * Called with the lock held.  The lifetime total never passes the knob.
+ * The first allocation on a device makes the process's context there.
+ */
 static bool charge(int dev, size_t size)
 {
 	if (size > fail_above || size > fail_after - lifetime ||
@@ -231,6 +299,8 @@ static bool charge(int dev, size_t size)
 		return false;
 	held[dev] += size;
 	lifetime += size;
+	context[dev] = true;
+	publish(dev);
 	return true;
 }
 
@@ -239,6 +309,7 @@ static void refund(int dev, size_t size)
 {
 	held[dev] -= size;
 	lifetime -= size;
+	publish(dev);
 }
 
 static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
@@ -353,8 +424,10 @@ static int block_release(const void *ptr, unsigned int kinds,
 	}
 	b = blocks[i];
 	blocks[i] = blocks[--n_blocks];
-	if (MT_KIND_BIT(b.kind) & MT_DEVICE_KINDS)
+	if (MT_KIND_BIT(b.kind) & MT_DEVICE_KINDS) {
 		held[b.dev] -= b.size;
+		publish(b.dev);
+	}
 	unlock_state();
 	if (b.len)
 		unmap_or_die(b.base, b.len);
@@ -385,6 +458,16 @@ static size_t held_on(int dev)
 
 	lock_state();
 	n = held[dev];
+	unlock_state();
+	return n;
+}
+
+static size_t used_on(int dev)
+{
+	size_t n;
+
+	lock_state();
+	n = used_locked(dev);
 	unlock_state();
 	return n;
 }
@@ -570,12 +653,14 @@ static void init(void)
 	knob_nvml_fault();
 	knob_size("MT_STANDIN_FAIL_ABOVE", &fail_above, false);
 	knob_size("MT_STANDIN_FAIL_AFTER", &fail_after, false);
+	knob_size("MT_STANDIN_CONTEXT_MEM", &context_mem, false);
 	for (i = 0; i < MT_MAX_DEVICES; i++)
 		ctxs[i].dev = i;
 	api.alloc = block_alloc;
 	api.release = block_release;
 	api.lookup = block_lookup;
 	api.held = held_on;
+	api.used = used_on;
 	api.current = current;
 	api.set_current = set_current;
 	api.attribute = attribute;
@@ -586,6 +671,20 @@ __attribute__((constructor)) static void load(void)
 {
 	if (pthread_once(&once, init) != 0)
 		abort();
+}
+
+/* The registry's file goes with the process that made it. */
+__attribute__((destructor)) static void unload(void)
+{
+	char path[64];
+
+	lock_state();
+	if (registry && registry_pid == getpid()) {
+		snprintf(path, sizeof(path), MT_REGISTRY_FILE,
+			 (int)registry_pid);
+		unlink(path);
+	}
+	unlock_state();
 }
 
 MT_API const struct mt_standin_api *mt_standin_api(void)
@@ -861,6 +960,7 @@ MT_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 	if (h->charged) {
 		lock_state();
 		held[h->dev] -= h->size;
+		publish(h->dev);
 		unlock_state();
 	}
 	free(h);

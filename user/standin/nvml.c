@@ -6,13 +6,21 @@
  * and two NVLink queries, asserting on each: with them, the caching
  * allocator's out-of-memory message says how much memory the process
  * holds ("Including non-PyTorch memory, this process has ...").
- * torch.cuda counts devices and reads UUIDs with it too.  Memory in use
- * is what the stand-in's state holds on the device; the process is the
- * only one on it.
+ * torch.cuda counts devices and reads UUIDs with it too.  A process's
+ * memory is what the stand-in handed it on the device and its context
+ * (MT_STANDIN_CONTEXT_MEM): the calling process's from the state, every
+ * other's from the registry (standin.h), so that a tracer's NVML sees the
+ * traced processes as a GPU's driver shows them to nvidia-smi.
  */
+#define _GNU_SOURCE
+
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -43,6 +51,22 @@ typedef struct {
 	unsigned int pid;
 	unsigned long long usedGpuMemory;
 } nvmlProcessInfo_v1_t;
+
+/* nvmlProcessInfo_t of the _v2 and _v3 calls */
+typedef struct {
+	unsigned int pid;
+	unsigned long long usedGpuMemory;
+	unsigned int gpuInstanceId;
+	unsigned int computeInstanceId;
+} nvmlProcessInfo_v3_t;
+
+/* A process on a device, and the bytes it uses there. */
+struct proc_use {
+	unsigned int pid;
+	unsigned long long used;
+};
+
+#define MAX_PROCS 64
 
 static const struct mt_standin_api *api;
 static struct dev devs[MT_MAX_DEVICES];
@@ -250,43 +274,133 @@ MT_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid,
 	return NVML_SUCCESS;
 }
 
+/*
+ * The bytes process pid's registry file says it uses on dev; 0 when it
+ * has none, or one another process left with its pid.
+ */
+static unsigned long long registered(unsigned int pid, int dev)
+{
+	struct mt_registry r;
+	char path[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/root" MT_REGISTRY_FILE, pid,
+		 (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	n = pread(fd, &r, sizeof(r), 0);
+	close(fd);
+	if (n != (ssize_t)sizeof(r) || r.magic != MT_REGISTRY_MAGIC)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	if (r.start != mt_start_time(path))
+		return 0;
+	return r.used[dev];
+}
+
+/*
+ * The processes using memory on dev, the caller first, at most max;
+ * how many there are.
+ */
+static unsigned int processes(int dev, struct proc_use *v, unsigned int max)
+{
+	unsigned int n = 0, self = (unsigned int)getpid();
+	unsigned long long used = api->used(dev);
+	struct dirent *e;
+	DIR *d;
+
+	if (used && n < max)
+		v[n] = (struct proc_use){ self, used };
+	n += used != 0;
+	d = opendir("/proc");
+	if (!d)
+		return n;
+	while ((e = readdir(d))) {
+		unsigned int pid = (unsigned int)atoi(e->d_name);
+
+		if (!isdigit((unsigned char)e->d_name[0]) || pid == self)
+			continue;
+		used = registered(pid, dev);
+		if (!used)
+			continue;
+		if (n < max)
+			v[n] = (struct proc_use){ pid, used };
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
 MT_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *mem)
 {
+	struct proc_use v[MAX_PROCS];
 	nvmlReturn_t ret = check(d);
+	unsigned int n;
 
 	if (ret)
 		return ret;
 	if (!mem)
 		return NVML_ERROR_INVALID_ARGUMENT;
+	n = processes(d->index, v, MAX_PROCS);
 	mem->total = api->device_mem;
-	mem->used = api->held(d->index);
+	mem->used = 0;
+	for (unsigned int i = 0; i < n && i < MAX_PROCS; i++)
+		mem->used += v[i].used;
+	if (mem->used > mem->total)
+		mem->used = mem->total;
 	mem->free = mem->total - mem->used;
 	return NVML_SUCCESS;
 }
 
-/* The process is listed on a device while it holds memory there. */
-MT_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(
-	nvmlDevice_t d, unsigned int *count, nvmlProcessInfo_v1_t *infos)
+/*
+ * A process is listed on a device from its first allocation there (its
+ * context) while it uses memory there: infos of either layout, each
+ * element size bytes.
+ */
+static nvmlReturn_t running(nvmlDevice_t d, unsigned int *count, void *infos,
+			    bool v3)
 {
+	struct proc_use v[MAX_PROCS];
 	nvmlReturn_t ret = check(d);
-	size_t used;
+	unsigned int n;
 
 	if (ret)
 		return ret;
 	if (!count)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	used = api->held(d->index);
-	if (used == 0) {
-		*count = 0;
-		return NVML_SUCCESS;
-	}
-	if (*count < 1 || !infos) {
-		*count = 1;
+	n = processes(d->index, v, MAX_PROCS);
+	if (n > MAX_PROCS)
+		n = MAX_PROCS;
+	if (n > *count || (n && !infos)) {
+		*count = n;
 		return NVML_ERROR_INSUFFICIENT_SIZE;
 	}
-	infos[0] = (nvmlProcessInfo_v1_t){ (unsigned int)getpid(), used };
-	*count = 1;
+	for (unsigned int i = 0; i < n; i++) {
+		if (v3)
+			((nvmlProcessInfo_v3_t *)infos)[i] =
+				(nvmlProcessInfo_v3_t){ v[i].pid, v[i].used,
+							0xffffffff,
+							0xffffffff };
+		else
+			((nvmlProcessInfo_v1_t *)infos)[i] =
+				(nvmlProcessInfo_v1_t){ v[i].pid, v[i].used };
+	}
+	*count = n;
 	return NVML_SUCCESS;
+}
+
+MT_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(
+	nvmlDevice_t d, unsigned int *count, nvmlProcessInfo_v1_t *infos)
+{
+	return running(d, count, infos, false);
+}
+
+MT_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(
+	nvmlDevice_t d, unsigned int *count, nvmlProcessInfo_v3_t *infos)
+{
+	return running(d, count, infos, true);
 }
 
 /* No NVLink. */

@@ -38,7 +38,12 @@
  *   MT_STANDIN_NVML_FAULT=WHAT   nvmlInit_v2 dies of SIGFPE (fpe), as a
  *                                static program's dlopen of a library of
  *                                another glibc does, or never returns
- *                                (hang), as with a wedged driver.
+ *                                (hang), as with a wedged driver;
+ *   MT_STANDIN_CONTEXT_MEM=SIZE  the device memory a process's context
+ *                                takes on each device it allocated on
+ *                                (default 0), which NVML counts in the
+ *                                process's used memory as a GPU's driver
+ *                                counts the context and module images.
  * Device allocations are cudaMalloc, cudaMallocAsync, cudaMallocManaged,
  * cuMemAlloc_v2 and cuMemCreate; each is charged its requested size.
  */
@@ -47,6 +52,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 /*
  * Each export must keep an address of its own: uprobes go on these
@@ -134,6 +141,8 @@ struct mt_standin_api {
 	/* The block that holds ptr. */
 	bool (*lookup)(const void *ptr, struct mt_block *b);
 	size_t (*held)(int dev);
+	/* What NVML says the process uses on dev: held, and its context. */
+	size_t (*used)(int dev);
 	/* The device of the thread's current context (0 until set). */
 	int (*current)(void);
 	void (*set_current)(int dev);
@@ -142,6 +151,49 @@ struct mt_standin_api {
 };
 
 const struct mt_standin_api *mt_standin_api(void);
+
+/*
+ * The registry, through which one process's NVML sees the memory of
+ * every other process on the stand-in's devices, as a GPU's driver does:
+ * a process that took device memory maps a file of its own, named by its
+ * pid, in its /dev/shm, and keeps there what NVML would say it uses.  A
+ * reader finds a live process's file through /proc/PID/root (the
+ * process's own /dev/shm, even in another mount namespace, as
+ * scripts/cuda-standin.sh makes) and takes it only if the start time in
+ * it is the process's own: a file a killed process left behind is not
+ * taken for a process given its pid later.
+ */
+#define MT_REGISTRY_FILE "/dev/shm/memtrace-standin.%d"
+#define MT_REGISTRY_MAGIC 0x316e6967746d7472ULL /* "rtmtgin1" */
+
+struct mt_registry {
+	unsigned long long magic; /* written last: the rest is there */
+	unsigned long long start; /* field 22 of /proc/PID/stat */
+	unsigned long long used[MT_MAX_DEVICES]; /* bytes, as api->used */
+};
+
+/* A process's start time, from its /proc/PID/stat; 0 if unreadable. */
+static inline unsigned long long mt_start_time(const char *stat_path)
+{
+	unsigned long long start = 0;
+	char buf[1024], *p;
+	FILE *f = fopen(stat_path, "re");
+	size_t n;
+	int field;
+
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* the name (field 2) may hold blanks and parentheses */
+	p = strrchr(buf, ')');
+	for (field = 2; p && field < 21; field++)
+		p = strchr(p + 1, ' ');
+	if (p && sscanf(p + 1, "%llu", &start) != 1)
+		start = 0;
+	return start;
+}
 
 /* The device's UUID, the same for the runtime and NVML. */
 static inline void mt_uuid(int dev, unsigned char uuid[16])

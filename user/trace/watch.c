@@ -15,7 +15,8 @@ static int watch_open(struct mt_tracer *tr, unsigned int slot, void **st)
 	const struct mt_watch_conf c = { .interval = o->watch,
 					 .window = o->watch_window,
 					 .device_mem = o->device_mem,
-					 .alert_pct = o->alert_pct };
+					 .alert_pct = o->alert_pct,
+					 .ses = tr->sink.ses };
 
 	if (!o->watch)
 		return 0;
