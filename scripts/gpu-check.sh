@@ -148,6 +148,28 @@ else
 	check "the native scenario ran" false
 fi
 
+echo "== nvidia-smi's figure, reconciled (--watch)"
+# NVML's per-process figure at its highest, split into what the trace
+# explains; the rest is the CUDA context and module images, whose size
+# no check here knows: it is printed for docs/gpu-validation.md, in MiB
+# and as a share of NVML's figure
+if ! command -v nvidia-smi >/dev/null; then
+	echo "SKIP nvidia-smi's figure (no nvidia-smi: not a GPU machine)"
+elif scenario nvsmi --watch 0.5 -- --steps 3 --ctypes-malloc 16777216; then
+	line=$(grep "^# nvidia_smi pid=$PID dev=cuda:0 " "$TRACE" || true)
+	echo "${line:-no # nvidia_smi line}"
+	check "nvidia-smi: a sample of this process on cuda:0" test -n "$line"
+	if [ -n "$line" ]; then
+		used=$(ck_field "$line" used)
+		parts=$(($(ck_field "$line" reserved) + $(ck_field "$line" outside) + $(ck_field "$line" vmm) + $(ck_field "$line" unexplained)))
+		check "nvidia-smi: reserved, outside, vmm and unexplained add up to NVML's figure" test "$parts" -eq "$used"
+		check "nvidia-smi: the ctypes cudaMalloc is outside the allocator" test "$(ck_field "$line" extensions)" -ge 16777216
+		echo "unexplained $(($(ck_field "$line" unexplained) >> 20)) MiB of $((used >> 20)) MiB ($(awk -v u="$(ck_field "$line" unexplained)" -v t="$used" 'BEGIN { printf "%.1f", 100 * u / t }') %): the context and module images"
+	fi
+else
+	check "the nvidia-smi scenario ran" false
+fi
+
 echo "== an OOM"
 if scenario oom -- --steps 1 --oom; then
 	check "OOM block, size, line, retry; num_alloc_retries and num_ooms" ck_oom cuda:0 "$MODEL_PY"
