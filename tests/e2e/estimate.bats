@@ -121,13 +121,15 @@ est_field() {
 # totals), given ARGS
 record_c10() {
 	fixture fx "$FIX/c10_report" "$@"
+	# emptied here: the redirection below runs in the background, and the
+	# last call's '# attach' line, read before it, released the fixture
+	# before this record attached ("no such process", once under load)
+	: >"$BATS_TEST_TMPDIR/rec.err"
 	"$MT" record -o "$BATS_TEST_TMPDIR/c10.mtb" -p "$fx_PID" \
 		>"$BATS_TEST_TMPDIR/rec.out" 2>"$BATS_TEST_TMPDIR/rec.err" &
 	rec=$!
 	if ! wait_for "$BATS_TEST_TMPDIR/rec.err" '^# attach .*libc10' ||
 		! release fx || ! wait "$rec"; then
-		# the fixture's side too: a record of a fixture gone before it
-		# was attached failed once on a loaded machine, unexplained
 		echo "record -p $fx_PID failed; its err, the fixture's out and err:" >&2
 		cat "$BATS_TEST_TMPDIR/rec.err" "$BATS_TEST_TMPDIR/fx.out" \
 			"$BATS_TEST_TMPDIR/fx.err" >&2
