@@ -514,8 +514,33 @@ static void add_kinds(const struct mt_peak_kinds *k, void *ctx)
 	struct account *a =
 		account_of(ctx, k->pid, k->space, k->dev_type, k->dev);
 
-	if (a && (k->space == MT_SP_C10 || k->space == MT_SP_CPU))
+	if (a && mt_space_is_tensor(k->space))
 		memcpy(a->kinds, k->bytes, sizeof(a->kinds));
+}
+
+/*
+ * a's kinds with bytes at its peak, largest first, into order; their
+ * count. *sum: the bytes of them all.
+ */
+static int kinds_by_size(const struct account *a, int order[MT_MK_MAX],
+			 __u64 *sum)
+{
+	int n = 0;
+
+	*sum = 0;
+	for (int k = 0; k < MT_MK_MAX; k++) {
+		int i = n;
+
+		*sum += a->kinds[k];
+		if (!a->kinds[k])
+			continue;
+		/* equal bytes keep the kinds' order */
+		for (; i > 0 && a->kinds[order[i - 1]] < a->kinds[k]; i--)
+			order[i] = order[i - 1];
+		order[i] = k;
+		n++;
+	}
+	return n;
 }
 
 /*
@@ -524,33 +549,26 @@ static void add_kinds(const struct mt_peak_kinds *k, void *ctx)
  */
 static void headline_kinds(const struct report *rp, const struct account *a)
 {
-	bool done[MT_MK_MAX] = { false };
+	int order[MT_MK_MAX], nk, n, first = -1;
 	char text[600], p[16];
-	__u64 sum = 0;
-	int n, first = -1;
+	__u64 sum;
 
-	for (int k = 0; k < MT_MK_MAX; k++)
-		sum += a->kinds[k];
-	if (!sum)
+	nk = kinds_by_size(a, order, &sum);
+	if (!nk)
 		return;
 	n = snprintf(text, sizeof(text), "  kinds:");
-	for (int i = 0; i < MT_MK_MAX && n > 0 && (size_t)n < sizeof(text);
+	for (int i = 0, shown = 0; i < nk && n > 0 && (size_t)n < sizeof(text);
 	     i++) {
-		int best = -1;
+		int k = order[i];
 
 		/* what would print as 0.0% is left out */
-		for (int k = 0; k < MT_MK_MAX; k++)
-			if (!done[k] && a->kinds[k] * 2000 >= sum &&
-			    (best < 0 || a->kinds[k] > a->kinds[best]))
-				best = k;
-		if (best < 0)
+		if (a->kinds[k] * 2000 < sum)
 			break;
-		done[best] = true;
-		if (first < 0 && best != MT_MK_UNKNOWN)
-			first = best;
+		if (first < 0 && k != MT_MK_UNKNOWN)
+			first = k;
 		n += snprintf(text + n, sizeof(text) - (size_t)n, "%s %s %s",
-			      i ? "," : "", mt_memkind_name(best),
-			      pct(p, sizeof(p), a->kinds[best], sum));
+			      shown++ ? "," : "", mt_memkind_name(k),
+			      pct(p, sizeof(p), a->kinds[k], sum));
 	}
 	headline(rp, NULL, MT_TONE_PLAIN, text);
 	if (first < 0 || !mt_memkind_remedy(first))
@@ -1149,29 +1167,18 @@ static void print_kinds(struct report *rp, const struct account *a)
 		{ "what helps", MT_TABLE_LEFT, true, 0 },
 	};
 	struct mt_table *t = mt_table_new(cols, 4);
-	bool done[MT_MK_MAX] = { false };
+	int order[MT_MK_MAX], nk;
 	char b[32], pc[16];
-	__u64 sum = 0;
+	__u64 sum;
 
-	for (int k = 0; k < MT_MK_MAX; k++)
-		sum += a->kinds[k];
-	for (int i = 0; t && i < MT_MK_MAX; i++) {
-		int best = -1;
-
-		for (int k = 0; k < MT_MK_MAX; k++)
-			if (!done[k] && a->kinds[k] &&
-			    (best < 0 || a->kinds[k] > a->kinds[best]))
-				best = k;
-		if (best < 0)
-			break;
-		done[best] = true;
+	nk = kinds_by_size(a, order, &sum);
+	for (int i = 0; t && i < nk; i++)
 		add(t, MT_TONE_PLAIN,
 		    (const char *const[]){
-			    mt_memkind_name(best),
-			    mt_format_bytes(b, sizeof(b), a->kinds[best]),
-			    pct(pc, sizeof(pc), a->kinds[best], sum),
-			    or_dash(mt_memkind_remedy(best)) });
-	}
+			    mt_memkind_name(order[i]),
+			    mt_format_bytes(b, sizeof(b), a->kinds[order[i]]),
+			    pct(pc, sizeof(pc), a->kinds[order[i]], sum),
+			    or_dash(mt_memkind_remedy(order[i])) });
 	print_table(rp, t);
 }
 
@@ -1306,11 +1313,10 @@ static void print_account(struct report *rp, struct account *a)
 		fprintf(rp->out, "\n");
 		/* told at each account's peak: not of another moment */
 		if (!rp->view || rp->at_peak) {
-			bool any = false;
+			int order[MT_MK_MAX];
+			__u64 sum;
 
-			for (int k = 0; k < MT_MK_MAX; k++)
-				any |= a->kinds[k] != 0;
-			if (any) {
+			if (kinds_by_size(a, order, &sum)) {
 				fprintf(rp->out, "By kind:\n");
 				print_kinds(rp, a);
 				fprintf(rp->out, "\n");

@@ -587,18 +587,12 @@ enum mt_memkind mt_session_kind_alive(const struct mt_live *e, void *ctx)
 	return p ? kind_of(ctx, p, e, true) : MT_MK_UNKNOWN;
 }
 
-/* PyTorch's tensor memory: what kinds tell apart */
-static bool has_kinds(enum mt_space space)
-{
-	return space == MT_SP_C10 || space == MT_SP_CPU;
-}
-
 static void print_kinds(const struct mt_peak_kinds *k, void *ctx)
 {
 	FILE *out = ctx;
 	char dev[16];
 
-	if (!has_kinds(k->space))
+	if (!mt_space_is_tensor(k->space))
 		return;
 	fprintf(out, "# kinds pid=%u dev=%s space=%s peak=%" PRIu64, k->pid,
 		mt_format_dev(dev, sizeof(dev), k->dev_type, k->dev),

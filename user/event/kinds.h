@@ -114,6 +114,12 @@ bool mt_caller_is_allocator(const char *caller);
 unsigned int mt_kind_sample_flags(const struct mt_kind_info *ki);
 const char *mt_space_name(enum mt_space sp);
 
+/*
+ * Whether sp holds PyTorch's tensor memory: the caching allocator's
+ * blocks, or CPU tensor storage (not the segments or pages under them)
+ */
+bool mt_space_is_tensor(enum mt_space sp);
+
 enum mt_size_state {
 	MT_SIZE_NONE, /* the call has no size */
 	MT_SIZE_KNOWN,

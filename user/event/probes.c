@@ -286,6 +286,11 @@ const char *mt_space_name(enum mt_space sp)
 	return sp < MT_SP_MAX ? names[sp] : "?";
 }
 
+bool mt_space_is_tensor(enum mt_space sp)
+{
+	return sp == MT_SP_C10 || sp == MT_SP_CPU;
+}
+
 unsigned int mt_kind_sample_flags(const struct mt_kind_info *ki)
 {
 	if (ki->role == MT_ROLE_FREE)

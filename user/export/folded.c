@@ -333,15 +333,11 @@ static void write_line(struct folded *x, const struct fentry *e, bool pids,
 	fprintf(x->f, " %llu\n", (unsigned long long)bytes);
 }
 
-static bool tensor_space(enum mt_space sp)
-{
-	return sp == MT_SP_C10 || sp == MT_SP_CPU;
-}
-
 /* what a process is weighed by, given whether its tensors were seen */
 static bool weighed(const struct fentry *e, bool tensors)
 {
-	return !tensors || tensor_space(e->space) || e->space == MT_SP_PINNED;
+	return !tensors || mt_space_is_tensor(e->space) ||
+	       e->space == MT_SP_PINNED;
 }
 
 static void write_all(struct folded *x, const struct mt_session *s)
@@ -360,7 +356,7 @@ static void write_all(struct folded *x, const struct mt_session *s)
 
 		/* one process: sorted by pid, so its entries are a run */
 		for (j = i; j < x->n && x->ents[j].pid == x->ents[i].pid; j++)
-			tensors |= tensor_space(x->ents[j].space);
+			tensors |= mt_space_is_tensor(x->ents[j].space);
 		for (k = i; k < j;) {
 			const struct fentry *first = &x->ents[k];
 			__u64 bytes = 0;

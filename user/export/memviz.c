@@ -460,7 +460,7 @@ static void event_memviz(void *x, const struct mt_session *s,
 	}
 	if (r->ev->pid != m->pid)
 		return;
-	if (sp == MT_SP_C10 || sp == MT_SP_CPU)
+	if (mt_space_is_tensor(sp))
 		block_event(m, r, site);
 	else if (sp == MT_SP_CUDART || sp == MT_SP_DRIVER)
 		segment_event(m, r, site);
@@ -476,8 +476,7 @@ static void gather_block(const struct mt_live *e, void *ctx)
 {
 	struct memviz *m = ctx;
 
-	if (e->pid != m->pid ||
-	    (e->space != MT_SP_C10 && e->space != MT_SP_CPU) ||
+	if (e->pid != m->pid || !mt_space_is_tensor(e->space) ||
 	    (e->space == MT_SP_CPU && !e->size))
 		return;
 	m->blocks[m->nblocks++] = (struct mv_block){

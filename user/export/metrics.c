@@ -267,7 +267,7 @@ static void kind_live(const struct mt_live *e, void *ctx)
 	struct kinds_now *k = ctx;
 	size_t j;
 
-	if (e->space != MT_SP_C10 && e->space != MT_SP_CPU)
+	if (!mt_space_is_tensor(e->space))
 		return;
 	j = dev_index(&k->s->sum, e);
 	if (j < k->s->sum.ndevs)
@@ -304,7 +304,7 @@ static void kind_family(FILE *out, struct mt_session *const *ses, size_t n)
 		for (size_t j = 0; j < sum->ndevs; j++) {
 			const struct mt_dev_stat *d = &sum->devs[j];
 
-			if (d->space != MT_SP_C10 && d->space != MT_SP_CPU)
+			if (!mt_space_is_tensor(d->space))
 				continue;
 			for (int m = 0; m < MT_MK_MAX; m++) {
 				fprintf(out, "%s{", name);
