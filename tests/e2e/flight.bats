@@ -221,6 +221,12 @@ loop_py() {
 		    time.sleep(0.001)
 	EOF
 	for how in TERM itself; do
+		# emptied here: the redirections below run in the background,
+		# and the first round's lines, read before them, gave the
+		# second round a pid of the first (once under load: "invalid
+		# pid list: ''")
+		: >"$BATS_TEST_TMPDIR/loop.out"
+		: >"$BATS_TEST_TMPDIR/fl.out"
 		"$TORCH_PY" "$BATS_TEST_TMPDIR/loop.py" "$BATS_TEST_TMPDIR/stop" \
 			>"$BATS_TEST_TMPDIR/loop.out" &
 		wait_for "$BATS_TEST_TMPDIR/loop.out" '^[0-9]+$' 60
