@@ -229,6 +229,8 @@ loop_py() {
 		: >"$BATS_TEST_TMPDIR/fl.out"
 		"$TORCH_PY" "$BATS_TEST_TMPDIR/loop.py" "$BATS_TEST_TMPDIR/stop" \
 			>"$BATS_TEST_TMPDIR/loop.out" &
+		# teardown's to end if the round fails: it would run forever
+		LOOP_PID=$!
 		wait_for "$BATS_TEST_TMPDIR/loop.out" '^[0-9]+$' 60
 		pid=$(head -1 "$BATS_TEST_TMPDIR/loop.out")
 		"$MT" record --flight 10s -o "$DIR" -p "$pid" >"$BATS_TEST_TMPDIR/fl.out" 2>&1 &
