@@ -240,18 +240,14 @@ static void site_live(struct mt_site *site, const struct mt_live *e, bool alloc)
 static bool seen_from_start(const struct mt_session *s, const struct mt_proc *p,
 			    const struct mt_live *e)
 {
+	const struct mt_dev_stat *d;
+
 	if (!p->attached)
 		return true;
 	if (e->born || e->space != MT_SP_C10)
 		return false;
-	for (size_t i = 0; i < s->sum.ndevs; i++) {
-		const struct mt_dev_stat *d = &s->sum.devs[i];
-
-		if (d->pid == e->pid && d->type == e->dev_type &&
-		    d->index == e->dev && d->space == e->space)
-			return d->totals_seen && !d->before_allocated;
-	}
-	return false;
+	d = mt_summary_dev(&s->sum, e->pid, e->dev_type, e->dev, e->space);
+	return d && d->totals_seen && !d->before_allocated;
 }
 
 /* the kind of e, freed now or (alive) held at the end */

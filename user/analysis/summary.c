@@ -40,18 +40,30 @@ static struct mt_fail_stat *fail_stat(struct mt_summary *s,
 	return f;
 }
 
-static struct mt_dev_stat *dev_stat(struct mt_summary *s, __u32 pid,
-				    enum mt_dev_type type, int index,
-				    enum mt_space space)
+const struct mt_dev_stat *mt_summary_dev(const struct mt_summary *s, __u32 pid,
+					 enum mt_dev_type type, int index,
+					 enum mt_space space)
 {
-	struct mt_dev_stat *d;
-
 	for (size_t i = 0; i < s->ndevs; i++) {
-		d = &s->devs[i];
+		const struct mt_dev_stat *d = &s->devs[i];
+
 		if (d->pid == pid && d->type == type && d->index == index &&
 		    d->space == space)
 			return d;
 	}
+	return NULL;
+}
+
+static struct mt_dev_stat *dev_stat(struct mt_summary *s, __u32 pid,
+				    enum mt_dev_type type, int index,
+				    enum mt_space space)
+{
+	const struct mt_dev_stat *found =
+		mt_summary_dev(s, pid, type, index, space);
+	struct mt_dev_stat *d;
+
+	if (found)
+		return &s->devs[found - s->devs];
 	if (s->ndevs == MT_SUM_DEVS)
 		return NULL;
 	d = &s->devs[s->ndevs++];

@@ -174,6 +174,11 @@ void mt_summary_free(struct mt_summary *s);
 void mt_summary_totals(struct mt_summary *s, __u32 pid, __u64 *allocated,
 		       __u64 *reserved);
 
+/* the account of (pid, device, space); NULL when none of its events came */
+const struct mt_dev_stat *mt_summary_dev(const struct mt_summary *s, __u32 pid,
+					 enum mt_dev_type type, int index,
+					 enum mt_space space);
+
 struct mt_summary_end {
 	double seconds;
 	__u64 lost;

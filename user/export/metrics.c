@@ -242,21 +242,6 @@ static void phase_family(FILE *out, struct mt_session *const *ses, size_t n,
 	}
 }
 
-/* the summary's account of e, by its index; ndevs: none */
-static size_t dev_index(const struct mt_summary *sum, const struct mt_live *e)
-{
-	size_t j;
-
-	for (j = 0; j < sum->ndevs; j++) {
-		const struct mt_dev_stat *d = &sum->devs[j];
-
-		if (d->pid == e->pid && d->type == e->dev_type &&
-		    d->index == e->dev && d->space == e->space)
-			break;
-	}
-	return j;
-}
-
 struct kinds_now {
 	struct mt_session *s;
 	__u64 *bytes; /* [ndevs][MT_MK_MAX] */
@@ -265,14 +250,14 @@ struct kinds_now {
 static void kind_live(const struct mt_live *e, void *ctx)
 {
 	struct kinds_now *k = ctx;
-	size_t j;
+	const struct mt_dev_stat *d;
 
 	if (!mt_space_is_tensor(e->space))
 		return;
-	j = dev_index(&k->s->sum, e);
-	if (j < k->s->sum.ndevs)
-		k->bytes[j * MT_MK_MAX + mt_session_kind_alive(e, k->s)] +=
-			e->size;
+	d = mt_summary_dev(&k->s->sum, e->pid, e->dev_type, e->dev, e->space);
+	if (d)
+		k->bytes[(size_t)(d - k->s->sum.devs) * MT_MK_MAX +
+			 mt_session_kind_alive(e, k->s)] += e->size;
 }
 
 /*
