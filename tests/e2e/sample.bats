@@ -46,12 +46,13 @@ module_bytes() {
 	} END { print b + 0, n + 0 }' "$1"
 }
 
-# top_model ARGS...: memtrace-bpf top ARGS on sample_model.py --keep,
-# stopped as Ctrl-C stops it while the last call's blocks are alive; sets
-# LAST (its last frame) and MODEL
-top_model() {
-	HELD=1 fixture fx "$TORCH_PY" "$SAMPLE_PY" --steps 5 --keep
-	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 top "$@" -p "$fx_PID"
+# kept_model STEPS ARGS...: memtrace-bpf ARGS -p on sample_model.py
+# --steps STEPS --keep, stopped as Ctrl-C stops it while the last call's
+# blocks are alive; sets MODEL
+kept_model() {
+	HELD=1 fixture fx "$TORCH_PY" "$SAMPLE_PY" --steps "$1" --keep
+	shift
+	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 "$@" -p "$fx_PID"
 	release fx
 	wait_for "$BATS_TEST_TMPDIR/fx.out" '^small '
 	kill -INT "$MT_PID"
@@ -59,6 +60,12 @@ top_model() {
 	touch "$BATS_TEST_TMPDIR/fx.hold"
 	[ "$MT_STATUS" -eq 0 ]
 	MODEL=$BATS_TEST_TMPDIR/fx.out
+}
+
+# top_model ARGS...: memtrace-bpf top ARGS, as kept_model runs it; sets
+# LAST (its last frame) and MODEL
+top_model() {
+	kept_model 5 top "$@"
 	LAST=$BATS_TEST_TMPDIR/last.frame
 	tail -n +"$(grep -n '^memtrace-bpf top: ' "$TRACE" | tail -1 | cut -d: -f1)" "$TRACE" >"$LAST"
 }
@@ -195,14 +202,7 @@ rows() {
 @test "sampled counts agree: the same allocations count the same at the peak, at the end and allocated, and never add up past the exact count" {
 	REC=$BATS_TEST_TMPDIR/s.mtb
 	# one call, its 257 blocks kept: alive at the peak and at the end
-	HELD=1 fixture fx "$TORCH_PY" "$SAMPLE_PY" --steps 1 --keep
-	MT_LOG=$BATS_TEST_TMPDIR/trace.err trace 1 record -o "$REC" --sample-bytes 64K -p "$fx_PID"
-	release fx
-	wait_for "$BATS_TEST_TMPDIR/fx.out" '^small '
-	kill -INT "$MT_PID"
-	finish
-	touch "$BATS_TEST_TMPDIR/fx.hold"
-	[ "$MT_STATUS" -eq 0 ]
+	kept_model 1 record -o "$REC" --sample-bytes 64K
 	read -r _ n < <(awk '$1=="small"{print $2, $3}' "$BATS_TEST_TMPDIR/fx.out")
 	all=$((n + 1))
 	COLUMNS=300 "$MT" report -i "$REC" >"$BATS_TEST_TMPDIR/report.out"
