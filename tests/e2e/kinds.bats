@@ -74,7 +74,8 @@ ck_sum() {
 
 @test "kinds against torch.profiler's memory timeline (torch 2.14, sid): the same peak and parameters to the byte" {
 	need_roots sid
-	root_stage "$ROOT_SID" "$ROOT/tests/fixtures/kinds_profiler.py"
+	root_stage "$ROOT_SID" "$ROOT/tests/fixtures/kinds_profiler.py" \
+		"$ROOT/tests/fixtures/kinds_adam.py"
 	KEYS=$BATS_TEST_TMPDIR/keys.out
 	# the root's /proc for torch, in a mount namespace of the command's
 	"$MT" -q --keys -o "$KEYS" -- unshare -m sh -c \
