@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include "analysis/lines.h"
 #include "analysis/session.h"
 #include "event/kinds.h"
 
@@ -24,13 +25,17 @@ struct harness {
 	char path[64]; /* the file harness_file made, or empty */
 };
 
-/* the session of c, its own lines (an OOM block) to out; 0, or -1 */
+/*
+ * the session of c, its lines (an OOM block) to out as the trace's
+ * (export/output.c); 0, or -1
+ */
 static inline int harness_init(struct harness *h,
 			       const struct mt_session_conf *c, FILE *out)
 {
 	h->ts = 0;
 	h->path[0] = '\0';
-	return mt_session_init(&h->s, c, out);
+	return mt_session_init(&h->s, c, out) || mt_lines_observe(&h->s) ? -1 :
+									   0;
 }
 
 /* an empty file in /tmp named after the test, in h->path; 0, or -1 */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "analysis/frag.h"
+#include "analysis/lines.h"
 #include "harness.h"
 
 #define A 100 /* the process that execs */
@@ -178,8 +179,8 @@ static void test_exec_line(void **state)
 
 	assert_non_null(f);
 	/* a comm of 16 bytes has no NUL: no more is read, as in event lines */
-	mt_session_print_exec(f, A, "python3.12456789XYZ",
-			      "/usr/bin/python3.12", &freed);
+	mt_lines_print_exec(f, A, "python3.12456789XYZ", "/usr/bin/python3.12",
+			    &freed);
 	assert_int_equal(fclose(f), 0);
 	assert_string_equal(text, "# exec pid=100: now python3.12456789 "
 				  "(/usr/bin/python3.12): what it held before "
@@ -189,8 +190,8 @@ static void test_exec_line(void **state)
 	/* a name the program chose stays in its place on one line */
 	f = open_memstream(&text, &len);
 	assert_non_null(f);
-	mt_session_print_exec(f, A, "t\x1b[2J\n# OOM", "/x\n# OOM pid=1 (y)",
-			      &freed);
+	mt_lines_print_exec(f, A, "t\x1b[2J\n# OOM", "/x\n# OOM pid=1 (y)",
+			    &freed);
 	assert_int_equal(fclose(f), 0);
 	assert_string_equal(text,
 			    "# exec pid=100: now t\\x1b[2J\\n#_OOM "

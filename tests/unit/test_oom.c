@@ -59,6 +59,17 @@ static void teardown(struct fixture *x)
 	free(x->sum);
 }
 
+/* r counted, then shown as the event lines' view shows it */
+static void show(struct fixture *x, const struct mt_call *r, __u64 live)
+{
+	struct mt_oom_state st = { .sum = x->sum,
+				   .sites = x->sites,
+				   .live = live };
+
+	mt_oom_event(x->o, r, &x->site);
+	mt_oom_print_event(x->o, r, &x->site, &st, x->out);
+}
+
 /* one call of kind k on the thread: ok, or failed out of memory */
 static void call(struct fixture *x, unsigned int k, __u64 size, bool failed)
 {
@@ -83,7 +94,7 @@ static void call(struct fixture *x, unsigned int k, __u64 size, bool failed)
 		.failed = failed,
 	};
 
-	mt_oom_event(x->o, &r, &x->site, x->sum, x->sites, 0, 0, false, x->out);
+	show(x, &r, 0);
 }
 
 static int count(struct fixture *x, const char *what)
@@ -243,8 +254,7 @@ static void test_sampled_top_sites(void **state)
 				     .ret = 2,
 				     .failed = true };
 
-		mt_oom_event(x.o, &r, &x.site, x.sum, x.sites, 8, 0, false,
-			     x.out);
+		show(&x, &r, 8);
 	}
 	assert_int_equal(count(&x, "#     40.0 MiB in 7 allocations: "
 				   "cudart:cudaMalloc module=Net.cache "),

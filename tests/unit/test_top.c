@@ -58,8 +58,10 @@ static int setup(void **state)
 	m->top = mt_top_new();
 	if (!m->top)
 		return -1;
-	m->h.s.obs = (struct mt_session_observer){ .event = mt_top_event,
-						   .ctx = m->top };
+	if (mt_session_observe(&m->h.s,
+			       &(struct mt_session_observer){
+				       .event = mt_top_event, .ctx = m->top }))
+		return -1;
 	m->stack[0] = LIB_FRAME;
 	m->stack[1] = OWN_FRAME;
 	m->fwd = site_of(m, EV_ALLOC, FORWARD, MODULE, m->stack, 2);

@@ -22,10 +22,20 @@ struct pending {
 	__u64 freed, freed_bytes; /* segments released since */
 };
 
+/* what the last event counted shows, a bit each */
+enum {
+	SHOW_RAISE = 1 << 0,
+	SHOW_RETRY = 1 << 1,
+	SHOW_BLOCK = 1 << 2,
+};
+
 struct mt_oom {
 	struct pending p[PENDING];
 	__u64 failures, retries, gave_up, raised, raised_oom;
 	const struct mt_site *raised_oom_site;
+	/* the last event's: what to show, and a retry's segments freed */
+	unsigned int show;
+	__u64 freed, freed_bytes;
 };
 
 bool mt_oom_is_raise(const struct mt_call *r, const struct mt_site *site)
@@ -52,7 +62,7 @@ static bool is_segment_free(const struct mt_call *r)
 		r->ki->space == MT_SP_HANDLE || r->ki->space == MT_SP_VAMAP);
 }
 
-static void print_state(const struct mt_call *r, struct mt_summary *sum,
+static void print_state(const struct mt_call *r, const struct mt_summary *sum,
 			FILE *out)
 {
 	char dev[32], a[32], b[32], c[32], d[32];
@@ -134,8 +144,7 @@ static void print_site_line(const struct mt_site *s,
 }
 
 static void print_block(const struct mt_call *r, const struct mt_site *site,
-			struct mt_summary *sum, struct mt_sites *sites,
-			__u64 live, __u64 t0, bool stacks, FILE *out)
+			const struct mt_oom_state *st, FILE *out)
 {
 	const struct mt_event *ev = r->ev;
 	const char *err =
@@ -146,7 +155,7 @@ static void print_block(const struct mt_call *r, const struct mt_site *site,
 
 	mt_format_dev(dev, sizeof(dev), r->dev_type, r->dev_index);
 	fprintf(out, "# OOM pid=%u tid=%u dev=%s at %.6f s: %s", ev->pid,
-		ev->tid, dev, (double)(ev->ts - t0) / 1e9, r->event);
+		ev->tid, dev, (double)(ev->ts - st->t0) / 1e9, r->event);
 	if (r->size_state == MT_SIZE_KNOWN)
 		fprintf(out, " size=%" PRIu64 " (%s)", (uint64_t)r->size,
 			mt_format_bytes(b, sizeof(b), r->size));
@@ -162,14 +171,14 @@ static void print_block(const struct mt_call *r, const struct mt_site *site,
 		fprintf(out, " node=%s", mt_esc(&e, site->node, MT_ESC_FIELD));
 	}
 	fprintf(out, "\n");
-	print_state(r, sum, out);
-	if (stacks && site->depth) {
+	print_state(r, st->sum, out);
+	if (st->stacks && site->depth) {
 		fprintf(out, "#   stack:\n");
 		mt_site_print_stack(site, "#\t", out);
 	}
-	mt_sites_foreach(sites, pick_top, &top);
+	mt_sites_foreach(st->sites, pick_top, &top);
 	/* the counts a sampled trace estimates, kept to the process's live */
-	mt_sample_cal_init(&cal, live, top.walked, top.est);
+	mt_sample_cal_init(&cal, st->live, top.walked, top.est);
 	if (top.n)
 		fprintf(out, "#   top live sites:\n");
 	for (size_t i = 0; i < top.n; i++)
@@ -200,10 +209,8 @@ static bool outer_of(const struct pending *p, const struct mt_call *r)
 }
 
 static void follow_retry(struct mt_oom *o, const struct mt_call *r,
-			 struct pending *p, FILE *out)
+			 struct pending *p)
 {
-	char b[32];
-
 	if (is_segment_free(r)) {
 		p->freed++;
 		if (r->size_state == MT_SIZE_KNOWN)
@@ -217,15 +224,25 @@ static void follow_retry(struct mt_oom *o, const struct mt_call *r,
 		return;
 	}
 	o->retries++;
+	o->show |= SHOW_RETRY;
+	o->freed = p->freed;
+	o->freed_bytes = p->freed_bytes;
+	p->tid = 0;
+}
+
+static void print_retry(const struct mt_oom *o, const struct mt_call *r,
+			FILE *out)
+{
+	char b[32];
+
 	fprintf(out,
 		"# OOM retry pid=%u tid=%u: %" PRIu64 " cached segments freed "
 		"(%s), then %s size=%" PRIu64 " again: %s "
 		"num_alloc_retries=%" PRIu64 "\n",
-		r->ev->pid, r->ev->tid, (uint64_t)p->freed,
-		mt_format_bytes(b, sizeof(b), p->freed_bytes), r->event,
+		r->ev->pid, r->ev->tid, (uint64_t)o->freed,
+		mt_format_bytes(b, sizeof(b), o->freed_bytes), r->event,
 		(uint64_t)r->size, r->failed ? "failed" : "ok",
 		(uint64_t)o->retries);
-	p->tid = 0;
 }
 
 /* --trace-exceptions: a Python exception of a type asked for, raised */
@@ -244,29 +261,28 @@ static void print_raise(const struct mt_call *r, const struct mt_site *site,
 }
 
 void mt_oom_event(struct mt_oom *o, const struct mt_call *r,
-		  const struct mt_site *site, struct mt_summary *sum,
-		  struct mt_sites *sites, __u64 live, __u64 t0, bool stacks,
-		  FILE *out)
+		  const struct mt_site *site)
 {
 	struct pending *p = &o->p[r->ev->tid % PENDING];
 	bool mine = p->tid == r->ev->tid;
 	bool retry = mine && r->role == MT_ROLE_ALLOC && r->event == p->event;
 	bool again = mine && outer_of(p, r);
 
+	o->show = 0;
 	if (r->ev->kind == MT_K_PY_RAISE) {
 		o->raised++;
 		if (mt_oom_is_raise(r, site) && !o->raised_oom++)
 			o->raised_oom_site = site;
-		print_raise(r, site, t0, stacks, out);
+		o->show = SHOW_RAISE;
 		return;
 	}
 	if (mine && inner_call(p, r))
 		return;
 	if (mine)
-		follow_retry(o, r, p, out);
+		follow_retry(o, r, p);
 	if (r->role == MT_ROLE_OOM) {
 		o->gave_up++;
-		print_block(r, site, sum, sites, live, t0, stacks, out);
+		o->show |= SHOW_BLOCK;
 		return;
 	}
 	/* other failures are failed calls: the `# failed` lines name them */
@@ -275,13 +291,25 @@ void mt_oom_event(struct mt_oom *o, const struct mt_call *r,
 		return;
 	if (!again)
 		o->failures++;
-	print_block(r, site, sum, sites, live, t0, stacks, out);
+	o->show |= SHOW_BLOCK;
 	*p = (struct pending){ .tid = r->ev->tid,
 			       .event = r->event,
 			       .space = r->ki->space,
 			       .size = r->size_state == MT_SIZE_KNOWN ?
 					       r->size :
 					       0 };
+}
+
+void mt_oom_print_event(const struct mt_oom *o, const struct mt_call *r,
+			const struct mt_site *site,
+			const struct mt_oom_state *st, FILE *out)
+{
+	if (o->show & SHOW_RAISE)
+		print_raise(r, site, st->t0, st->stacks, out);
+	if (o->show & SHOW_RETRY)
+		print_retry(o, r, out);
+	if (o->show & SHOW_BLOCK)
+		print_block(r, site, st, out);
 }
 
 void mt_oom_counts(const struct mt_oom *o, struct mt_oom_counts *c)

@@ -6,7 +6,6 @@
 #include <string.h>
 #include "event/format.h"
 #include "lib/escape.h"
-#include "analysis/ops.h"
 #include "analysis/sample.h"
 #include "analysis/session.h"
 
@@ -31,6 +30,35 @@ int mt_session_init(struct mt_session *s, const struct mt_session_conf *c,
 	    !s->oom)
 		return -ENOMEM;
 	return 0;
+}
+
+int mt_session_observe(struct mt_session *s,
+		       const struct mt_session_observer *o)
+{
+	for (size_t i = 0; i < MT_SESSION_OBSERVERS; i++) {
+		if (!s->obs[i].event) {
+			s->obs[i] = *o;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+void *mt_session_unobserve(struct mt_session *s, mt_session_event_fn fn)
+{
+	for (size_t i = 0; i < MT_SESSION_OBSERVERS && s->obs[i].event; i++) {
+		void *ctx = s->obs[i].ctx;
+
+		if (s->obs[i].event != fn)
+			continue;
+		/* the rest move up: the first empty slot ends the list */
+		memmove(&s->obs[i], &s->obs[i + 1],
+			(MT_SESSION_OBSERVERS - i - 1) * sizeof(s->obs[0]));
+		s->obs[MT_SESSION_OBSERVERS - 1] =
+			(struct mt_session_observer){ 0 };
+		return ctx;
+	}
+	return NULL;
 }
 
 void mt_session_free(struct mt_session *s)
@@ -301,20 +329,6 @@ void mt_session_exec(struct mt_session *s, __u32 pid, __u64 ts,
 		s->last_ts = ts;
 }
 
-void mt_session_print_exec(FILE *out, __u32 pid, const char *comm,
-			   const char *exe, const struct mt_exec_freed *freed)
-{
-	char c[MT_FORMAT_COMM_LEN];
-	struct mt_esc e = { 0 };
-
-	fprintf(out,
-		"# exec pid=%u: now %s (%s): what it held before is freed: "
-		"allocs=%" PRIu64 " bytes=%" PRIu64 "\n",
-		pid, mt_format_comm(c, sizeof(c), comm),
-		mt_esc(&e, exe, MT_ESC_FIELD), (uint64_t)freed->allocs,
-		(uint64_t)freed->bytes);
-}
-
 /* e had no room in the live table: each figure it is missing from says so */
 static void untracked(struct mt_session *s, const struct mt_live *e)
 {
@@ -401,33 +415,6 @@ static void track_live(struct mt_session *s, struct mt_call *r,
 	}
 }
 
-static void print_event(struct mt_session *s, const struct mt_call *r,
-			const struct mt_site *site)
-{
-	const struct mt_proc *p = mt_session_proc(s, r->ev->pid);
-	struct mt_attrib a = {
-		.rank = p && p->rank.known ? p->rank.rank : -1,
-		.phase = site->phase,
-		.module = site->module,
-		.node = site->node,
-		.detail = site->detail,
-		.recompute = site->recompute,
-	};
-	/* the longest names the target can give, each escaped (4 bytes a byte) */
-	char line[16384];
-	int n;
-
-	if (s->conf.min_size &&
-	    (r->size_state != MT_SIZE_KNOWN || r->size < s->conf.min_size))
-		return;
-	n = mt_format_event(line, sizeof(line), r, site->caller, &a);
-	if (n > 0)
-		fwrite(line, 1, (size_t)n, s->out);
-	if (s->conf.no_stack)
-		return;
-	mt_site_print_stack(site, "\t", s->out);
-}
-
 bool mt_session_event(struct mt_session *s, struct mt_call *r,
 		      struct mt_site *site)
 {
@@ -476,97 +463,10 @@ bool mt_session_event(struct mt_session *s, struct mt_call *r,
 				  site->recompute, weight);
 	if (r->has_totals)
 		mt_frag_event(s->frag, r, site->phase);
-	mt_oom_event(s->oom, r, site, &s->sum, s->sites,
-		     proc_of(s, r->ev->pid)->live, s->t0, !s->conf.no_stack,
-		     s->out);
-	if (s->conf.print_events)
-		print_event(s, r, site);
-	if (s->obs.event)
-		s->obs.event(s->obs.ctx, s, r, site);
+	mt_oom_event(s->oom, r, site);
+	for (size_t i = 0; i < MT_SESSION_OBSERVERS && s->obs[i].event; i++)
+		s->obs[i].event(s->obs[i].ctx, s, r, site);
 	return true;
-}
-
-/* a process's highest and current memory over its devices' accounts */
-static void proc_memory(const struct mt_summary *sum, __u32 pid, __u64 *peak,
-			__u64 *cur)
-{
-	*peak = *cur = 0;
-	for (size_t i = 0; i < sum->ndevs; i++) {
-		const struct mt_dev_stat *d = &sum->devs[i];
-		__u64 p = d->space == MT_SP_C10 ? d->allocated_peak : d->peak;
-		__u64 c = d->space == MT_SP_C10 ? d->allocated : d->cur;
-
-		if (d->pid != pid || d->space == MT_SP_VAMAP)
-			continue;
-		if (p > *peak)
-			*peak = p;
-		if (c > *cur)
-			*cur = c;
-	}
-}
-
-static int by_rank(const void *a, const void *b)
-{
-	const struct mt_proc *x = *(const struct mt_proc *const *)a;
-	const struct mt_proc *y = *(const struct mt_proc *const *)b;
-
-	return x->rank.rank - y->rank.rank;
-}
-
-/* one line per rank, each peak against the median: the odd one shows */
-static void print_ranks(struct mt_session *s)
-{
-	const struct mt_proc *v[MT_PROCS];
-	__u64 peaks[MT_PROCS], median, cur;
-	size_t n = 0;
-
-	for (size_t i = 0; i < MT_PROCS; i++)
-		if (s->procs[i].pid && s->procs[i].rank.known)
-			v[n++] = &s->procs[i];
-	if (!n)
-		return;
-	qsort(v, n, sizeof(v[0]), by_rank);
-	for (size_t i = 0; i < n; i++)
-		proc_memory(&s->sum, v[i]->pid, &peaks[i], &cur);
-	median = peaks[n / 2];
-	for (size_t i = 0; i < n; i++) {
-		double dev =
-			median ? 100.0 * ((double)peaks[i] - (double)median) /
-					 (double)median :
-				 0.0;
-
-		proc_memory(&s->sum, v[i]->pid, &peaks[i], &cur);
-		fprintf(s->out,
-			"# rank rank=%d pid=%u peak=%" PRIu64
-			" current=%" PRIu64
-			" peak_vs_median=%+.1f%% allocs=%" PRIu64
-			" failed=%" PRIu64 " live=%" PRIu64 " leaks=%zu\n",
-			v[i]->rank.rank, v[i]->pid, (uint64_t)peaks[i],
-			(uint64_t)cur, dev, (uint64_t)v[i]->allocs,
-			(uint64_t)v[i]->failed, (uint64_t)v[i]->live,
-			mt_leaks_count(s->leaks, v[i]->pid));
-	}
-}
-
-/* how a dump's processes ended (mt_session_set_ended), as key=value */
-static void print_ended(const struct mt_session *s)
-{
-	static const char *const how[] = {
-		[MT_END_EXIT] = "exit",
-		[MT_END_SIGNAL] = "signal",
-		[MT_END_OOMKILL] = "oomkill",
-	};
-	struct mt_esc e = { 0 };
-
-	for (size_t i = 0; i < s->nended; i++) {
-		const struct mt_ended *d = &s->ended[i];
-
-		e.used = 0;
-		fprintf(s->out, "# ended pid=%u how=%s code=%d raised=%s\n",
-			d->pid, how[d->how], d->code,
-			mt_esc(&e, d->raised[0] ? d->raised : "-",
-			       MT_ESC_FIELD));
-	}
 }
 
 int mt_session_rank_of(__u32 pid, const void *ctx)
@@ -583,64 +483,11 @@ enum mt_memkind mt_session_kind_alive(const struct mt_live *e, void *ctx)
 	return p ? kind_of(ctx, p, e, true) : MT_MK_UNKNOWN;
 }
 
-static void print_kinds(const struct mt_peak_kinds *k, void *ctx)
-{
-	FILE *out = ctx;
-	char dev[16];
-
-	if (!mt_space_is_tensor(k->space))
-		return;
-	fprintf(out, "# kinds pid=%u dev=%s space=%s peak=%" PRIu64, k->pid,
-		mt_format_dev(dev, sizeof(dev), k->dev_type, k->dev),
-		mt_space_name(k->space), (uint64_t)k->peak);
-	for (int i = 0; i < MT_MK_MAX; i++)
-		fprintf(out, " %s=%" PRIu64, mt_memkind_name(i),
-			(uint64_t)k->bytes[i]);
-	fputc('\n', out);
-}
-
 void mt_session_end(struct mt_session *s)
 {
 	/* a dump's last boundary: its window's end */
 	if (s->win_last)
 		window_boundaries(s, UINT64_MAX);
-}
-
-void mt_session_print_keys(struct mt_session *s,
-			   const struct mt_summary_end *end)
-{
-	bool stacks = !s->conf.no_stack;
-
-	mt_summary_print(&s->sum, s->live, end,
-			 &(struct mt_summary_cal){ mt_session_alloc_cal, s },
-			 s->out);
-	mt_session_print_sample(s, s->out);
-	mt_filter_print(s->filter, s->out);
-	print_ranks(s);
-	mt_oom_print(s->oom, s->out);
-	print_ended(s);
-	mt_peak_print(s->peak, s->live, s->t0, s->conf.top_live, stacks,
-		      s->out);
-	if (mt_peak_foreach_kinds(s->peak, s->live, mt_session_kind_alive, s,
-				  print_kinds, s->out))
-		fprintf(s->out, "# kinds: out of memory\n");
-	mt_leaks_print(s->leaks, s->live, stacks, s->out);
-	mt_frag_print(s->frag, s->live, s->t0, s->out);
-	if (s->nvsmi)
-		mt_nvsmi_print(s->nvsmi, s->t0, mt_session_rank_of, s, s->out);
-	mt_ops_print(s, s->conf.top_ops, s->out);
-}
-
-void mt_session_print_sample(const struct mt_session *s, FILE *out)
-{
-	if (!s->conf.sample_bytes)
-		return;
-	fprintf(out,
-		"# sample bytes=%" PRIu64 " allocs=%" PRIu64 " sampled=%" PRIu64
-		" estimates=module,phase,peak_groups,leak,op,frag_phase "
-		"exact=summary,event,device,failed,live,oom,frag,rank\n",
-		(uint64_t)s->conf.sample_bytes, (uint64_t)s->sample_allocs,
-		(uint64_t)s->sample_walked);
 }
 
 const char *mt_session_sample_rate(const struct mt_session *s, char *buf,
@@ -665,10 +512,4 @@ const char *mt_session_sample_rate(const struct mt_session *s, char *buf,
 			 (double)s->sample_allocs / (double)s->sample_walked,
 			 r);
 	return buf;
-}
-
-void mt_session_view_now(struct mt_session *s)
-{
-	mt_peak_print_now(s->live, s->t0, s->last_ts, s->conf.top_live,
-			  !s->conf.no_stack, s->out);
 }

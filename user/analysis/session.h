@@ -2,9 +2,11 @@
 /*
  * What happens to each decoded event, live or read back from a record:
  * the live table, the summary, the incident analyses (peak, leaks, OOM,
- * fragmentation, operators) and the event line. The trace feeds it from
- * the ring buffer, replay.c from a record, so both print the same. An
- * observer (an export) sees each event after the session counted it.
+ * fragmentation, operators). The trace feeds it from the ring buffer,
+ * replay.c from a record, so both count the same. The session prints
+ * nothing: its observers see each event after it counted it (the event
+ * lines, analysis/lines.h; an export; top), and the views print its end
+ * (analysis/view.h).
  */
 #ifndef __SESSION_H
 #define __SESSION_H
@@ -69,15 +71,21 @@ struct mt_proc {
 
 struct mt_session;
 
+typedef void (*mt_session_event_fn)(void *ctx, const struct mt_session *s,
+				    const struct mt_call *r,
+				    const struct mt_site *site);
+
 /*
- * What sees each event after the session counted it (the export layer
- * plugs in here: the session knows no exporter). event NULL: none.
+ * What sees each event after the session counted it (the event lines,
+ * an export, top plug in here: the session knows none of them)
  */
 struct mt_session_observer {
-	void (*event)(void *ctx, const struct mt_session *s,
-		      const struct mt_call *r, const struct mt_site *site);
+	mt_session_event_fn event;
 	void *ctx;
 };
+
+/* the event lines, an export and top at once, at most */
+#define MT_SESSION_OBSERVERS 4
 
 /* how a process ended, as a flight recorder's dump says it */
 enum mt_end_how { MT_END_EXIT = 1, MT_END_SIGNAL, MT_END_OOMKILL };
@@ -96,7 +104,7 @@ struct mt_ended {
 
 struct mt_session {
 	struct mt_session_conf conf;
-	FILE *out;
+	FILE *out; /* where its observers and views print */
 	struct mt_livetable *live;
 	struct mt_sites *sites;
 	struct mt_summary sum;
@@ -110,7 +118,8 @@ struct mt_session {
 	 */
 	struct mt_nvsmi *nvsmi;
 	struct mt_proc procs[MT_PROCS]; /* by pid % size; 0 pid: free */
-	struct mt_session_observer obs;
+	/* called in the order they came; the first event NULL ends them */
+	struct mt_session_observer obs[MT_SESSION_OBSERVERS];
 	struct mt_filter *filter; /* NULL: every event counts */
 	__u64 seq; /* events seen */
 	/* --sample-bytes: allocations counted, and those whose stack was walked */
@@ -127,6 +136,16 @@ struct mt_session {
 	struct mt_ended ended[MT_MAX_ENDED];
 	size_t nended;
 };
+
+/*
+ * o sees each event from now on, after those observing already. 0, or
+ * -ENOSPC when MT_SESSION_OBSERVERS observe already.
+ */
+int mt_session_observe(struct mt_session *s,
+		       const struct mt_session_observer *o);
+
+/* the observer of fn no more: its ctx, NULL if fn observed not */
+void *mt_session_unobserve(struct mt_session *s, mt_session_event_fn fn);
 
 /* 0, or -ENOMEM (what was made is freed by mt_session_free) */
 int mt_session_init(struct mt_session *s, const struct mt_session_conf *c,
@@ -154,13 +173,6 @@ struct mt_exec_freed {
  */
 void mt_session_exec(struct mt_session *s, __u32 pid, __u64 ts,
 		     struct mt_exec_freed *freed);
-
-/*
- * The line that tells it, live and in a record read back: pid runs comm
- * (the program exe) now, and what it held is freed
- */
-void mt_session_print_exec(FILE *out, __u32 pid, const char *comm,
-			   const char *exe, const struct mt_exec_freed *freed);
 
 /* pid's rank, -1 if none: an mt_nvsmi_rank_fn, ctx the session */
 int mt_session_rank_of(__u32 pid, const void *ctx);
@@ -213,16 +225,6 @@ void mt_session_alloc_cal(const void *ctx, __u32 pid,
  */
 void mt_session_end(struct mt_session *s);
 
-/* the summary and every analysis as '#' key=value lines (--keys) */
-void mt_session_print_keys(struct mt_session *s,
-			   const struct mt_summary_end *end);
-
-/*
- * --sample-bytes: the '# sample' line, which says what the sampling left
- * exact and what it made estimates (nothing in a full trace)
- */
-void mt_session_print_sample(const struct mt_session *s, FILE *out);
-
 /*
  * --sample-bytes: how many allocations have a stack, as the report's
  * headline and the exports' notes say it: "stacks for 1 allocation in N
@@ -231,8 +233,5 @@ void mt_session_print_sample(const struct mt_session *s, FILE *out);
  */
 const char *mt_session_sample_rate(const struct mt_session *s, char *buf,
 				   size_t len);
-
-/* report --at: what lives now, as the peak view shows it */
-void mt_session_view_now(struct mt_session *s);
 
 #endif /* __SESSION_H */

@@ -13,4 +13,7 @@
 /* the session ended (mt_session_end), then its view printed on s->out */
 void mt_view_end(struct mt_session *s, const struct mt_summary_end *end);
 
+/* report --at: what lives now, as the peak view shows it */
+void mt_view_now(const struct mt_session *s);
+
 #endif /* __VIEW_H */

@@ -100,6 +100,7 @@ int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
 	struct export_run *x;
 	char why[512];
 	FILE *f;
+	int ret;
 
 	if (!e) {
 		snprintf(err, errlen, "no export '%s' (there are: %s)", c->kind,
@@ -108,8 +109,7 @@ int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
 	}
 	f = mt_create_output_file(c->path, MT_OUT_PRIVATE, why, sizeof(why));
 	if (!f) {
-		int ret = -errno;
-
+		ret = -errno;
 		snprintf(err, errlen, "cannot write %s", why);
 		return ret;
 	}
@@ -120,27 +120,34 @@ int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
 		return -ENOMEM;
 	}
 	*x = (struct export_run){ .e = e, .f = f, .path = c->path };
-	x->state = e->open(f, c, err, errlen);
-	if (!x->state) {
+	/* a slot first: an export opened is only closed by its finish */
+	ret = mt_session_observe(s, &(struct mt_session_observer){
+					    .event = on_event, .ctx = x });
+	if (ret)
+		snprintf(err, errlen,
+			 "export %s: the session has no observer "
+			 "slot left",
+			 c->kind);
+	else if (!(x->state = e->open(f, c, err, errlen)))
+		ret = -EINVAL;
+	if (ret) {
+		mt_session_unobserve(s, on_event);
 		drop_partial(f, c->path, err, errlen);
 		fclose(f);
 		free(x);
-		return -EINVAL;
 	}
-	s->obs = (struct mt_session_observer){ .event = on_event, .ctx = x };
-	return 0;
+	return ret;
 }
 
 int mt_export_finish(struct mt_session *s, char *err, size_t errlen)
 {
-	struct export_run *x = s->obs.ctx;
+	/* an export observes the session only if we put it there */
+	struct export_run *x = mt_session_unobserve(s, on_event);
 	int ret;
 	bool bad;
 
-	/* the session's observer is an export only if we put it there */
-	if (s->obs.event != on_event)
+	if (!x)
 		return 0;
-	s->obs = (struct mt_session_observer){ 0 };
 	ret = x->e->close(x->state, s, err, errlen);
 	/* flushed here, while the file can still be removed by its path */
 	bad = fflush(x->f) || ferror(x->f);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <stdlib.h>
+#include "analysis/lines.h"
 #include "export/output.h"
 
 struct mt_session *mt_output_open(const struct mt_output_conf *c, FILE *out,
@@ -8,7 +9,7 @@ struct mt_session *mt_output_open(const struct mt_output_conf *c, FILE *out,
 {
 	struct mt_session *s = calloc(1, sizeof(*s));
 
-	if (!s || mt_session_init(s, &c->ses, out)) {
+	if (!s || mt_session_init(s, &c->ses, out) || mt_lines_observe(s)) {
 		snprintf(err, errlen, "out of memory");
 		if (s)
 			mt_session_free(s);

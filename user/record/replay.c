@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include "analysis/lines.h"
 #include "analysis/report.h"
 #include "analysis/view.h"
 #include "record/flight.h"
@@ -94,7 +95,7 @@ static void replay_exec(struct replay *rp, const struct mt_rec_item *it)
 	struct mt_exec_freed freed;
 
 	mt_session_exec(rp->ses, it->ev.pid, it->ev.ts, &freed);
-	mt_session_print_exec(rp->out, it->ev.pid, it->ev.comm, exe, &freed);
+	mt_lines_print_exec(rp->out, it->ev.pid, it->ev.comm, exe, &freed);
 }
 
 /* every event up to the end, or up to --at */
@@ -177,7 +178,7 @@ static int replay(struct replay *rp)
 	}
 	if (c->at >= 0) {
 		fprintf(rp->out, "# at %.6f s into the record:\n", c->at);
-		mt_session_view_now(rp->ses);
+		mt_view_now(rp->ses);
 		return 0;
 	}
 	if (c->at_peak) {

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "analysis/lines.h"
 #include "event/format.h"
 #include "proc/follow.h"
 #include "proc/procinfo.h"
@@ -261,8 +262,8 @@ void mt_tracer_on_exec(struct mt_tracer *tr, const struct mt_event *ev)
 	mt_sink_exec(k, ev, site, &freed);
 	mt_features_exec(tr, t, ev, site);
 	if (tr->att.log)
-		mt_session_print_exec(tr->att.log, ev->pid, ev->comm, exe,
-				      &freed);
+		mt_lines_print_exec(tr->att.log, ev->pid, ev->comm, exe,
+				    &freed);
 	forget_python(tr, t);
 	/* the old image's mappings: the callers of the new one are not there */
 	mt_maps_free(&t->proc.maps);

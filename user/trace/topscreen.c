@@ -123,8 +123,14 @@ topscreen_open(struct mt_tracer *tr, double interval, char *err, size_t len)
 			return NULL;
 		}
 	}
-	tr->sink.ses->obs = (struct mt_session_observer){ .event = mt_top_event,
-							  .ctx = ts->top };
+	if (mt_session_observe(tr->sink.ses, &(struct mt_session_observer){
+						     .event = mt_top_event,
+						     .ctx = ts->top })) {
+		snprintf(err, len,
+			 "top: the session has no observer slot left");
+		topscreen_close(ts, tr);
+		return NULL;
+	}
 	return ts;
 }
 
@@ -341,8 +347,8 @@ static void replay(FILE *f, FILE *to)
  */
 static void topscreen_close(struct mt_topscreen *ts, struct mt_tracer *tr)
 {
-	if (tr->sink.ses && tr->sink.ses->obs.ctx == ts->top)
-		tr->sink.ses->obs = (struct mt_session_observer){ 0 };
+	if (tr->sink.ses)
+		mt_session_unobserve(tr->sink.ses, mt_top_event);
 	leave(ts);
 	if (ts->started && tr->sink.ses)
 		draw(ts, tr, mt_now_ns(), true);
