@@ -230,6 +230,7 @@ C_SOURCES := $(wildcard user/*/*.c user/*/*.h bpf/*.c bpf/*.h tests/unit/*.c tes
 
 lint:
 	scripts/check-layers.sh $(LAYERS)
+	scripts/check-calls.py $(LAYERS)
 	clang-format --dry-run -Werror $(C_SOURCES)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 		--inline-suppr --std=c11 -D__x86_64__ -Ibpf -Iuser \
