@@ -96,3 +96,33 @@ ck_sum() {
 	[ "$(field "$torch" optimizer_state)" -eq 0 ]
 	[ "$(field "$line" optimizer_state)" -eq "$(field "$torch" temporary)" ]
 }
+
+@test "kinds against MemTracker (torch 2.6, trixie): parameters, gradients to the byte; the rest by its definitions" {
+	need_roots trixie
+	root_stage "$ROOT_TRIXIE" "$ROOT/tests/fixtures/kinds_memtracker.py" \
+		"$ROOT/tests/fixtures/kinds_adam.py"
+	KEYS=$BATS_TEST_TMPDIR/keys.out
+	"$MT" -q --keys -o "$KEYS" -- unshare -m sh -c \
+		'mount -t proc proc "$1/proc" && exec chroot "$1" python3 "$2"' \
+		sh "$ROOT_TRIXIE" "$STAGE/kinds_memtracker.py" >"$BATS_TEST_TMPDIR/model.out"
+	root_unstage
+	local line torch diff
+	torch=$(grep '^memtracker peak=' "$BATS_TEST_TMPDIR/model.out")
+	line=$(grep '^# kinds pid=[0-9]* dev=cpu space=cpu ' "$KEYS")
+	echo "PyTorch: $torch"
+	echo "ours:    $line"
+	ck_sum "$line"
+	[ "$(field "$line" parameters)" -eq "$(field "$torch" param)" ]
+	[ "$(field "$line" gradients)" -eq "$(field "$torch" grad)" ]
+	# its definitions (docs/TESTS.md): a tensor made in its context is an
+	# activation unless made in the optimizer's step, where every tensor
+	# is optimizer state; it has no inputs and no temporaries there
+	[ "$(field "$line" inputs)" -eq "$(field "$torch" act)" ]
+	[ "$(field "$line" activations)" -eq 0 ]
+	diff=$(($(field "$line" optimizer_state) + $(field "$line" temporaries) -
+		$(field "$torch" opt)))
+	echo "optimizer state and temporaries less its optimizer state: $diff"
+	# the same peak but for the step's scalar tensors it does not see
+	[ "$diff" -ge 0 ] && [ "$diff" -le 64 ]
+	[ $(($(field "$line" peak) - $(field "$torch" peak))) -eq "$diff" ]
+}
