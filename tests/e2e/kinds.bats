@@ -122,7 +122,7 @@ ck_sum() {
 	diff=$(($(field "$line" optimizer_state) + $(field "$line" temporaries) -
 		$(field "$torch" opt)))
 	echo "optimizer state and temporaries less its optimizer state: $diff"
-	# the same peak but for the step's scalar tensors it does not see
+	# the same peak but for a few bytes of the step it does not count
 	[ "$diff" -ge 0 ] && [ "$diff" -le 64 ]
 	[ $(($(field "$line" peak) - $(field "$torch" peak))) -eq "$diff" ]
 }
