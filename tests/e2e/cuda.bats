@@ -250,6 +250,82 @@ model() {
 	done
 }
 
+# ranks ARG...: two gloo ranks of cuda_model.py --rank ARG... on two
+# stand-in devices with contexts of $ctx bytes, traced whole with --keys
+# --watch into $LOG; waits for their end
+ranks() {
+	root_stage "$ROOT_CUDA" "$ROOT/tests/fixtures/cuda_model.py"
+	local dir=$ROOT_CUDA$STAGE i
+	LOG=$BATS_TEST_TMPDIR/trace.log
+	rm -f "$dir"/go "$dir"/hold "$dir"/rank?.out
+	MT_STANDIN_CONTEXT_MEM=$ctx MT_GO=$STAGE/go MT_HOLD=$STAGE/hold \
+		USE_LIBUV=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+		MASTER_PORT=$((20000 + RANDOM % 20000)) \
+		"$STANDIN" --devices 2 -- /bin/sh -c 'd=$0; for r in 0 1; do
+			RANK=$r LOCAL_RANK=$r /usr/bin/python3 "$d/cuda_model.py" \
+				--rank "$@" >"$d/rank$r.out" &
+		done; wait' "$STAGE" "$@" 2>"$BATS_TEST_TMPDIR/run.err" &
+	launcher=$!
+	wait_for "$dir/rank0.out" '^READY ' 120
+	wait_for "$dir/rank1.out" '^READY ' 120
+	# the tracer's NVML is the stand-in's, of the same two devices
+	LD_LIBRARY_PATH=$ROOT/.output/standin MT_STANDIN_DEVICES=2 \
+		"$MT" --keys --children "$launcher" --watch 0.2 -o "$LOG" \
+		>"$BATS_TEST_TMPDIR/trace.out" 2>"$BATS_TEST_TMPDIR/trace.err" &
+	MT_PID=$!
+	# one -o file: the tool's own lines go there too
+	wait_for "$LOG" '^# attach .*/libc10\.so' 120
+	for ((i = 0; i < 1200; i++)); do
+		[ "$(grep -c '^# python pid=' "$LOG")" -ge 2 ] && break
+		sleep 0.1
+	done
+	touch "$dir/go"
+	wait_for "$dir/rank0.out" '^weight head ' 120
+	wait_for "$dir/rank1.out" '^weight head ' 120
+	# held at their end: a few of --watch's samples of the last state
+	sleep 2
+	kill -INT "$MT_PID"
+	finish
+	touch "$dir/hold"
+	wait "$launcher"
+	cat "$BATS_TEST_TMPDIR/trace.err" "$BATS_TEST_TMPDIR/run.err"
+	[ "$MT_STATUS" -eq 0 ]
+	grep -E '^# (rank|nvidia_smi) ' "$LOG"
+	root_unstage
+}
+
+# rank_smi RANK DEV: rank RANK's nvidia_smi line of cuda:DEV in $LOG
+rank_smi() {
+	local p
+	p=$(sed -nE "s/^# rank rank=$1 pid=([0-9]+) .*/\1/p" "$LOG")
+	grep "^# nvidia_smi pid=$p dev=cuda:$2 " "$LOG" || true
+}
+
+@test "cuda: a rank that never calls set_device is named holding a context on cuda:0; with it, none" {
+	# issue 37, item 4: as CUDA 12, the stand-in makes a context at
+	# cudaSetDevice; a rank whose current device stays cuda:0 has one
+	# there, which NVML lists and no allocation explains
+	local ctx=$((300 << 20)) line r
+	ranks --steps 1
+	for r in 0 1; do
+		# on its own device: its reserved, and its context unexplained
+		line=$(rank_smi $r $r)
+		[ "$(ck_field "$line" foreign)" -eq 0 ]
+		[ "$(ck_field "$line" unexplained)" -eq "$ctx" ]
+	done
+	line=$(rank_smi 1 0)
+	[ "$(ck_field "$line" foreign)" -eq 1 ]
+	[ "$(ck_field "$line" used)" -eq "$ctx" ]
+	[ "$(ck_field "$line" reserved)" -eq 0 ]
+	[ -z "$(rank_smi 0 1)" ]
+	# with torch.cuda.set_device(LOCAL_RANK) first: each on its own only
+	ranks --steps 1 --set-device
+	[ "$(ck_field "$(rank_smi 1 1)" unexplained)" -eq "$ctx" ]
+	[ -z "$(rank_smi 1 0)" ]
+	[ -z "$(rank_smi 0 1)" ]
+	! grep -q '^# nvidia_smi .* foreign=1' "$LOG"
+}
+
 @test "cuda: an attach to a job already holding device memory says what the allocator held before it, apart from the peak" {
 	root_stage "$ROOT_CUDA" "$ROOT/tests/fixtures/mt_sync.py"
 	cat >"$ROOT_CUDA$STAGE/late.py" <<-'EOF'

@@ -477,9 +477,23 @@ static int current(void)
 	return cur_dev;
 }
 
+/*
+ * cudaSetDevice: as CUDA 12's, it makes the device's primary context
+ * when the process has none there, allocation or not. That is how a rank
+ * that touches another's device before torch.cuda.set_device ends up
+ * holding a context there, which NVML shows and no allocation explains.
+ */
 static void set_current(int dev)
 {
 	cur_dev = dev;
+	lock_state();
+	if (!context[dev]) {
+		context[dev] = true;
+		/* a context of no size changes nothing NVML says */
+		if (context_mem)
+			publish(dev);
+	}
+	unlock_state();
 }
 
 /*
@@ -772,7 +786,10 @@ MT_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
 	if (!valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
 	*flags = 0;
-	*active = 1;
+	/* c10's MaybeSetDevice asks, so as not to make one needlessly */
+	lock_state();
+	*active = context[dev];
+	unlock_state();
 	return CUDA_SUCCESS;
 }
 

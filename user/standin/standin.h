@@ -41,6 +41,8 @@
  *                                (hang), as with a wedged driver;
  *   MT_STANDIN_CONTEXT_MEM=SIZE  the device memory a process's context
  *                                takes on each device it allocated on
+ *                                or set current (cudaSetDevice makes
+ *                                the context, as CUDA 12's does)
  *                                (default 0), which NVML counts in the
  *                                process's used memory as a GPU's driver
  *                                counts the context and module images.
