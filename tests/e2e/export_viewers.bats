@@ -380,7 +380,8 @@ PY
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"'i': 1"* ]]
-	[[ "$output" == *" 4 counter tracks,"* ]]
+	# allocated, reserved and by kind, for each of two devices
+	[[ "$output" == *" 6 counter tracks,"* ]]
 }
 
 @test "a flight dump in the viewers: its memviz in torch 2.6's and 2.14's _memory_viz pages, its speedscope in speedscope's app, its perfetto by the trace-event rules" {
