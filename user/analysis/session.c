@@ -331,7 +331,8 @@ static void forget(struct mt_session *s, const struct mt_live *old)
 
 	if (p->live)
 		p->live--;
-	mt_peak_release(s->peak, old, kind_of(s, p, old, false));
+	s->freed_kind = kind_of(s, p, old, false);
+	mt_peak_release(s->peak, old, s->freed_kind);
 	tally_kind(s, &s->sum, p, old, false);
 	site_live(old->site, old, false);
 	mt_summary_own(&s->sum, old, -(__s64)mt_live_est(old));
@@ -504,6 +505,7 @@ bool mt_session_event(struct mt_session *s, struct mt_call *r,
 	if (r->role == MT_ROLE_FREE && r->has_ptr && !r->ptr && !r->failed)
 		return false;
 	s->seq++;
+	s->freed_kind = MT_MK_MAX;
 	if (!s->t0)
 		s->t0 = r->ev->ts;
 	s->last_ts = r->ev->ts;

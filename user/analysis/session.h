@@ -134,6 +134,12 @@ struct mt_session {
 	 * Kept at each event, so that a live view reads its kinds without a
 	 * walk of the live table (mt_session_kinds_now).
 	 */
+	/*
+	 * The kind told of the allocation the event being counted freed
+	 * (memkind.h, mt_memkind_of at its free), for an observer at a free;
+	 * MT_MK_MAX where the event freed none that was live
+	 */
+	enum mt_memkind freed_kind;
 	struct mt_kind_tally {
 		__u64 settled[MT_MK_MAX], young[MT_MK_MAX];
 	} kinds[MT_SUM_DEVS];
