@@ -125,6 +125,7 @@ static void count_steps(struct mt_session *s, const struct mt_call *r,
 
 	if (phase) {
 		bool was_opt = st->phase && !strcmp(st->phase, "optimizer");
+		__u32 was = st->clock.instance;
 
 		if (was_opt && strcmp(phase, "optimizer") &&
 		    st->backward_seen) {
@@ -137,8 +138,6 @@ static void count_steps(struct mt_session *s, const struct mt_call *r,
 		}
 		if (!strcmp(phase, "backward"))
 			st->backward_seen = true;
-		__u32 was = st->clock.instance;
-
 		st->phase = phase;
 		mt_memkind_tick(&st->clock, phase, st->step);
 		if (st->clock.instance != was)
@@ -251,12 +250,6 @@ static void site_live(struct mt_site *site, const struct mt_live *e, bool alloc)
 }
 
 /*
- * Whether e's memory is seen from its start: its process was traced from
- * its start, or (-p) e is the caching allocator's and it held nothing
- * when the trace began, so that the model it holds came after. Asked
- * only of what was made before the first phase.
- */
-/*
  * Whether what process p made in account d before its first phase is seen
  * from its start: traced from the process's start, or attached while the
  * caching allocator held nothing (d NULL: no account, not known)
@@ -270,6 +263,12 @@ static bool account_from_start(const struct mt_proc *p,
 	       !d->before_allocated;
 }
 
+/*
+ * Whether e's memory is seen from its start: its process was traced from
+ * its start, or (-p) e is the caching allocator's and it held nothing
+ * when the trace began, so that the model it holds came after. Asked
+ * only of what was made before the first phase.
+ */
 static bool seen_from_start(const struct mt_session *s, const struct mt_proc *p,
 			    const struct mt_live *e)
 {
