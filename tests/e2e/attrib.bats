@@ -121,7 +121,7 @@ sized() {
 	log=$BATS_TEST_TMPDIR/mem_${fx_PID}_rank0.log
 	cat "$log"
 	modlog_check "$log" 3
-	grep -q ' time=[0-9]*\.[0-9]\{6\}$' "$log"
+	grep -q ' time=[0-9]*\.[0-9]\{6\} parameters_mib=' "$log"
 	# nothing else: 14 modules x 4 stages + the optimizer's two a step
 	[ "$(grep -c '^step=' "$log")" -eq $((3 * 58)) ]
 	[ "$(grep -c '^#' "$log")" -eq 1 ]
@@ -131,6 +131,21 @@ sized() {
 	pre=$(awk '/^step=0 module=optimizer stage=pre_step /{sub("allocated_mib=", "", $4); print $4}' "$log")
 	post=$(awk '/^step=0 module=optimizer stage=post_step /{sub("allocated_mib=", "", $4); print $4}' "$log")
 	awk -v a="$pre" -v b="$post" 'BEGIN { exit !(b > a) }'
+	# by kind: CPU tensors traced, so the kinds hold all of allocated_mib
+	# (8 roundings). What the phase running at a record made is unknown
+	# until it ends: Adam's state, made in step 0's optimizer step, is
+	# told at step 1's first event (its pre_forward has the figures from
+	# before it): after step 1's forward it is twice the gradients (and
+	# its step counts); the model, made before the attach, is unseen
+	awk '/^step=/ { split($4, a, "="); k = 0
+		for (i = NF - 6; i <= NF; i++) { split($i, v, "="); k += v[2] }
+		d = k - a[2]; if (d < -0.004 || d > 0.004) { print "off: " $0; bad = 1 } }
+		END { exit bad }' "$log"
+	awk '/^step=1 module=Net stage=post_forward / { for (i = 1; i <= NF; i++) {
+		split($i, v, "="); f[v[1]] = v[2] }
+		exit !(f["gradients_mib"] > 1 && f["parameters_mib"] == 0 &&
+			f["optimizer_state_mib"] - 2 * f["gradients_mib"] < 0.01 &&
+			f["optimizer_state_mib"] - 2 * f["gradients_mib"] >= 0) }' "$log"
 	# a Linear's forward holds its output: more after it than before
 	pre=$(awk '/^step=1 module=encoder.2.proj stage=pre_forward /{sub("allocated_mib=", "", $4); print $4}' "$log")
 	post=$(awk '/^step=1 module=encoder.2.proj stage=post_forward /{sub("allocated_mib=", "", $4); print $4}' "$log")

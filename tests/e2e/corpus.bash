@@ -304,7 +304,8 @@ corpus_record() {
 		        track = (e["pid"], e["tid"])
 		        assert e["ts"] >= last.get(track, 0), e
 		        last[track] = e["ts"]
-		    if e["ph"] == "C":
+		    # the memory counters (those by kind have an arg a kind)
+		    if e["ph"] == "C" and "bytes" in e["args"]:
 		        counters[e["name"]].append(e["args"]["bytes"])
 		    elif e["ph"] == "B":
 		        stacks[e["tid"]].append(e)

@@ -125,7 +125,7 @@ trace = json.load(open(sys.argv[1]))
 ev = trace['traceEvents']
 series = defaultdict(list)
 for e in ev:
-    if e['ph'] == 'C':
+    if e['ph'] == 'C' and 'bytes' in e['args']:
         series[(e['pid'], e['name'])].append((e['ts'], e['args']['bytes']))
 checked = 0
 for line in open(sys.argv[2]):
@@ -180,6 +180,32 @@ print(sorted(slices))
 assert {('phase', p) for p in ('forward', 'backward', 'optimizer')} <= slices
 assert ('module', 'spike') in slices
 EOF
+	# a counter of the CPU tensors by kind, all seven kinds at each value,
+	# adding up to the CPU's allocated counter at that moment; the model's
+	# parameters, Adam's state and a forward's activations among them
+	"$TORCH_PY" - "$BATS_TEST_TMPDIR/t.json" <<'EOF'
+import bisect, json, sys
+ev = json.load(open(sys.argv[1]))['traceEvents']
+kinds = ['parameters', 'inputs', 'activations', 'gradients',
+         'optimizer_state', 'temporaries', 'unknown']
+alloc = [(e['ts'], e['args']['bytes']) for e in ev
+         if e['ph'] == 'C' and e['name'] == 'cpu allocated']
+by = [e for e in ev if e['ph'] == 'C' and e['name'] == 'cpu by kind']
+print(f'{len(by)} by kind, {len(alloc)} allocated; last {by[-1]["args"]}')
+assert by and alloc
+ts = [t for t, _ in alloc]
+most = dict.fromkeys(kinds, 0)
+for e in by:
+    assert list(e['args']) == kinds, e
+    i = bisect.bisect_right(ts, e['ts']) - 1
+    assert i >= 0 and sum(e['args'].values()) == alloc[i][1], (e, alloc[i])
+    for k in kinds:
+        most[k] = max(most[k], e['args'][k])
+print(most)
+assert all(most[k] > 0 for k in ('parameters', 'activations', 'gradients',
+                                 'optimizer_state'))
+assert most['temporaries'] == 0
+EOF
 }
 
 @test "perfetto, live: c10's allocated and reserved per CUDA device, OOM as an instant" {
@@ -198,8 +224,13 @@ ooms = [e for e in ev if e['ph'] == 'i']
 print(ooms)
 assert len(ooms) == 1 and ooms[0]['name'] == 'OOM c10:oom'
 assert ooms[0]['args']['size'] == int(sys.argv[2])
+# the caching allocator's blocks by kind too: no Python, no phase, so
+# all unknown
 assert {e['name'] for e in ev if e['ph'] == 'C'} == {
-    f'cuda:{d} {w}' for d in (0, 1) for w in ('allocated', 'reserved')}
+    f'cuda:{d} {w}' for d in (0, 1)
+    for w in ('allocated', 'reserved', 'by kind')}
+assert all(sum(e['args'].values()) == e['args']['unknown']
+           for e in ev if e['name'].endswith(' by kind'))
 EOF
 }
 

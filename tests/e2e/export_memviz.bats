@@ -138,6 +138,39 @@ assert any(f["name"] == "Spike.forward" and f["filename"] == sys.argv[2]
            and f["line"] > 0 for f in fr), fr[:10]
 assert any(f["name"] == "c10:cpu_alloc" for f in fr)
 PY
+	# each alloc's kind as its category, where torch's own snapshot of a
+	# profile puts the profiler's: replayed to the CPU's peak, the blocks
+	# alive then add up by category to the report's '# kinds' there
+	grep '^# kinds pid=[0-9]* dev=cpu space=cpu ' "$TRACE" >"$BATS_TEST_TMPDIR/kinds"
+	cat "$BATS_TEST_TMPDIR/kinds"
+	"$TORCH_PY" - "$BATS_TEST_TMPDIR/x.pickle" "$BATS_TEST_TMPDIR/kinds" <<'PY'
+import pickle, sys
+from collections import Counter
+snap = pickle.load(open(sys.argv[1], "rb"))
+want = dict(kv.split("=") for kv in open(sys.argv[2]).read().split()[2:])
+peak = int(want.pop("peak"))
+for k in ("pid", "dev", "space"):
+    want.pop(k)
+trace = snap["device_traces"][0]
+allocs = [e for e in trace if e["action"] == "alloc"]
+assert allocs and all(e["category"] in want for e in allocs), allocs[:3]
+print(Counter(e["category"] for e in allocs))
+live, cur, at_peak = {}, 0, None
+for e in trace:
+    if e["action"] == "alloc":
+        live[e["addr"]] = e
+        cur += e["size"]
+    elif e["action"] == "free_completed":
+        cur -= live.pop(e["addr"])["size"]
+    if cur == peak and at_peak is None:
+        at_peak = Counter()
+        for a in live.values():
+            at_peak[a["category"]] += a["size"]
+print("peak", peak, dict(at_peak), "want", want, file=sys.stderr)
+assert at_peak is not None
+assert all(at_peak[k] == int(v) for k, v in want.items())
+assert at_peak["optimizer_state"] > 0 and at_peak["gradients"] > 0
+PY
 }
 
 @test "memviz from a record equals memviz live" {

@@ -177,12 +177,14 @@ value() {
 	awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' <<<"$2"
 }
 
-# memviz_pages PICKLE LIVE CURRENT PEAK: torch 2.6's and 2.14's
+# memviz_pages PICKLE LIVE CURRENT PEAK [KIND]: torch 2.6's and 2.14's
 # _memory_viz read PICKLE (LIVE blocks of CURRENT bytes at its end, PEAK
 # bytes at its peak): their figures, and their trace_plot() and
-# segment_plot() pages drawn by MemoryViz.js in Chromium with ours
+# segment_plot() pages drawn by MemoryViz.js in Chromium with ours; the
+# Active Memory Timeline's legend names the kinds of memory, KIND among
+# them
 memviz_pages() {
-	local pickle=$1 live=$2 current=$3 peak=$4 suite out w h share colours
+	local pickle=$1 live=$2 current=$3 peak=$4 kind=${5:-unknown} suite out w h share colours
 	for suite in trixie sid; do
 		out=$(viz_root "$suite" "$pickle")
 		echo "$out"
@@ -226,6 +228,10 @@ print("y ticks", ticks, "peak", peak)
 assert len(ticks) > 2 and ticks[-1] <= peak < ticks[-1] + ticks[1] - ticks[0]
 assert dom.count("<polygon") > 10
 PY
+		# coloured by kind, as a profile's snapshot by the profiler's
+		# categories: the legend's text, "unknown" always among them
+		grep -qF ">$kind</text>" "$BATS_TEST_TMPDIR/$suite-trace.dom"
+		grep -qF '>unknown</text>' "$BATS_TEST_TMPDIR/$suite-trace.dom"
 		read -r w h share colours < <(pixels "$BATS_TEST_TMPDIR/$suite-trace.png" 110 50 1400 500)
 		echo "$suite trace_plot: ${w}x$h, ${share}% in colour, $colours colours"
 		[ "$share" -ge 10 ]
@@ -246,7 +252,8 @@ PY
 	live=$(sed -nE 's/^# live allocations=([0-9]+) .*/\1/p' "$TRACE")
 	echo "live: $live blocks, $current bytes; peak $peak"
 	[ "$current" -gt 1000000 ]
-	memviz_pages "$BATS_TEST_TMPDIR/x.pickle" "$live" "$current" "$peak"
+	memviz_pages "$BATS_TEST_TMPDIR/x.pickle" "$live" "$current" "$peak" \
+		optimizer_state
 }
 
 # speedscope_app FILE TITLE BYTES ROW...: speedscope's own app opens
@@ -380,7 +387,8 @@ PY
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"'i': 1"* ]]
-	[[ "$output" == *" 4 counter tracks,"* ]]
+	# allocated, reserved and by kind, for each of two devices
+	[[ "$output" == *" 6 counter tracks,"* ]]
 }
 
 @test "a flight dump in the viewers: its memviz in torch 2.6's and 2.14's _memory_viz pages, its speedscope in speedscope's app, its perfetto by the trace-event rules" {

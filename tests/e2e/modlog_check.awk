@@ -69,10 +69,20 @@ FNR == 1 {
 /^#/ { next }
 
 {
-	if ($0 !~ /^step=[0-9]+ module=[^ ]+ stage=[a-z_]+ allocated_mib=[0-9]+\.[0-9][0-9][0-9] reserved_mib=[0-9]+\.[0-9][0-9][0-9] max_allocated_mib=[0-9]+\.[0-9][0-9][0-9] max_reserved_mib=[0-9]+\.[0-9][0-9][0-9]( time=[0-9]+\.[0-9][0-9][0-9][0-9][0-9][0-9])?$/) {
+	if ($0 !~ /^step=[0-9]+ module=[^ ]+ stage=[a-z_]+ allocated_mib=[0-9]+\.[0-9][0-9][0-9] reserved_mib=[0-9]+\.[0-9][0-9][0-9] max_allocated_mib=[0-9]+\.[0-9][0-9][0-9] max_reserved_mib=[0-9]+\.[0-9][0-9][0-9]( time=[0-9]+\.[0-9][0-9][0-9][0-9][0-9][0-9])? parameters_mib=[0-9.]+ inputs_mib=[0-9.]+ activations_mib=[0-9.]+ gradients_mib=[0-9.]+ optimizer_state_mib=[0-9.]+ temporaries_mib=[0-9.]+ unknown_mib=[0-9.]+$/) {
 		fail("not a record: " $0)
 		next
 	}
+	# the kinds hold what allocated_mib counts, no more (a -p attach
+	# does not see what was made before it): 8 roundings of 0.0005
+	kinds = 0
+	for (i = NF - 6; i <= NF; i++) {
+		split($i, kv, "=")
+		kinds += kv[2]
+	}
+	split($4, kv, "=")
+	if (kinds > kv[2] + 0.004)
+		fail("kinds add up past allocated_mib: " $0)
 	step = substr($1, 6) + 0
 	m = substr($2, 8)
 	s = substr($3, 7)

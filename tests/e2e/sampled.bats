@@ -133,8 +133,10 @@ def load(path):
             track = (e["pid"], e["tid"])
             assert e["ts"] >= last.get(track, 0), (e, last[track])
             last[track] = e["ts"]
+        # a counter by kind: its kinds add up to the account's bytes, exact
+        # (which kind is told from the stacks: unsampled ones are unknown)
         if e["ph"] == "C":
-            counters[e["name"]].append(e["args"]["bytes"])
+            counters[e["name"]].append(sum(e["args"].values()))
         elif e["ph"] == "B":
             slices.add((e["cat"], e["name"]))
             stacks[e["tid"]].append(e)

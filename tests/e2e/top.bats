@@ -76,6 +76,8 @@ step_of() {
 	release fx
 	wait_pane "^ +$fx_PID +cpu .* [1-9][0-9]* +cpu\$"
 	wait_pane '  encoder\.2\.proj$'
+	# by kind once a step has ended: Adam's state, made after the attach
+	wait_pane "^ +$fx_PID +cpu  now by kind: .*optimizer_state [0-9.]+ (KiB|MiB)"
 	pane >"$D/first"
 	cat "$D/first"
 	# the screen is drawn in place from its first line, nothing over it
@@ -88,6 +90,13 @@ step_of() {
 	grep -qE '^ +cpu +[0-9.]+ (KiB|MiB) +[0-9.]+ +[0-9]+  encoder\.2\.proj$' "$D/first"
 	grep -qE '^ +DEVICE +NOW +% +COUNT +LINE \(alive now\)$' "$D/first"
 	grep -qF "(${MODEL}:" "$D/first"
+	# under the table, its pid and device in its columns, largest first:
+	# Adam's state (twice the gradients), cut at the terminal's width; the
+	# model made before the attach is not seen, so no parameters
+	line=$(grep -E "^ +$fx_PID +cpu  now by kind: " "$D/first")
+	echo "$line" | grep -qE "^ +$fx_PID +cpu  now by kind: optimizer_state [0-9.]+ MiB  ([a-z]+ [0-9.]+ (B|KiB|MiB)  )?gradients [0-9.]+ MiB  "
+	! echo "$line" | grep -q parameters
+	[ "$(grep -n 'now by kind:' "$D/first" | cut -d: -f1)" -eq $(($(grep -nE "^ +$fx_PID +cpu .* cpu\$" "$D/first" | cut -d: -f1) + 1)) ]
 	# no line wider than the terminal
 	[ "$(awk '{ if (length($0) > n) n = length($0) } END { print n }' "$D/first")" -le 120 ]
 	# a later frame: the step counter went on

@@ -253,9 +253,12 @@ struct counters {
 	char ph[8], name[32];
 	bool has_bytes;
 	long long bytes;
+	long long kinds; /* the sum of a kinds counter's args */
 	/* what the test checks */
 	size_t n, no_ph, bad_name, no_bytes;
 	__u64 last, max;
+	size_t kinds_n; /* "cpu by kind" counters, and the last one's sum */
+	__u64 kinds_last;
 };
 
 static void copy(char *dst, size_t cap, const unsigned char *s, size_t len)
@@ -290,6 +293,7 @@ static int on_start_map(void *ctx)
 	if (c->in_events && c->depth == EVENT_DEPTH) {
 		c->ph[0] = c->name[0] = '\0';
 		c->has_bytes = false;
+		c->kinds = 0;
 	}
 	return 1;
 }
@@ -301,7 +305,10 @@ static int on_end_map(void *ctx)
 	if (c->in_events && c->depth == EVENT_DEPTH) {
 		if (!c->ph[0])
 			c->no_ph++;
-		if (!strcmp(c->ph, "C")) {
+		if (!strcmp(c->ph, "C") && !strcmp(c->name, "cpu by kind")) {
+			c->kinds_last = (__u64)c->kinds;
+			c->kinds_n++;
+		} else if (!strcmp(c->ph, "C")) {
 			if (strcmp(c->name, "cpu allocated"))
 				c->bad_name++;
 			if (!c->has_bytes)
@@ -357,6 +364,9 @@ static int on_integer(void *ctx, long long v)
 	    key_is(c, EVENT_DEPTH + 1, "bytes")) {
 		c->bytes = v;
 		c->has_bytes = true;
+	} else if (c->in_events && c->depth == EVENT_DEPTH + 1 &&
+		   key_is(c, EVENT_DEPTH, "args")) {
+		c->kinds += v;
 	}
 	return 1;
 }
@@ -412,6 +422,9 @@ static void test_perfetto_counters(void **state)
 	assert_int_equal(c.n, NOPS);
 	assert_int_equal(c.last, m->cur);
 	assert_int_equal(c.max, m->peak);
+	/* the CPU tensors by kind, at each change, adding up to them */
+	assert_true(c.kinds_n > 0);
+	assert_int_equal(c.kinds_last, m->cur);
 }
 
 static void test_json_lines(void **state)

@@ -236,6 +236,69 @@ static void test_sampled(void **state)
 	free(t);
 }
 
+/* what a walk of the live table tells, allocation by allocation */
+struct walk {
+	struct mt_session *s;
+	__u64 bytes[MT_MK_MAX];
+};
+
+static void walk_one(const struct mt_live *e, void *ctx)
+{
+	struct walk *w = ctx;
+
+	w->bytes[mt_session_kind_alive(e, w->s)] += e->size;
+}
+
+/* the session's tally of kinds is what the report's walk tells */
+static void same_as_walk(struct sim *m)
+{
+	struct walk w = { .s = &m->h.s };
+	__u64 tally[MT_MK_MAX];
+
+	assert_int_equal(m->h.s.sum.ndevs, 1);
+	mt_live_foreach(m->h.s.live, walk_one, &w);
+	mt_session_kinds_now(&m->h.s, &m->h.s.sum.devs[0], tally);
+	for (int k = 0; k < MT_MK_MAX; k++)
+		assert_int_equal(tally[k], w.bytes[k]);
+}
+
+/*
+ * Per account, what it holds now by kind: the model made before the
+ * first phase, last step's gradients and the optimizer's state settled,
+ * the forward running now unknown until it ends
+ */
+static void test_kinds(void **state)
+{
+	struct sim *m = *state;
+	struct mt_site *model = site_of(m, EV_ALLOC, "other", "-", NULL, 0);
+	char *t;
+
+	feed(m, model, 0, 4096);
+	for (int i = 0; i < 2; i++) {
+		__u64 act = feed(m, m->fwd, 0, 5000);
+
+		feed(m, m->bwd, 0, 200);
+		feed(m, m->free_site, act, 0);
+		feed(m, m->opt, 0, 300);
+		same_as_walk(m);
+	}
+	feed(m, m->fwd, 0, 5000);
+	same_as_walk(m);
+	t = frame(m, 0, 0);
+	assert_non_null(strstr(t, "\n   4242      cpu  now by kind: "
+				  "unknown 4.88 KiB  parameters 4.00 KiB  "
+				  "optimizer_state 600 B  gradients 400 B\n"));
+	free(t);
+	/* its backward begins: the forward's activation is told */
+	feed(m, m->bwd, 0, 100);
+	same_as_walk(m);
+	t = frame(m, 0, 0);
+	assert_non_null(strstr(t, "now by kind: activations 4.88 KiB  "
+				  "parameters 4.00 KiB  optimizer_state 600 B  "
+				  "gradients 400 B  unknown 100 B\n"));
+	free(t);
+}
+
 /* no line wider than the terminal, none past its height */
 static void test_fits(void **state)
 {
@@ -269,6 +332,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_warmup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sampled, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kinds, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -60,6 +60,23 @@ enum mt_memkind mt_memkind_of(const char *phase, __u32 born,
 			      const struct mt_memkind_clock *c, bool alive,
 			      bool from_start);
 
+/*
+ * The kind of an allocation made in phase (NULL: not known) at instance
+ * born that lived past that instance: what mt_memkind_of says of it once
+ * the instance is over, whenever it is freed after (but for the first
+ * batch, freed before the second step). A tally of what is alive now
+ * keeps each allocation under it (session.h's mt_session_kinds_now).
+ */
+enum mt_memkind mt_memkind_settled(const char *phase, __u32 born,
+				   bool from_start);
+
+/*
+ * The kinds with bytes, largest first (equal ones in the kinds' order),
+ * into order; their count. *sum: the bytes of all kinds.
+ */
+int mt_memkind_by_size(const __u64 bytes[MT_MK_MAX], int order[MT_MK_MAX],
+		       __u64 *sum);
+
 /* "activations", "optimizer_state"...: one token, for key lines too */
 const char *mt_memkind_name(enum mt_memkind k);
 /* what helps with it, a short clause; NULL: nothing to say */

@@ -519,31 +519,6 @@ static void add_kinds(const struct mt_peak_kinds *k, void *ctx)
 }
 
 /*
- * a's kinds with bytes at its peak, largest first, into order; their
- * count. *sum: the bytes of them all.
- */
-static int kinds_by_size(const struct account *a, int order[MT_MK_MAX],
-			 __u64 *sum)
-{
-	int n = 0;
-
-	*sum = 0;
-	for (int k = 0; k < MT_MK_MAX; k++) {
-		int i = n;
-
-		*sum += a->kinds[k];
-		if (!a->kinds[k])
-			continue;
-		/* equal bytes keep the kinds' order */
-		for (; i > 0 && a->kinds[order[i - 1]] < a->kinds[k]; i--)
-			order[i] = order[i - 1];
-		order[i] = k;
-		n++;
-	}
-	return n;
-}
-
-/*
  * What kind of memory the peak held, largest first, and what helps with
  * the largest known kind
  */
@@ -553,7 +528,7 @@ static void headline_kinds(const struct report *rp, const struct account *a)
 	char text[600], p[16];
 	__u64 sum;
 
-	nk = kinds_by_size(a, order, &sum);
+	nk = mt_memkind_by_size(a->kinds, order, &sum);
 	if (!nk)
 		return;
 	n = snprintf(text, sizeof(text), "  kinds:");
@@ -1171,7 +1146,7 @@ static void print_kinds(struct report *rp, const struct account *a)
 	char b[32], pc[16];
 	__u64 sum;
 
-	nk = kinds_by_size(a, order, &sum);
+	nk = mt_memkind_by_size(a->kinds, order, &sum);
 	for (int i = 0; t && i < nk; i++)
 		add(t, MT_TONE_PLAIN,
 		    (const char *const[]){
@@ -1316,7 +1291,7 @@ static void print_account(struct report *rp, struct account *a)
 			int order[MT_MK_MAX];
 			__u64 sum;
 
-			if (kinds_by_size(a, order, &sum)) {
+			if (mt_memkind_by_size(a->kinds, order, &sum)) {
 				fprintf(rp->out, "By kind:\n");
 				print_kinds(rp, a);
 				fprintf(rp->out, "\n");

@@ -125,6 +125,21 @@ void mt_session_set_attached(struct mt_session *s, __u32 pid)
 	proc_of(s, pid)->attached = true;
 }
 
+/* pid's phase instance ended: what it made in it is settled */
+static void settle_kinds(struct mt_session *s, __u32 pid)
+{
+	for (size_t i = 0; i < s->sum.ndevs; i++) {
+		struct mt_kind_tally *t = &s->kinds[i];
+
+		if (s->sum.devs[i].pid != pid)
+			continue;
+		for (int k = 0; k < MT_MK_MAX; k++) {
+			t->settled[k] += t->young[k];
+			t->young[k] = 0;
+		}
+	}
+}
+
 /*
  * An optimizer phase left after a backward ends a step (zero_grad before
  * the forward is none); a process without steps gets a leak boundary each
@@ -138,6 +153,7 @@ static void count_steps(struct mt_session *s, const struct mt_call *r,
 
 	if (phase) {
 		bool was_opt = st->phase && !strcmp(st->phase, "optimizer");
+		__u32 was = st->clock.instance;
 
 		if (was_opt && strcmp(phase, "optimizer") &&
 		    st->backward_seen) {
@@ -152,6 +168,8 @@ static void count_steps(struct mt_session *s, const struct mt_call *r,
 			st->backward_seen = true;
 		st->phase = phase;
 		mt_memkind_tick(&st->clock, phase, st->step);
+		if (st->clock.instance != was)
+			settle_kinds(s, st->pid);
 	}
 	if (!st->last_boundary)
 		st->last_boundary = ts;
@@ -260,6 +278,20 @@ static void site_live(struct mt_site *site, const struct mt_live *e, bool alloc)
 }
 
 /*
+ * Whether what process p made in account d before its first phase is seen
+ * from its start: traced from the process's start, or attached while the
+ * caching allocator held nothing (d NULL: no account, not known)
+ */
+static bool account_from_start(const struct mt_proc *p,
+			       const struct mt_dev_stat *d)
+{
+	if (!p->attached)
+		return true;
+	return d && d->space == MT_SP_C10 && d->totals_seen &&
+	       !d->before_allocated;
+}
+
+/*
  * Whether e's memory is seen from its start: its process was traced from
  * its start, or (-p) e is the caching allocator's and it held nothing
  * when the trace began, so that the model it holds came after. Asked
@@ -268,14 +300,46 @@ static void site_live(struct mt_site *site, const struct mt_live *e, bool alloc)
 static bool seen_from_start(const struct mt_session *s, const struct mt_proc *p,
 			    const struct mt_live *e)
 {
-	const struct mt_dev_stat *d;
-
 	if (!p->attached)
 		return true;
-	if (e->born || e->space != MT_SP_C10)
+	if (e->born)
 		return false;
-	d = mt_summary_dev(&s->sum, e->pid, e->dev_type, e->dev, e->space);
-	return d && d->totals_seen && !d->before_allocated;
+	return account_from_start(
+		p,
+		mt_summary_dev(&s->sum, e->pid, e->dev_type, e->dev, e->space));
+}
+
+/*
+ * e's bytes in its account's tally of kinds (mt_session.kinds), added
+ * (in) or taken out. A young allocation is one made in its process's
+ * current phase instance. Taken out, a count never goes below 0: a
+ * process whose slot another took (proc_of) has a new clock, and its old
+ * allocations may be looked for under the wrong age.
+ */
+static void tally_kind(struct mt_session *s, struct mt_summary *sum,
+		       const struct mt_proc *p, const struct mt_live *e,
+		       bool in)
+{
+	struct mt_dev_stat *d;
+	struct mt_kind_tally *t;
+	enum mt_memkind k;
+	__u64 *v;
+
+	if (!mt_space_is_tensor(e->space))
+		return;
+	d = in ? mt_summary_account(sum, e->pid, e->dev_type, e->dev,
+				    e->space) :
+		 (struct mt_dev_stat *)mt_summary_dev(sum, e->pid, e->dev_type,
+						      e->dev, e->space);
+	if (!d)
+		return;
+	t = &s->kinds[d - sum->devs];
+	k = mt_memkind_settled(e->site ? e->site->phase : NULL, e->born, true);
+	v = e->born == p->clock.instance ? &t->young[k] : &t->settled[k];
+	if (in)
+		*v += e->size;
+	else
+		*v -= *v < e->size ? *v : e->size;
 }
 
 /* the kind of e, freed now or (alive) held at the end */
@@ -294,7 +358,9 @@ static void forget(struct mt_session *s, const struct mt_live *old)
 
 	if (p->live)
 		p->live--;
-	mt_peak_release(s->peak, old, kind_of(s, p, old, false));
+	s->freed_kind = kind_of(s, p, old, false);
+	mt_peak_release(s->peak, old, s->freed_kind);
+	tally_kind(s, &s->sum, p, old, false);
 	site_live(old->site, old, false);
 	mt_summary_own(&s->sum, old, -(__s64)mt_live_est(old));
 	if (counted)
@@ -394,6 +460,7 @@ static void track_live(struct mt_session *s, struct mt_call *r,
 		}
 		mt_peak_alloc(s->peak, &e);
 		proc_of(s, ev->pid)->live++;
+		tally_kind(s, &s->sum, proc_of(s, ev->pid), &e, true);
 		site_live(site, &e, true);
 		mt_summary_own(&s->sum, &e, (__s64)mt_live_est(&e));
 		if (e.space != MT_SP_C10)
@@ -424,6 +491,7 @@ bool mt_session_event(struct mt_session *s, struct mt_call *r,
 	if (r->role == MT_ROLE_FREE && r->has_ptr && !r->ptr && !r->failed)
 		return false;
 	s->seq++;
+	s->freed_kind = MT_MK_MAX;
 	if (!s->t0)
 		s->t0 = r->ev->ts;
 	s->last_ts = r->ev->ts;
@@ -481,6 +549,42 @@ enum mt_memkind mt_session_kind_alive(const struct mt_live *e, void *ctx)
 	const struct mt_proc *p = mt_session_proc(ctx, e->pid);
 
 	return p ? kind_of(ctx, p, e, true) : MT_MK_UNKNOWN;
+}
+
+void mt_session_kinds_now(const struct mt_session *s,
+			  const struct mt_dev_stat *d, __u64 bytes[MT_MK_MAX])
+{
+	const struct mt_proc *p = mt_session_proc(s, d->pid);
+	const struct mt_kind_tally *t = &s->kinds[d - s->sum.devs];
+
+	memset(bytes, 0, MT_MK_MAX * sizeof(bytes[0]));
+	for (int k = 0; k < MT_MK_MAX; k++) {
+		/* no clock (a slot another process took): none is told */
+		enum mt_memkind to = p ? (enum mt_memkind)k : MT_MK_UNKNOWN;
+
+		if (to == MT_MK_PARAMETERS && !account_from_start(p, d))
+			to = MT_MK_UNKNOWN;
+		bytes[to] += t->settled[k];
+		bytes[MT_MK_UNKNOWN] += t->young[k];
+	}
+}
+
+void mt_session_kinds_totals(const struct mt_session *s, __u32 pid,
+			     __u64 bytes[MT_MK_MAX])
+{
+	bool cuda = mt_summary_has_cuda(&s->sum, pid);
+	__u64 b[MT_MK_MAX];
+
+	memset(bytes, 0, MT_MK_MAX * sizeof(bytes[0]));
+	for (size_t i = 0; i < s->sum.ndevs; i++) {
+		const struct mt_dev_stat *d = &s->sum.devs[i];
+
+		if (d->pid != pid || !mt_summary_in_totals(d, cuda))
+			continue;
+		mt_session_kinds_now(s, d, b);
+		for (int k = 0; k < MT_MK_MAX; k++)
+			bytes[k] += b[k];
+	}
 }
 
 void mt_session_end(struct mt_session *s)

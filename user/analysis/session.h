@@ -135,6 +135,23 @@ struct mt_session {
 	int win_passed;
 	struct mt_ended ended[MT_MAX_ENDED];
 	size_t nended;
+	/*
+	 * The bytes alive now in each tensor account (by its place in
+	 * sum.devs), by the kind they have once their phase instance is over
+	 * (mt_memkind_settled, from_start taken as true): settled, those made
+	 * before their process's current instance; young, those made in it.
+	 * Kept at each event, so that a live view reads its kinds without a
+	 * walk of the live table (mt_session_kinds_now).
+	 */
+	/*
+	 * The kind told of the allocation the event being counted freed
+	 * (memkind.h, mt_memkind_of at its free), for an observer at a free;
+	 * MT_MK_MAX where the event freed none that was live
+	 */
+	enum mt_memkind freed_kind;
+	struct mt_kind_tally {
+		__u64 settled[MT_MK_MAX], young[MT_MK_MAX];
+	} kinds[MT_SUM_DEVS];
 };
 
 /*
@@ -209,6 +226,22 @@ const struct mt_proc *mt_session_proc(const struct mt_session *s, __u32 pid);
  * mt_peak_kind_fn.
  */
 enum mt_memkind mt_session_kind_alive(const struct mt_live *e, void *ctx);
+
+/*
+ * The bytes alive now in tensor account d (of s->sum) by kind, each told
+ * as mt_session_kind_alive tells it: what the phase its process runs now
+ * made is unknown until that phase ends. Exact (sizes, not estimates);
+ * all 0 for an account of no tensors. O(1).
+ */
+void mt_session_kinds_now(const struct mt_session *s,
+			  const struct mt_dev_stat *d, __u64 bytes[MT_MK_MAX]);
+
+/*
+ * The same over the accounts of pid's totals (mt_summary_totals): they
+ * add up to its allocated where the trace saw all of it
+ */
+void mt_session_kinds_totals(const struct mt_session *s, __u32 pid,
+			     __u64 bytes[MT_MK_MAX]);
 
 /*
  * The calibration (analysis/sample.h) of the counts of pid's allocations

@@ -54,9 +54,9 @@ const struct mt_dev_stat *mt_summary_dev(const struct mt_summary *s, __u32 pid,
 	return NULL;
 }
 
-static struct mt_dev_stat *dev_stat(struct mt_summary *s, __u32 pid,
-				    enum mt_dev_type type, int index,
-				    enum mt_space space)
+struct mt_dev_stat *mt_summary_account(struct mt_summary *s, __u32 pid,
+				       enum mt_dev_type type, int index,
+				       enum mt_space space)
 {
 	const struct mt_dev_stat *found =
 		mt_summary_dev(s, pid, type, index, space);
@@ -145,8 +145,8 @@ void mt_summary_event(struct mt_summary *s, const struct mt_call *r)
 		}
 	}
 	if (r->has_totals) {
-		d = dev_stat(s, r->ev->pid, r->dev_type, r->dev_index,
-			     r->ki->space);
+		d = mt_summary_account(s, r->ev->pid, r->dev_type, r->dev_index,
+				       r->ki->space);
 		if (!d) {
 			s->untracked++;
 			return;
@@ -163,7 +163,7 @@ void mt_summary_event(struct mt_summary *s, const struct mt_call *r)
 void mt_summary_live(struct mt_summary *s, __u32 pid, enum mt_dev_type type,
 		     int index, enum mt_space space, __s64 delta)
 {
-	struct mt_dev_stat *d = dev_stat(s, pid, type, index, space);
+	struct mt_dev_stat *d = mt_summary_account(s, pid, type, index, space);
 
 	if (!d) {
 		s->untracked++;
@@ -190,7 +190,7 @@ void mt_summary_untracked(struct mt_summary *s, __u32 pid,
 			  enum mt_dev_type type, int index, enum mt_space space,
 			  __u64 size)
 {
-	struct mt_dev_stat *d = dev_stat(s, pid, type, index, space);
+	struct mt_dev_stat *d = mt_summary_account(s, pid, type, index, space);
 
 	if (!d) {
 		s->untracked++;
@@ -212,7 +212,8 @@ static __u64 current_allocated(struct mt_summary *s, const struct mt_call *r,
 	*incomplete = false;
 	if (r->has_totals)
 		return r->allocated;
-	d = dev_stat(s, r->ev->pid, r->dev_type, r->dev_index, r->ki->space);
+	d = mt_summary_account(s, r->ev->pid, r->dev_type, r->dev_index,
+			       r->ki->space);
 	if (!d)
 		return 0;
 	*incomplete = d->untracked;
@@ -398,28 +399,35 @@ void mt_summary_unmatched_free(struct mt_summary *s, const struct mt_call *r)
 		s->early_unsized++;
 }
 
+bool mt_summary_has_cuda(const struct mt_summary *s, __u32 pid)
+{
+	for (size_t i = 0; i < s->ndevs; i++)
+		if (s->devs[i].pid == pid && s->devs[i].space == MT_SP_C10 &&
+		    s->devs[i].type == MT_DT_CUDA)
+			return true;
+	return false;
+}
+
+bool mt_summary_in_totals(const struct mt_dev_stat *d, bool cuda)
+{
+	return cuda ? d->space == MT_SP_C10 && d->type == MT_DT_CUDA :
+		      d->space == MT_SP_CPU;
+}
+
 void mt_summary_totals(struct mt_summary *s, __u32 pid, __u64 *allocated,
 		       __u64 *reserved)
 {
-	__u64 cpu = 0;
-	bool cuda = false;
+	bool cuda = mt_summary_has_cuda(s, pid);
 
 	*allocated = *reserved = 0;
 	for (size_t i = 0; i < s->ndevs; i++) {
 		const struct mt_dev_stat *d = &s->devs[i];
 
-		if (d->pid != pid)
+		if (d->pid != pid || !mt_summary_in_totals(d, cuda))
 			continue;
-		if (d->space == MT_SP_C10 && d->type == MT_DT_CUDA) {
-			cuda = true;
-			*allocated += d->allocated;
-			*reserved += d->reserved;
-		} else if (d->space == MT_SP_CPU) {
-			cpu += d->cur;
-		}
+		*allocated += cuda ? d->allocated : d->cur;
+		*reserved += cuda ? d->reserved : d->cur;
 	}
-	if (!cuda)
-		*allocated = *reserved = cpu;
 }
 
 void mt_summary_free(struct mt_summary *s)

@@ -174,6 +174,20 @@ void mt_summary_free(struct mt_summary *s);
 void mt_summary_totals(struct mt_summary *s, __u32 pid, __u64 *allocated,
 		       __u64 *reserved);
 
+/* pid has a CUDA caching allocator's account: its totals are those */
+bool mt_summary_has_cuda(const struct mt_summary *s, __u32 pid);
+
+/* whether pid's totals count its account d; cuda: mt_summary_has_cuda's */
+bool mt_summary_in_totals(const struct mt_dev_stat *d, bool cuda);
+
+/*
+ * The account of (pid, device, space), made if none of its events came
+ * yet; NULL when the summary has no room for one more
+ */
+struct mt_dev_stat *mt_summary_account(struct mt_summary *s, __u32 pid,
+				       enum mt_dev_type type, int index,
+				       enum mt_space space);
+
 /* the account of (pid, device, space); NULL when none of its events came */
 const struct mt_dev_stat *mt_summary_dev(const struct mt_summary *s, __u32 pid,
 					 enum mt_dev_type type, int index,

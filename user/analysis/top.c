@@ -358,6 +358,42 @@ static const struct mt_table_col dev_cols[] = {
 /* the columns' least widths: they stay put from frame to frame */
 static const size_t dev_widths[NDEV_COLS] = { 7, 7, 10, 10, 10, 12, 6, 0 };
 
+/*
+ * What a tensor account shown holds now by kind of memory, largest first
+ * (a narrow terminal cuts the smallest), kinds at 0 left out: one line
+ * under the table, its pid and device in the table's columns. The kinds are the session's tally,
+ * told as the report tells them at the end: what the phase running now
+ * made is unknown until that phase ends. Exact, sampled or not.
+ */
+static void put_kinds(const struct mt_session *s, const struct mt_dev_stat *d,
+		      struct frame *f)
+{
+	char line[LINE_MAX_LEN], dev[32], size[32];
+	__u64 bytes[MT_MK_MAX], sum;
+	int order[MT_MK_MAX], nk;
+	size_t used = 0;
+
+	if (!mt_space_is_tensor(d->space))
+		return;
+	mt_session_kinds_now(s, d, bytes);
+	nk = mt_memkind_by_size(bytes, order, &sum);
+	if (!nk)
+		return;
+	for (int i = 0; i < nk && used < sizeof(line); i++) {
+		int n = snprintf(
+			line + used, sizeof(line) - used, "%s%s %s",
+			i ? "  " : " ", mt_memkind_name(order[i]),
+			mt_format_bytes(size, sizeof(size), bytes[order[i]]));
+
+		if (n < 0)
+			return;
+		used += (size_t)n;
+	}
+	put_line(f, "%*u  %*s  now by kind:%s", (int)dev_widths[0], d->pid,
+		 (int)dev_widths[1],
+		 mt_format_dev(dev, sizeof(dev), d->type, d->index), line);
+}
+
 static int put_devices(struct mt_top *t, const struct mt_session *s,
 		       struct frame *f, int max)
 {
@@ -420,6 +456,8 @@ static int put_devices(struct mt_top *t, const struct mt_session *s,
 	else if (show < n)
 		put_line(f, "%*s ... %zu more accounts", (int)dev_widths[0], "",
 			 n - show);
+	for (i = 0; i < show; i++)
+		put_kinds(s, v[i], f);
 	return 0;
 }
 

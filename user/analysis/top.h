@@ -2,7 +2,8 @@
 /*
  * memtrace-bpf top: the frame of the live view, drawn from a trace's
  * session. Per process and device the memory held now, its peak and its
- * growth per optimizer step; then the modules and the source lines that
+ * growth per optimizer step, and what it holds now by kind of memory
+ * (analysis/memkind.h, the session's tally); then the modules and the source lines that
  * hold the most of it now, from the peak view's grouping of the live
  * table (mt_peak_foreach_now). In a sampled trace (--sample-bytes) a line
  * says so, and the columns of figures from stacks (the modules' and

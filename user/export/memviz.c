@@ -19,6 +19,9 @@
  * with addr, size (0 when a free's size is not known), stream (0 if not
  * known), time_us (since the first event) and frames: the site's Python
  * stack, innermost first, after one frame naming the call and its library.
+ * An alloc carries its kind of memory (analysis/memkind.h) as category,
+ * as torch's _profile_to_snapshot() carries the profiler's: the kind its
+ * free was told, or the one it has alive at the end (the report's).
  * In a process with c10 events, segments are the caching allocator's (its
  * calls, from libc10_cuda: mt_caller_is_allocator), as in torch's own
  * snapshot: the device memory other libraries take (cuBLAS's workspaces)
@@ -111,6 +114,11 @@ struct mv_rec {
 	__u8 dev; /* CUDA index or MV_CPU */
 	bool bare; /* its stack not walked (--sample-bytes) */
 	bool foreign; /* not the caching allocator's call */
+	/*
+	 * enum mt_memkind: a free's, told by the session at it; an alloc's,
+	 * told at the end (tell_kinds); MT_MK_MAX: none
+	 */
+	__u8 kind;
 };
 
 /* a live segment or mapping (addr), or a cuMemCreate handle (addr) */
@@ -140,6 +148,7 @@ struct mv_block {
 	const struct mt_site *site;
 	__u8 dev;
 	bool bare; /* as mv_rec's */
+	__u8 kind; /* enum mt_memkind, alive at the end */
 };
 
 struct memviz {
@@ -162,6 +171,13 @@ struct memviz {
 	__u32 *memo;
 	size_t nmemo;
 	__u64 rate; /* --sample-bytes of the trace; 0: none */
+	const struct mt_session *s; /* the session, at the end */
+	__u8 freed_kind; /* the session's of the event seen now */
+	/*
+	 * alloc entries carry their kind as 'category'; need_unknown: none of
+	 * them is unknown, so the first entry of another action carries it
+	 */
+	bool categories, need_unknown;
 	__u64 t0;
 	int cpu_index;
 };
@@ -310,6 +326,7 @@ static void rec(struct memviz *m, const struct mt_call *r,
 		.dev = (__u8)dev,
 		.bare = mt_sample_unwalked(m->rate, r),
 		.foreign = other,
+		.kind = a == MV_FREE ? m->freed_kind : MT_MK_MAX,
 	};
 
 	m->dev[dev].seen = true;
@@ -460,6 +477,7 @@ static void event_memviz(void *x, const struct mt_session *s,
 	}
 	if (r->ev->pid != m->pid)
 		return;
+	m->freed_kind = (__u8)s->freed_kind;
 	if (mt_space_is_tensor(sp))
 		block_event(m, r, site);
 	else if (sp == MT_SP_CUDART || sp == MT_SP_DRIVER)
@@ -487,6 +505,8 @@ static void gather_block(const struct mt_live *e, void *ctx)
 		       e->dev < 0	     ? 0 :
 					       (__u8)e->dev,
 		.bare = mt_live_unsampled(e),
+		/* the session's kind_fn takes it as its context, read only */
+		.kind = (__u8)mt_session_kind_alive(e, (void *)m->s),
 	};
 }
 
@@ -511,6 +531,7 @@ static int gather_blocks(struct memviz *m, const struct mt_session *s)
 	m->blocks = calloc(mt_live_count(s->live) + 1, sizeof(*m->blocks));
 	if (!m->blocks)
 		return -ENOMEM;
+	m->s = s;
 	mt_live_foreach(s->live, gather_block, m);
 	qsort(m->blocks, m->nblocks, sizeof(*m->blocks), cmp_block);
 	for (size_t i = 0; i < m->nblocks; i++) {
@@ -525,6 +546,92 @@ static int gather_blocks(struct memviz *m, const struct mt_session *s)
 			m->dev[b->dev].cover = true;
 	}
 	m->nblocks = n;
+	return 0;
+}
+
+/* a block event of the ring, for pairing an alloc with its free */
+struct mv_use {
+	__u64 addr;
+	__u32 pos; /* in the ring, oldest first */
+	__u8 dev;
+};
+
+static int cmp_use(const void *a, const void *b)
+{
+	const struct mv_use *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* the kind of the block live at the end at (dev, addr); unknown if none */
+static __u8 live_kind(const struct memviz *m, __u8 dev, __u64 addr)
+{
+	struct mv_block key = { .addr = addr, .dev = dev };
+	const struct mv_block *b = bsearch(&key, m->blocks, m->nblocks,
+					   sizeof(*m->blocks), cmp_block);
+
+	return b ? b->kind : MT_MK_UNKNOWN;
+}
+
+/*
+ * Each alloc of the ring told its kind, as the report tells it: the kind
+ * its free was told (the next event at its address, a free), else that of
+ * the block live there at the end; unknown where neither (a free missed).
+ * The events by (device, address, time): each alloc's free follows it.
+ * Then whether the entries carry categories, and who carries "unknown"
+ * (write_entry). 0 or -ENOMEM.
+ */
+static int tell_kinds(struct memviz *m)
+{
+	struct mv_use *u = calloc(m->n + 1, sizeof(*u));
+	bool allocs = false, unknown = false, other = false;
+	size_t n = 0;
+
+	if (!u)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct mv_rec *e = &m->ring[(m->head + i) % m->cap];
+
+		if (e->action == MV_ALLOC || e->action == MV_FREE)
+			u[n++] = (struct mv_use){ .addr = e->addr,
+						  .pos = (__u32)i,
+						  .dev = e->dev };
+		/* an entry of another action, which every trace keeps */
+		other |= e->action == MV_FREE || e->action == MV_OOM ||
+			 e->dev == MV_CPU;
+	}
+	qsort(u, n, sizeof(*u), cmp_use);
+	for (size_t i = 0; i < n; i++) {
+		struct mv_rec *e = &m->ring[(m->head + u[i].pos) % m->cap];
+		bool same = i + 1 < n && u[i + 1].dev == u[i].dev &&
+			    u[i + 1].addr == u[i].addr;
+		const struct mv_rec *next =
+			same ? &m->ring[(m->head + u[i + 1].pos) % m->cap] :
+			       NULL;
+
+		if (e->action != MV_ALLOC)
+			continue;
+		if (!next)
+			e->kind = live_kind(m, e->dev, e->addr);
+		else if (next->action == MV_FREE && next->kind < MT_MK_MAX)
+			e->kind = next->kind;
+		else
+			e->kind = MT_MK_UNKNOWN;
+		allocs = true;
+		unknown |= e->kind == MT_MK_UNKNOWN;
+	}
+	free(u);
+	/*
+	 * MemoryViz.js (torch 2.6 to 2.14) adds "unknown" to the categories
+	 * where none has it, through a misspelt name that throws: an entry
+	 * that is no alloc carries it then, or no entry carries a category
+	 */
+	m->categories = allocs && (unknown || other);
+	m->need_unknown = m->categories && !unknown;
 	return 0;
 }
 
@@ -732,6 +839,17 @@ static void write_entry(struct mt_pickle *p, struct memviz *m,
 	key_uint(p, "time_us", e->ts > m->t0 ? (e->ts - m->t0) / 1000 : 0);
 	mt_pk_str(p, "frames");
 	write_frames(p, m, e->site, e->bare);
+	/*
+	 * the kind of memory, where torch's _profile_to_snapshot puts the
+	 * profiler's category: the Active Memory Timeline colours by it,
+	 * with a legend
+	 */
+	if (m->categories && !strcmp(action, "alloc")) {
+		key_str(p, "category", mt_memkind_name(e->kind));
+	} else if (m->need_unknown) {
+		key_str(p, "category", mt_memkind_name(MT_MK_UNKNOWN));
+		m->need_unknown = false;
+	}
 	mt_pk_end(p);
 }
 
@@ -818,6 +936,8 @@ static int close_memviz(void *x, const struct mt_session *s, char *err,
 		m->memo = calloc(m->nmemo, sizeof(*m->memo));
 		ret = m->memo ? gather_blocks(m, s) : -ENOMEM;
 	}
+	if (!ret)
+		ret = tell_kinds(m);
 	if (ret)
 		snprintf(err, errlen, "export memviz: out of memory");
 	else if ((ret = write_snapshot(m, s)))

@@ -242,27 +242,9 @@ static void phase_family(FILE *out, struct mt_session *const *ses, size_t n,
 	}
 }
 
-struct kinds_now {
-	struct mt_session *s;
-	__u64 *bytes; /* [ndevs][MT_MK_MAX] */
-};
-
-static void kind_live(const struct mt_live *e, void *ctx)
-{
-	struct kinds_now *k = ctx;
-	const struct mt_dev_stat *d;
-
-	if (!mt_space_is_tensor(e->space))
-		return;
-	d = mt_summary_dev(&k->s->sum, e->pid, e->dev_type, e->dev, e->space);
-	if (d)
-		k->bytes[(size_t)(d - k->s->sum.devs) * MT_MK_MAX +
-			 mt_session_kind_alive(e, k->s)] += e->size;
-}
-
 /*
  * The bytes alive now by kind of memory (analysis/memkind.h), per
- * PyTorch tensor account: a walk of the live table at each write. What
+ * PyTorch tensor account, as the session tallies them at each event. What
  * was made in the phase running now is unknown until that phase ends.
  */
 static void kind_family(FILE *out, struct mt_session *const *ses, size_t n)
@@ -277,20 +259,14 @@ static void kind_family(FILE *out, struct mt_session *const *ses, size_t n)
 	       "tensor accounts.");
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_summary *sum = &ses[i]->sum;
-		struct kinds_now k = { ses[i], NULL };
 
-		if (!sum->ndevs)
-			continue;
-		k.bytes = calloc(sum->ndevs * MT_MK_MAX, sizeof(*k.bytes));
-		/* a series left out is no wrong figure: skipped, not guessed */
-		if (!k.bytes)
-			continue;
-		mt_live_foreach(ses[i]->live, kind_live, &k);
 		for (size_t j = 0; j < sum->ndevs; j++) {
 			const struct mt_dev_stat *d = &sum->devs[j];
+			__u64 bytes[MT_MK_MAX];
 
 			if (!mt_space_is_tensor(d->space))
 				continue;
+			mt_session_kinds_now(ses[i], d, bytes);
 			for (int m = 0; m < MT_MK_MAX; m++) {
 				fprintf(out, "%s{", name);
 				proc_labels(out, ses[i], d->pid);
@@ -300,11 +276,9 @@ static void kind_family(FILE *out, struct mt_session *const *ses, size_t n)
 					mt_format_dev(dev, sizeof(dev), d->type,
 						      d->index),
 					mt_space_name(d->space),
-					mt_memkind_name(m),
-					(uint64_t)k.bytes[j * MT_MK_MAX + m]);
+					mt_memkind_name(m), (uint64_t)bytes[m]);
 			}
 		}
-		free(k.bytes);
 	}
 }
 

@@ -4,7 +4,8 @@
  * chrome://tracing open. Per process: a counter per memory account of the
  * summary, written at each change (c10's allocated and reserved for a CUDA
  * device, else the live bytes of the layer: CPU tensors, cudart, driver,
- * vmm, pinned); per thread: phase slices with module slices inside them,
+ * vmm, pinned) and per PyTorch tensor account one by kind of memory;
+ * per thread: phase slices with module slices inside them,
  * from the phase and module of consecutive events; instant events for
  * failed allocations, c10's OOM reports and Python raises; process and
  * thread names. Times are CLOCK_MONOTONIC microseconds, the clock of the
@@ -42,8 +43,9 @@ struct thread {
 
 /* the last values written of one account of the summary */
 struct written {
-	bool seen;
+	bool seen, kinds_seen;
 	__u64 a, b;
+	__u64 kinds[MT_MK_MAX]; /* a tensor account's bytes by kind */
 };
 
 struct perfetto {
@@ -241,12 +243,49 @@ static const char *layer_what(enum mt_space sp)
 }
 
 /*
+ * A tensor account's bytes alive by kind of memory (analysis/memkind.h),
+ * when they changed: one counter, "<dev> by kind", with an arg a kind,
+ * all seven always, which chrome://tracing stacks into one chart and
+ * Perfetto shows as a track a kind. Told as the report tells what is alive
+ * at its end: what the phase running now made is unknown until it ends
+ * (a forward's activations move from unknown when its backward begins).
+ */
+static void kind_counter(struct perfetto *x, const struct mt_session *s,
+			 size_t i, __u64 ts)
+{
+	const struct mt_dev_stat *d = &s->sum.devs[i];
+	struct written *o = &x->devs[i];
+	__u64 kinds[MT_MK_MAX];
+	char name[64], dev[32];
+
+	if (!mt_space_is_tensor(d->space))
+		return;
+	mt_session_kinds_now(s, d, kinds);
+	if (o->kinds_seen && !memcmp(o->kinds, kinds, sizeof(kinds)))
+		return;
+	snprintf(name, sizeof(name), "%s by kind",
+		 mt_format_dev(dev, sizeof(dev), d->type, d->index));
+	begin_event(&x->w, name, "C", d->pid, d->pid);
+	put_ts(&x->w, ts);
+	mt_jw_str(&x->w, "args");
+	mt_jw_open_close(&x->w, '{');
+	for (int k = 0; k < MT_MK_MAX; k++)
+		mt_jw_key_u64(&x->w, mt_memkind_name(k), kinds[k]);
+	mt_jw_open_close(&x->w, '}');
+	mt_jw_open_close(&x->w, '}');
+	memcpy(o->kinds, kinds, sizeof(kinds));
+	o->kinds_seen = true;
+}
+
+/*
  * Every account of the summary that changed since it was last written
  * (an event can change another account than its own: a free names the
  * device of the thread, the allocation may have had another).
  */
-static void counters(struct perfetto *x, const struct mt_summary *sum, __u64 ts)
+static void counters(struct perfetto *x, const struct mt_session *s, __u64 ts)
 {
+	const struct mt_summary *sum = &s->sum;
+
 	for (size_t i = 0; i < sum->ndevs; i++) {
 		const struct mt_dev_stat *d = &sum->devs[i];
 		struct written *o = &x->devs[i];
@@ -258,6 +297,7 @@ static void counters(struct perfetto *x, const struct mt_summary *sum, __u64 ts)
 		/* as the summary prints them: vmm_map ranges are no memory */
 		if ((c10 && d->type != MT_DT_CUDA) || d->space == MT_SP_VAMAP)
 			continue;
+		kind_counter(x, s, i, ts);
 		if (o->seen && o->a == a && o->b == b)
 			continue;
 		mt_format_dev(dev, sizeof(dev), d->type, d->index);
@@ -270,7 +310,9 @@ static void counters(struct perfetto *x, const struct mt_summary *sum, __u64 ts)
 			if (!o->seen || o->b != b)
 				counter(&x->w, d->pid, ts, dev, "reserved", b);
 		}
-		*o = (struct written){ .seen = true, .a = a, .b = b };
+		o->seen = true;
+		o->a = a;
+		o->b = b;
 	}
 }
 
@@ -330,7 +372,7 @@ static void event_perfetto(void *p, const struct mt_session *s,
 	/* its slices end here at the latest: on its track, time goes on */
 	if (t)
 		t->last_ts = r->ev->ts;
-	counters(x, &s->sum, r->ev->ts);
+	counters(x, s, r->ev->ts);
 	if (r->role == MT_ROLE_OOM || (r->role == MT_ROLE_ALLOC && r->failed) ||
 	    site->detail)
 		instant(&x->w, r, site, bare);

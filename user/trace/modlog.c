@@ -70,9 +70,13 @@ enum start {
 	PARTIAL, /* it began inside a step: no records until the next */
 };
 
-/* the allocator's figures */
+/*
+ * the allocator's figures, and what its allocated holds by kind of memory
+ * (analysis/memkind.h)
+ */
 struct figures {
 	__u64 allocated, reserved, max_allocated, max_reserved;
+	__u64 kinds[MT_MK_MAX];
 };
 
 /* the modules running inside one another in one pass, outermost first */
@@ -152,7 +156,8 @@ static struct mt_modlog *log_open(const char *pattern, int pid, bool with_time,
 	fprintf(ml->f,
 		"# memtrace-bpf module log pid=%d: a record per module call "
 		"and stage; allocated_mib, reserved_mib, max_allocated_mib, "
-		"max_reserved_mib in MiB (2^20 bytes)%s\n",
+		"max_reserved_mib in MiB (2^20 bytes)%s; then allocated_mib "
+		"by kind of memory, parameters_mib to unknown_mib, in MiB\n",
 		pid, with_time ? "; time in seconds of CLOCK_MONOTONIC" : "");
 	return ml;
 }
@@ -165,6 +170,17 @@ static bool within(const char *outer, const char *inner, bool proper)
 	if (strncmp(outer, inner, n))
 		return false;
 	return inner[n] == '.' || (!proper && !inner[n]);
+}
+
+/*
+ * Kind k's bytes in f. In backward the figures leave out what the engine
+ * did handing gradients on, by kind as in total; where that took out of a
+ * kind more than it holds (a buffer made handing on, freed by a Node), the
+ * kind reads 0, not a wrapped count.
+ */
+static double kind_bytes(const struct figures *f, int k)
+{
+	return f->kinds[k] > f->allocated ? 0 : (double)f->kinds[k];
 }
 
 static void put(struct mt_modlog *ml, const char *module, enum stage st,
@@ -190,6 +206,10 @@ static void put(struct mt_modlog *ml, const char *module, enum stage st,
 		fprintf(ml->f, " time=%llu.%06llu",
 			(unsigned long long)(ts / 1000000000ULL),
 			(unsigned long long)(ts % 1000000000ULL / 1000));
+	/* after the fields a hook writes: a parser of those reads them on */
+	for (int k = 0; k < MT_MK_MAX; k++)
+		fprintf(ml->f, " %s_mib=%.3f", mt_memkind_name(k),
+			kind_bytes(f, k) / MIB);
 	fputc('\n', ml->f);
 }
 
@@ -337,7 +357,8 @@ static void raise_max(struct figures *f)
 static void log_event(struct mt_modlog *ml, __u64 ts, __u32 tid,
 		      const char *phase, bool in_node,
 		      const char *const *frames, int depth, bool truncated,
-		      __u64 allocated, __u64 reserved)
+		      __u64 allocated, __u64 reserved,
+		      const __u64 kinds[MT_MK_MAX])
 {
 	int calls = calls_in(frames, depth);
 	bool in_backward = !strcmp(phase, backward);
@@ -361,10 +382,13 @@ static void log_event(struct mt_modlog *ml, __u64 ts, __u32 tid,
 	if (!ml->handing_on || tid != ml->bwd.tid) {
 		ml->done.allocated += allocated - ml->now.allocated;
 		ml->done.reserved += reserved - ml->now.reserved;
+		for (int k = 0; k < MT_MK_MAX; k++)
+			ml->done.kinds[k] += kinds[k] - ml->now.kinds[k];
 		raise_max(&ml->done);
 	}
 	ml->now.allocated = allocated;
 	ml->now.reserved = reserved;
+	memcpy(ml->now.kinds, kinds, sizeof(ml->now.kinds));
 	ml->now_ts = ts;
 	raise_max(&ml->now);
 }
@@ -621,14 +645,16 @@ static void modlog_event(void *st, struct mt_tracer *tr, struct mt_traced *t,
 {
 	const struct modlogs *ls = st;
 	struct mt_modlog *ml = t ? t->feat[ls->slot] : NULL;
-	__u64 allocated, reserved;
+	struct mt_session *ses;
+	__u64 allocated, reserved, kinds[MT_MK_MAX];
 
 	if (!ml || !site->phase)
 		return;
-	mt_summary_totals(&mt_tracer_sink(tr, t)->ses->sum, ev->pid, &allocated,
-			  &reserved);
+	ses = mt_tracer_sink(tr, t)->ses;
+	mt_summary_totals(&ses->sum, ev->pid, &allocated, &reserved);
+	mt_session_kinds_totals(ses, ev->pid, kinds);
 	log_event(ml, ev->ts, ev->tid, site->phase, site->node, site->frames,
-		  site->depth, site->truncated, allocated, reserved);
+		  site->depth, site->truncated, allocated, reserved, kinds);
 }
 
 /* t is let go: its log's last records, and the log closed */
