@@ -6,12 +6,10 @@
  */
 #include <argp.h>
 #include <ctype.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <linux/types.h>
 #include "analysis/sample.h"
@@ -19,6 +17,7 @@
 #include "memtrace.h"
 #include "proc/rank.h"
 #include "cli/options.h"
+#include "cli/value.h"
 #include "lib/err.h"
 #include "lib/version.h"
 
@@ -350,153 +349,6 @@ struct parse_ctx {
 	size_t nchildren; /* of the mode's argp: its groups, the others */
 };
 
-/*
- * -d, in seconds: a microsecond to three years. Inf, NaN and the like are
- * refused: the trace's end is kept in nanoseconds in 64 bits, and a value
- * past that wrapped around to an end 10 ms after the start.
- */
-#define MIN_DURATION 1e-6
-#define MAX_DURATION 1e8
-
-static int bad(struct argp_state *state, const char *what, const char *arg)
-{
-	mt_err("invalid %s: '%s' (see --help)", what, arg);
-	(void)state;
-	exit(2);
-}
-
-static unsigned long long parse_ull(struct argp_state *state, const char *what,
-				    const char *arg, unsigned long long max)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(arg, &end, 10);
-	if (errno || end == arg || *end || arg[0] == '-' || v > max)
-		bad(state, what, arg);
-	return v;
-}
-
-static double parse_double(struct argp_state *state, const char *what,
-			   const char *arg, double min, double max)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(arg, &end);
-	if (errno || end == arg || *end || !(v >= min && v <= max))
-		bad(state, what, arg);
-	return v;
-}
-
-/*
- * The number at the start of arg, its unit suffix left in *suffix. A
- * number is digits with an optional fraction and exponent: no sign, no
- * blank, no inf, nan or hex, which strtod alone would take. One of digits
- * only is read exactly (*exact), past the 53 bits of a double. Returns
- * false if arg does not start with one.
- */
-static bool parse_number(const char *arg, double *v, unsigned long long *exact,
-			 bool *is_exact, const char **suffix)
-{
-	size_t digits = strspn(arg, "0123456789");
-	char *end;
-
-	if (!digits && arg[0] != '.')
-		return false;
-	errno = 0;
-	*v = strtod(arg, &end);
-	if (errno || end == arg ||
-	    strspn(arg, "0123456789.eE+-") < (size_t)(end - arg))
-		return false;
-	*is_exact = (size_t)(end - arg) == digits;
-	if (*is_exact) {
-		errno = 0;
-		*exact = strtoull(arg, NULL, 10);
-		if (errno)
-			return false;
-	}
-	*suffix = end;
-	return true;
-}
-
-/*
- * A size: a number, then B, K, KB, KiB, M... up to TiB in any case (all
- * powers of 1024, as PyTorch and nvidia-smi count), or no suffix: unit
- * bytes each (1 for the options in bytes, 1 MiB for --ringbuf-mb). The
- * same for every size option, so 1M, 1MiB and 80GiB mean one thing.
- * Returns bytes, at least min; exits 2 on anything else.
- */
-static unsigned long long parse_size(struct argp_state *state, const char *what,
-				     const char *arg, unsigned long long unit,
-				     unsigned long long min)
-{
-	static const char *const prefix = "KMGT";
-	unsigned long long exact = 0, scale = unit;
-	const char *sfx, *p;
-	bool is_exact;
-	double v;
-
-	if (!parse_number(arg, &v, &exact, &is_exact, &sfx))
-		bad(state, what, arg);
-	if (!strcasecmp(sfx, "B")) {
-		scale = 1;
-	} else if (*sfx) {
-		p = strchr(prefix, toupper((unsigned char)sfx[0]));
-		if (!p || !sfx[0] ||
-		    (sfx[1] && strcasecmp(sfx + 1, "B") &&
-		     strcasecmp(sfx + 1, "iB")))
-			bad(state, what, arg);
-		scale = 1ULL << (10 * (p - prefix + 1));
-	}
-	if (is_exact) {
-		if (exact > ULLONG_MAX / scale || exact * scale < min)
-			bad(state, what, arg);
-		return exact * scale;
-	}
-	/* a fraction: 1.5M is 1572864 bytes, 0.5 (of a byte) is nothing */
-	v *= (double)scale;
-	if (!(v >= (double)min && v < 18446744073709551616.0) ||
-	    v != (double)(unsigned long long)v)
-		bad(state, what, arg);
-	return (unsigned long long)v;
-}
-
-/*
- * A duration: a number, then us, ms, s, m (minutes) or h, or no suffix
- * for seconds; the same for -d, --watch, --watch-window and --leak-age.
- * Returns seconds within [min, max]; exits 2 on anything else.
- */
-static double parse_duration(struct argp_state *state, const char *what,
-			     const char *arg, double min, double max)
-{
-	static const struct {
-		const char *name;
-		double secs;
-	} units[] = { { "", 1 },      { "s", 1 },  { "ms", 1e-3 },
-		      { "us", 1e-6 }, { "m", 60 }, { "h", 3600 } };
-	unsigned long long exact;
-	const char *sfx;
-	bool is_exact;
-	double v;
-
-	if (!parse_number(arg, &v, &exact, &is_exact, &sfx))
-		bad(state, what, arg);
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(sfx, units[i].name))
-			continue;
-		v *= units[i].secs;
-		/* non-finite: refused, as 1e400 overflows to inf */
-		if (!(v >= min && v <= max))
-			bad(state, what, arg);
-		return v;
-	}
-	bad(state, what, arg);
-	return 0;
-}
-
 /* N optimizer steps, or a duration with its unit (5s, 1m): seconds */
 static void parse_leak_age(struct argp_state *state, struct mt_options *o,
 			   const char *arg)
@@ -505,14 +357,13 @@ static void parse_leak_age(struct argp_state *state, struct mt_options *o,
 
 	/* no unit: steps (a fraction of one is refused, as before) */
 	if (n && (isdigit((unsigned char)arg[n - 1]) || arg[n - 1] == '.')) {
-		o->leak_age_steps = (unsigned int)parse_ull(state, "leak age",
-							    arg, 1000000);
+		o->leak_age_steps =
+			(unsigned int)mt_parse_ull("leak age", arg, 1000000);
 		if (!o->leak_age_steps)
-			bad(state, "leak age", arg);
+			mt_bad("leak age", arg);
 		return;
 	}
-	o->leak_age_seconds =
-		parse_duration(state, "leak age", arg, 0.001, 1e9);
+	o->leak_age_seconds = mt_parse_duration("leak age", arg, 0.001, 1e9);
 }
 
 static void parse_pids(struct argp_state *state, struct mt_options *o,
@@ -521,7 +372,7 @@ static void parse_pids(struct argp_state *state, struct mt_options *o,
 	char buf[1024], *save = NULL, *tok;
 
 	if (strlen(arg) >= sizeof(buf))
-		bad(state, "pid list", arg);
+		mt_bad("pid list", arg);
 	strcpy(buf, arg);
 	for (tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
@@ -529,22 +380,12 @@ static void parse_pids(struct argp_state *state, struct mt_options *o,
 			mt_err("at most %d pids can be traced", MT_MAX_PIDS);
 			exit(2);
 		}
-		o->pids[o->npids++] =
-			(int)parse_ull(state, "pid", tok, INT_MAX);
+		o->pids[o->npids++] = (int)mt_parse_ull("pid", tok, INT_MAX);
 		if (o->pids[o->npids - 1] <= 0)
-			bad(state, "pid", tok);
+			mt_bad("pid", tok);
 	}
 	if (!o->npids)
-		bad(state, "pid list", arg);
-}
-
-/* a filter option that takes one value, given twice: which one was meant? */
-static void once(bool given, const char *opt)
-{
-	if (!given)
-		return;
-	mt_err("%s given twice: give it once", opt);
-	exit(2);
+		mt_bad("pid list", arg);
 }
 
 /*
@@ -559,7 +400,7 @@ static void split_range(struct argp_state *state, const char *what, char *arg,
 	/* checked whole, before the split cuts arg */
 	if ((!comma && !single) || !strcmp(arg, ",") ||
 	    (comma && strchr(comma + 1, ',')))
-		bad(state, what, arg);
+		mt_bad(what, arg);
 	*lo = arg;
 	*hi = comma ? comma + 1 : NULL;
 	if (comma)
@@ -579,12 +420,12 @@ static void parse_time_window(struct argp_state *state, struct mt_options *o,
 	struct mt_filter_conf *f = &o->filter;
 	char copy[128], *lo, *hi;
 
-	once(f->has_time, "--time");
+	mt_once(f->has_time, "--time");
 	snprintf(copy, sizeof(copy), "%s", arg);
 	split_range(state, "time window (START,END)", arg, &lo, &hi, false);
 	f->has_time = true;
-	f->t_start = lo ? parse_duration(state, "time", lo, 0, 1e12) : 0;
-	f->t_end = hi ? parse_duration(state, "time", hi, 0, 1e12) : -1;
+	f->t_start = lo ? mt_parse_duration("time", lo, 0, 1e12) : 0;
+	f->t_end = hi ? mt_parse_duration("time", hi, 0, 1e12) : -1;
 	if (f->t_end >= 0 && f->t_end < f->t_start) {
 		mt_err("--time %s: the start is after the end", copy);
 		exit(2);
@@ -598,13 +439,12 @@ static void parse_steps(struct argp_state *state, struct mt_options *o,
 	struct mt_filter_conf *f = &o->filter;
 	char copy[128], *lo, *hi;
 
-	once(f->has_steps, "--steps");
+	mt_once(f->has_steps, "--steps");
 	snprintf(copy, sizeof(copy), "%s", arg);
 	split_range(state, "step range (A,B)", arg, &lo, &hi, true);
 	f->has_steps = true;
-	f->step_min = lo ? (__u32)parse_ull(state, "step", lo, UINT_MAX) : 0;
-	f->step_max =
-		hi ? (__u32)parse_ull(state, "step", hi, UINT_MAX) : UINT_MAX;
+	f->step_min = lo ? (__u32)mt_parse_ull("step", lo, UINT_MAX) : 0;
+	f->step_max = hi ? (__u32)mt_parse_ull("step", hi, UINT_MAX) : UINT_MAX;
 	if (f->step_max < f->step_min) {
 		mt_err("--steps %s: the first step is after the last", copy);
 		exit(2);
@@ -618,7 +458,7 @@ static void parse_size_range(struct argp_state *state, struct mt_options *o,
 	struct mt_filter_conf *f = &o->filter;
 	char copy[128], *lo, *hi;
 
-	once(f->has_size, "--size");
+	mt_once(f->has_size, "--size");
 	snprintf(copy, sizeof(copy), "%s", arg);
 	/* MIN alone: no upper bound */
 	lo = arg;
@@ -626,12 +466,12 @@ static void parse_size_range(struct argp_state *state, struct mt_options *o,
 	if (hi)
 		*hi++ = '\0';
 	if (hi && (!*hi || strchr(hi, ',')))
-		bad(state, "size range (MIN[,MAX])", copy);
+		mt_bad("size range (MIN[,MAX])", copy);
 	f->has_size = true;
 	f->has_size_max = hi != NULL;
 	/* 0 is a size like any other: --size 0,0 keeps empty allocations */
-	f->size_min = *lo ? parse_size(state, "size", lo, 1, 0) : 0;
-	f->size_max = hi ? parse_size(state, "size", hi, 1, 0) : 0;
+	f->size_min = *lo ? mt_parse_size("size", lo, 1, 0) : 0;
+	f->size_max = hi ? mt_parse_size("size", hi, 1, 0) : 0;
 	if (f->has_size_max && f->size_max < f->size_min) {
 		mt_err("--size %s: MIN is above MAX", copy);
 		exit(2);
@@ -646,7 +486,7 @@ static size_t parse_words(struct argp_state *state, const char *what, char *arg,
 
 	if (!*arg || strstr(arg, ",,") || *arg == ',' ||
 	    arg[strlen(arg) - 1] == ',')
-		bad(state, what, arg);
+		mt_bad(what, arg);
 	for (tok = strtok_r(arg, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		if (n == MT_FILTER_MAX_VALUES) {
@@ -670,10 +510,10 @@ static void parse_tids(struct argp_state *state, struct mt_options *o,
 		exit(2);
 	}
 	for (size_t i = 0; i < n; i++) {
-		__u32 t = (__u32)parse_ull(state, "tid", w[i], INT_MAX);
+		__u32 t = (__u32)mt_parse_ull("tid", w[i], INT_MAX);
 
 		if (!t)
-			bad(state, "tid", w[i]);
+			mt_bad("tid", w[i]);
 		o->filter.tids[o->filter.ntids++] = t;
 	}
 }
@@ -710,9 +550,9 @@ static void parse_phase(struct argp_state *state, struct mt_options *o,
 			       arg);
 			exit(2);
 		}
-		once(o->filter.phase != NULL, "--phase NAME");
+		mt_once(o->filter.phase != NULL, "--phase NAME");
 		if (!*arg)
-			bad(state, "phase", arg);
+			mt_bad("phase", arg);
 		o->filter.phase = arg;
 		return;
 	}
@@ -723,7 +563,7 @@ static void parse_phase(struct argp_state *state, struct mt_options *o,
 		exit(2);
 	}
 	if (!eq || eq == arg || !eq[1])
-		bad(state, "phase (NAME=QUALNAME)", arg);
+		mt_bad("phase (NAME=QUALNAME)", arg);
 	if (o->rules.nuser == MT_MAX_USER_PHASES) {
 		mt_err("at most %d --phase", MT_MAX_USER_PHASES);
 		exit(2);
@@ -741,13 +581,13 @@ static void parse_scale(struct argp_state *state, struct mt_options *o,
 	struct mt_scale *sc;
 
 	if (!eq || eq == arg || !eq[1])
-		bad(state, "scale (PATTERN=FACTOR)", arg);
+		mt_bad("scale (PATTERN=FACTOR)", arg);
 	if (o->est.nscales == MT_MAX_SCALES) {
 		mt_err("at most %d --scale", MT_MAX_SCALES);
 		exit(2);
 	}
 	sc = &o->est.scales[o->est.nscales++];
-	sc->factor = parse_double(state, "scale factor", eq + 1, 1e-6, 1e6);
+	sc->factor = mt_parse_double("scale factor", eq + 1, 1e-6, 1e6);
 	*eq = '\0';
 	sc->pattern = arg;
 }
@@ -763,7 +603,7 @@ static void parse_user(struct argp_state *state, struct mt_options *o,
 	char err[256];
 
 	(void)state;
-	once(o->run_as.set, "--user");
+	mt_once(o->run_as.set, "--user");
 	if (mt_run_as_lookup(arg, "/etc/passwd", "/etc/group", &o->run_as, err,
 			     sizeof(err))) {
 		mt_err("%s", err);
@@ -794,7 +634,7 @@ static void parse_device(struct argp_state *state, struct mt_options *o,
 	}
 	o->dryrun.dev = *mt_dryrun_preset(MT_DRYRUN_DEFAULT);
 	o->dryrun.dev.name = NULL;
-	o->dryrun.dev.mem = parse_size(state, "device size", arg, 1, 1 << 20);
+	o->dryrun.dev.mem = mt_parse_size("device size", arg, 1, 1 << 20);
 }
 
 /*
@@ -805,27 +645,17 @@ static void parse_device(struct argp_state *state, struct mt_options *o,
 static void parse_window(struct argp_state *state, struct mt_options *o,
 			 const char *arg)
 {
-	static const char *const units[] = { "", "s", "ms", "us", "m", "h" };
 	static const char what[] =
 		"--flight TIME|SIZE (a time of 1 s to 1e8 s: 600s, 10m, 1h; "
 		"or a size of 1 MiB or more: 512MiB, 2G)";
-	unsigned long long exact;
-	const char *sfx;
-	bool is_exact;
-	double v;
 
-	if (!parse_number(arg, &v, &exact, &is_exact, &sfx))
-		bad(state, what, arg);
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(sfx, units[i]))
-			continue;
-		o->flight.window_ns = (__u64)(parse_duration(state, what, arg,
-							     1, MAX_DURATION) *
-					      1e9);
-		o->flight.window_bytes = MT_FLIGHT_MEM_DEFAULT;
+	if (!mt_is_duration(arg)) {
+		o->flight.window_bytes = mt_parse_size(what, arg, 1, 1 << 20);
 		return;
 	}
-	o->flight.window_bytes = parse_size(state, what, arg, 1, 1 << 20);
+	o->flight.window_ns =
+		(__u64)(mt_parse_duration(what, arg, 1, MT_DURATION_MAX) * 1e9);
+	o->flight.window_bytes = MT_FLIGHT_MEM_DEFAULT;
 }
 
 /* the flight recorder's options (record) */
@@ -835,20 +665,19 @@ static bool parse_flight_arg(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case OPT_FLIGHT:
-		once(o->flight_on, "--flight");
+		mt_once(o->flight_on, "--flight");
 		o->flight_on = true;
 		parse_window(state, o, arg);
 		break;
 	case OPT_FLIGHT_DUMPS:
-		o->flight.max_dumps = (unsigned int)parse_ull(
-			state, "dump count (1-100000)", arg, 100000);
+		o->flight.max_dumps = (unsigned int)mt_parse_ull(
+			"dump count (1-100000)", arg, 100000);
 		if (!o->flight.max_dumps)
-			bad(state, "dump count (1-100000)", arg);
+			mt_bad("dump count (1-100000)", arg);
 		break;
 	case OPT_FLIGHT_TOTAL:
-		o->flight.max_total =
-			parse_size(state, "size of the dumps (at least 1 MiB)",
-				   arg, 1, 1 << 20);
+		o->flight.max_total = mt_parse_size(
+			"size of the dumps (at least 1 MiB)", arg, 1, 1 << 20);
 		break;
 	case OPT_FLIGHT_AT_END:
 		o->flight_at_end = true;
@@ -878,18 +707,18 @@ static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
 	case OPT_MAX_SPLIT:
 		/* PyTorch: max_split_size_mb must be > 20 */
 		o->est.model.max_split_size =
-			parse_size(state, "max split size (> 20 MiB)", arg,
-				   1ULL << 20, (20ULL << 20) + 1);
+			mt_parse_size("max split size (> 20 MiB)", arg,
+				      1ULL << 20, (20ULL << 20) + 1);
 		break;
 	case OPT_ROUNDUP_DIV:
-		v = parse_ull(state, "divisions (a power of two)", arg, 64);
+		v = mt_parse_ull("divisions (a power of two)", arg, 64);
 		if (v & (v - 1))
-			bad(state, "divisions (a power of two)", arg);
+			mt_bad("divisions (a power of two)", arg);
 		o->est.model.roundup_power2_divisions = (unsigned int)v;
 		break;
 	case OPT_GC_THRESHOLD:
 		o->est.model.gc_threshold =
-			parse_double(state, "threshold", arg, 1e-9, 0.999999);
+			mt_parse_double("threshold", arg, 1e-9, 0.999999);
 		break;
 	case OPT_CHECK:
 		o->est.check = true;
@@ -901,16 +730,15 @@ static bool parse_estimate_arg(int key, char *arg, struct argp_state *state)
 		parse_user(state, o, arg);
 		break;
 	case OPT_DEVICE:
-		once(o->has_device, "--device");
+		mt_once(o->has_device, "--device");
 		o->has_device = true;
 		parse_device(state, o, arg);
 		break;
 	case OPT_DEVICES:
-		o->dryrun.devices =
-			(unsigned int)parse_ull(state, "device count (1-8)",
-						arg, MT_DRYRUN_MAX_DEVICES);
+		o->dryrun.devices = (unsigned int)mt_parse_ull(
+			"device count (1-8)", arg, MT_DRYRUN_MAX_DEVICES);
 		if (!o->dryrun.devices)
-			bad(state, "device count (1-8)", arg);
+			mt_bad("device count (1-8)", arg);
 		break;
 	default:
 		return false;
@@ -984,7 +812,7 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		if (!strcmp(arg, "peak"))
 			o->at_peak = true;
 		else
-			o->at = parse_double(state, "time", arg, 0, 1e12);
+			o->at = mt_parse_double("time", arg, 0, 1e12);
 		break;
 	case OPT_EXPORT:
 		/* one export a run: a second one was once silently kept */
@@ -1018,9 +846,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 				    o->filter.ncomms);
 		break;
 	case OPT_MODULE:
-		once(o->filter.module != NULL, "--module");
+		mt_once(o->filter.module != NULL, "--module");
 		if (!*arg)
-			bad(state, "module", arg);
+			mt_bad("module", arg);
 		o->filter.module = arg;
 		break;
 	case OPT_EVENT:
@@ -1030,9 +858,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		parse_size_range(state, o, arg);
 		break;
 	case OPT_CHILDREN:
-		o->children_of = (int)parse_ull(state, "pid", arg, INT_MAX);
+		o->children_of = (int)mt_parse_ull("pid", arg, INT_MAX);
 		if (o->children_of <= 0)
-			bad(state, "pid", arg);
+			mt_bad("pid", arg);
 		break;
 	case OPT_ALL:
 		o->all = true;
@@ -1050,40 +878,38 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		o->keys = true;
 		break;
 	case OPT_PERCENT_LIMIT:
-		o->percent_limit =
-			parse_double(state, "percentage", arg, 0, 100);
+		o->percent_limit = mt_parse_double("percentage", arg, 0, 100);
 		break;
 	case OPT_TOP_OPS:
-		o->top_ops = (size_t)parse_ull(state, "operator count", arg,
-					       1000000);
+		o->top_ops =
+			(size_t)mt_parse_ull("operator count", arg, 1000000);
 		break;
 	case OPT_WATCH:
-		o->watch = parse_duration(state, "interval", arg, 0.01, 1e6);
+		o->watch = mt_parse_duration("interval", arg, 0.01, 1e6);
 		break;
 	case OPT_INTERVAL:
-		o->interval = parse_duration(state, "interval", arg, 0.1, 1e6);
+		o->interval = mt_parse_duration("interval", arg, 0.1, 1e6);
 		break;
 	case OPT_WATCH_WINDOW:
-		o->watch_window =
-			parse_duration(state, "window", arg, 0.01, 1e7);
+		o->watch_window = mt_parse_duration("window", arg, 0.01, 1e7);
 		break;
 	case OPT_DEVICE_MEM:
-		o->device_mem = parse_size(state, "size", arg, 1, 1);
+		o->device_mem = mt_parse_size("size", arg, 1, 1);
 		break;
 	case OPT_TRACE_EXC:
 		if (!*arg || *arg == ',')
-			bad(state, "exception types", arg);
+			mt_bad("exception types", arg);
 		o->exc_types = arg;
 		break;
 	case OPT_ALERT_PCT:
-		o->alert_pct = parse_double(state, "percentage", arg, 1, 100);
+		o->alert_pct = mt_parse_double("percentage", arg, 1, 100);
 		break;
 	case 'd':
-		o->duration = parse_duration(state, "duration", arg,
-					     MIN_DURATION, MAX_DURATION);
+		o->duration = mt_parse_duration(
+			"duration", arg, MT_DURATION_MIN, MT_DURATION_MAX);
 		break;
 	case OPT_MIN_SIZE:
-		o->min_size = parse_size(state, "size", arg, 1, 0);
+		o->min_size = mt_parse_size("size", arg, 1, 0);
 		break;
 	case 'q':
 		o->quiet = true;
@@ -1098,32 +924,30 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		o->wait_libs = true;
 		break;
 	case OPT_RINGBUF:
-		v = parse_size(state, "ring buffer size", arg, 1ULL << 20,
-			       1ULL << 20);
+		v = mt_parse_size("ring buffer size", arg, 1ULL << 20,
+				  1ULL << 20);
 		/* whole MiB, a power of two: what the kernel's ring takes */
 		if ((v & ((1ULL << 20) - 1)) || v > (1ULL << 30) ||
 		    (v & (v - 1)))
-			bad(state, "ring buffer size (a power of two MiB)",
-			    arg);
+			mt_bad("ring buffer size (a power of two MiB)", arg);
 		o->ringbuf_mb = (unsigned int)(v >> 20);
 		break;
 	case OPT_MAX_LIVE:
-		o->max_live = (size_t)parse_ull(state, "live table size", arg,
-						1ULL << 32);
+		o->max_live = (size_t)mt_parse_ull("live table size", arg,
+						   1ULL << 32);
 		if (!o->max_live)
-			bad(state, "live table size", arg);
+			mt_bad("live table size", arg);
 		break;
 	case OPT_TOP_LIVE:
-		o->top_live =
-			(size_t)parse_ull(state, "group count", arg, 1000000);
+		o->top_live = (size_t)mt_parse_ull("group count", arg, 1000000);
 		break;
 	case OPT_NO_STACK:
 		o->no_stack = true;
 		break;
 	case OPT_MAX_DEPTH:
-		o->max_depth = (unsigned int)parse_ull(state, "depth", arg, 64);
+		o->max_depth = (unsigned int)mt_parse_ull("depth", arg, 64);
 		if (!o->max_depth)
-			bad(state, "depth", arg);
+			mt_bad("depth", arg);
 		break;
 	case OPT_ROOT_NAME:
 		o->rules.root_name = arg;
@@ -1141,9 +965,9 @@ static error_t parse_arg(int key, char *arg, struct argp_state *state)
 		o->no_python = true;
 		break;
 	case OPT_SAMPLE_BYTES:
-		o->sample_bytes = parse_size(state, "sample size", arg, 1, 1);
+		o->sample_bytes = mt_parse_size("sample size", arg, 1, 1);
 		if (o->sample_bytes > MT_SAMPLE_MAX)
-			bad(state, "sample size (at most 1024T)", arg);
+			mt_bad("sample size (at most 1024T)", arg);
 		break;
 	case 'v':
 		o->verbose++;
