@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Command line of memtrace-bpf. */
+/*
+ * What the command line asked for: each option sets one field here (its
+ * entry in a table of cli/ says which), and cli/conf.c makes the lower
+ * layers' configurations of it.
+ */
 #ifndef __OPTIONS_H
 #define __OPTIONS_H
 
@@ -77,48 +81,5 @@ struct mt_options {
 	bool flight_at_end, flight_together;
 	struct mt_flight_conf flight; /* 0 caps: not given */
 };
-
-/* record --flight without --sample-bytes samples one in 512 KiB */
-#define MT_FLIGHT_SAMPLE_DEFAULT (512ULL << 10)
-#define MT_FLIGHT_DUMPS_DEFAULT 16
-#define MT_FLIGHT_TOTAL_DEFAULT (8ULL << 30)
-
-/* the option groups a mode takes, a bit each (their options: options.c) */
-enum {
-	MT_OPTS_TARGET = 1 << 0, /* -p, --children, --all, -d, what to probe */
-	MT_OPTS_PYTHON = 1 << 1, /* stacks, modules, phases, exceptions */
-	MT_OPTS_WATCH = 1 << 2, /* --watch, --metrics-addr, --metrics-file */
-	MT_OPTS_OUTPUT = 1 << 3, /* -o, -q and what the session prints */
-	MT_OPTS_EXPORT = 1 << 4, /* --export */
-	MT_OPTS_INPUT = 1 << 5, /* -i */
-	MT_OPTS_ESTIMATE = 1 << 6, /* the allocator model's settings */
-	MT_OPTS_FILTER = 1 << 7, /* --time, --steps, --tid, --module... */
-	MT_OPTS_SELECT = 1 << 8, /* -p, --phase NAME as filters of a record */
-	MT_OPTS_TOP = 1 << 9, /* top: --interval */
-	MT_OPTS_DRYRUN = 1 << 10, /* estimate --dry-run, --device, --devices */
-	MT_OPTS_FLIGHT = 1 << 11, /* record --flight and its caps */
-	MT_OPTS_COMMAND = 1 << 12, /* -- COMMAND: --user */
-};
-
-/* one mode of the command line, as bpftool's { "prog", do_prog } */
-struct mt_cmd {
-	const char *name; /* the word after memtrace-bpf; NULL: none (trace) */
-	enum mt_mode mode;
-	unsigned int opts; /* the MT_OPTS_ groups it takes */
-	const char *doc; /* the text of its --help */
-	/* the exit status: 0, or 2 after a one-line error */
-	int (*run)(const struct mt_options *o);
-};
-
-/*
- * Parse argv into *o for the mode of cmds[0..ncmds) that argv[1] names
- * (none named: the one whose name is NULL), set in *cmd. An option of
- * another mode is refused, naming the modes that take it. Returns 0, or 2
- * after printing a one-line error (the exit code for bad usage). argp
- * itself exits after --help and --version.
- */
-int mt_parse_options(int argc, char **argv, const struct mt_cmd *cmds,
-		     size_t ncmds, struct mt_options *o,
-		     const struct mt_cmd **cmd);
 
 #endif /* __OPTIONS_H */
