@@ -241,6 +241,14 @@ struct {
 __u64 lost_events = 0;
 __u64 lost_inflight = 0;
 __u64 lost_forks = 0; /* children not followed: the traced map was full */
+/*
+ * -- COMMAND without -f: the command's own children are counted, not
+ * followed, so that the report says what it did not see (the first one's
+ * pid kept to name it)
+ */
+const volatile bool count_forks = false;
+__u64 unfollowed_forks = 0;
+__u64 first_unfollowed = 0;
 /* -- mode: the command's stops at library loads (memtrace.h) */
 struct mt_hold hold = {};
 /*
@@ -1204,7 +1212,10 @@ int mt_exit(struct pt_regs *ctx)
 	return 0;
 }
 
-/* --children: a traced process's new child process is traced too */
+/*
+ * --children, -f: a traced process's new child process is traced too;
+ * -- COMMAND alone: the command's children are counted
+ */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(mt_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -1218,6 +1229,11 @@ int BPF_PROG(mt_fork, struct task_struct *parent, struct task_struct *child)
 	if (BPF_CORE_READ(child, pid) != ctgid ||
 	    !bpf_map_lookup_elem(&traced, &ptgid))
 		return 0;
+	if (count_forks) {
+		__sync_fetch_and_add(&unfollowed_forks, 1);
+		__sync_val_compare_and_swap(&first_unfollowed, 0, (__u64)ctgid);
+		return 0;
+	}
 	if (bpf_map_update_elem(&traced, &ctgid, &one, BPF_ANY)) {
 		__sync_fetch_and_add(&lost_forks, 1);
 		return 0;

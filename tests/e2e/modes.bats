@@ -33,6 +33,33 @@ teardown() {
 	events cudart:cudaFree | grep -q " size=12345 "
 }
 
+@test "-- sh -c 'cd DIR && python3 job.py': the job is a child, counted in Unseen; -f follows it" {
+	# as people start a job: a shell that changes directory first, then
+	# forks python3; traced alone, the shell allocates nothing
+	local job=$BATS_TEST_TMPDIR/job.py
+	printf '%s\n' 'import torch' 'x = torch.zeros(1 << 20)' \
+		'print(f"torch bytes={x.numel() * x.element_size()}")' >"$job"
+	run "$MT" -q --keys -- sh -c "cd $BATS_TEST_TMPDIR && $TORCH_PY job.py"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q '^torch bytes=4194304$' <<<"$output"
+	grep -qE '^# summary .* events=0 ' <<<"$output"
+	grep -qE '^# unseen children_not_followed=1 first_pid=[0-9]+$' <<<"$output"
+	COLUMNS=300 run "$MT" -q -- sh -c "cd $BATS_TEST_TMPDIR && $TORCH_PY job.py"
+	grep -qE "^Unseen +the command started 1 process \(the first: pid [0-9]+\), not traced: -- traces the command's own process, -f what it starts too$" <<<"$output"
+	# -f: the job's tensor is there, and nothing is unseen
+	run "$MT" -q --keys -f -- sh -c "cd $BATS_TEST_TMPDIR && $TORCH_PY job.py"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -qE '^# follow pid=[0-9]+ comm=sh \(forked\)$' <<<"$output"
+	grep -qE '^# device pid=[0-9]+ dev=cpu source=cpu current=[0-9]+ peak=([4-9][0-9]{6}|[0-9]{8,})$' <<<"$output"
+	! grep -q '^# unseen children_not_followed' <<<"$output"
+	# -f is for -- COMMAND
+	run "$MT" -f -p 1
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: -f follows the processes -- COMMAND starts: give a command (--children PID follows a running launcher's)" ]
+}
+
 @test "-- COMMAND that cannot run is a one-line error, exit 2" {
 	run "$MT" --keys -- /nonexistent/prog
 	[ "$status" -eq 2 ]

@@ -212,7 +212,9 @@ static void write_record(char *path, size_t len, struct wside *ws,
 	/* stacks_lost: a 6-byte varint, and the most 12.5 s can lose */
 	struct mt_rec_end end = { .seconds = 12.5,
 				  .lost = 3,
-				  .unseen = { .stacks_lost = 612500000000ULL,
+				  .unseen = { .children = 3,
+					      .first_child = 4242,
+					      .stacks_lost = 612500000000ULL,
 					      .stacks_early = 24,
 					      .nodes = 9,
 					      .node_bytes = 15ULL << 30 } };
@@ -350,6 +352,8 @@ static void test_round_trip(void **state)
 	assert_int_equal(end.unseen.stacks_early, 24);
 	assert_int_equal(end.unseen.nodes, 9);
 	assert_int_equal(end.unseen.node_bytes, 15ULL << 30);
+	assert_int_equal(end.unseen.children, 3);
+	assert_int_equal(end.unseen.first_child, 4242);
 	/* metadata that came later, in order */
 	assert_true(mt_reader_meta(rs.r, 3, &k, &v));
 	assert_string_equal(k, "lib");

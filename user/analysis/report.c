@@ -938,6 +938,14 @@ static void headline_unseen(const struct report *rp)
 			"ran before the attach",
 			(uint64_t)end->unseen.nodes,
 			mt_format_bytes(b, sizeof(b), end->unseen.node_bytes));
+	if (end->unseen.children)
+		unseen_line(rp, &label,
+			    "the command started %" PRIu64 " process%s (the "
+			    "first: pid %u), not traced: -- traces the "
+			    "command's own process, -f what it starts too",
+			    (uint64_t)end->unseen.children,
+			    end->unseen.children == 1 ? "" : "es",
+			    end->unseen.first_child);
 	if (sum->early_frees) {
 		if (sum->early_frees > sum->early_unsized)
 			snprintf(known, sizeof(known), ", %s known",

@@ -710,6 +710,12 @@ void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
 			" bytes=%" PRIu64 "\n",
 			(uint64_t)end->unseen.nodes,
 			(uint64_t)end->unseen.node_bytes);
+	if (end->unseen.children)
+		fprintf(out,
+			"# unseen children_not_followed=%" PRIu64
+			" first_pid=%u\n",
+			(uint64_t)end->unseen.children,
+			end->unseen.first_child);
 	if (end->unseen.stacks_lost)
 		fprintf(out, "# lost python_stacks=%" PRIu64 "\n",
 			(uint64_t)end->unseen.stacks_lost);

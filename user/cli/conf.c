@@ -43,7 +43,7 @@ void mt_trace_conf_from(struct mt_trace_conf *c, const struct mt_options *o)
 		.npids = o->npids,
 		.children_of = o->children_of,
 		/* a dry run's job may start under a shell or a launcher */
-		.follow_children = o->dry_run,
+		.follow_children = o->follow || o->dry_run,
 		.all = o->all,
 		.command = o->command,
 		.run_as = o->run_as.set ? &o->run_as : NULL,

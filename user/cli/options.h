@@ -50,6 +50,7 @@ struct mt_options {
 	int npids;
 	char **command; /* after "--", NULL-terminated; NULL if none */
 	struct mt_run_as run_as; /* --user: whom the command runs as */
+	bool follow; /* -f: -- COMMAND's children too */
 	const char *output; /* -o */
 	double duration; /* -d seconds, 0 = until the targets exit */
 	unsigned long long min_size;

@@ -96,6 +96,10 @@ static void opt_user(struct mt_options *o, char *arg)
 }
 
 static const struct mt_opt command_opts[] = {
+	MT_OPT_FLAG("follow", 'f',
+		    "-- COMMAND's child processes too, and theirs (a shell "
+		    "or launcher that starts the job; a dry run always does)",
+		    follow),
 	MT_OPT_CALL("user", OPT_USER, "USER",
 		    "Run -- COMMAND as USER, a name or a uid (under sudo it "
 		    "runs as root otherwise: --user \"$SUDO_USER\")",
@@ -546,6 +550,11 @@ int mt_check_export_output(const struct mt_options *o)
 
 int mt_check_user(const struct mt_options *o)
 {
+	if (o->follow && !o->command) {
+		mt_err("-f follows the processes -- COMMAND starts: give a "
+		       "command (--children PID follows a running launcher's)");
+		return 2;
+	}
 	if (o->run_as.set && !o->command) {
 		mt_err("--user is whom -- COMMAND runs as: give a command "
 		       "(-p and --children trace processes as they run)");

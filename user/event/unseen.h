@@ -24,6 +24,12 @@ struct mt_unseen {
 	 * and their bytes
 	 */
 	__u64 nodes, node_bytes;
+	/*
+	 * -- COMMAND without -f: the processes the command started, not
+	 * traced, and the first one's pid
+	 */
+	__u64 children;
+	__u32 first_child;
 };
 
 #endif /* __UNSEEN_H */

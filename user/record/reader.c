@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -330,7 +331,7 @@ static bool too_many(__u64 n, double secs)
 static int read_end(struct mt_reader *r, struct cur *c)
 {
 	struct mt_rec_end *e = &r->end;
-	__u64 n, bits;
+	__u64 n, bits, first = 0;
 	double span;
 
 	if (!get_varint(c, &n) || n != 1 || cur_left(c) < 8)
@@ -345,6 +346,11 @@ static int read_end(struct mt_reader *r, struct cur *c)
 			    !get_varint(c, &e->unseen.nodes) ||
 			    !get_varint(c, &e->unseen.node_bytes)))
 		return fail(r, "bad end block");
+	/* later still: the command's children not followed */
+	if (cur_left(c) && (!get_varint(c, &e->unseen.children) ||
+			    !get_varint(c, &first) || first > INT_MAX))
+		return fail(r, "bad end block");
+	e->unseen.first_child = (__u32)first;
 	/* !(x >= 0) is also true of a NaN */
 	if (!(e->seconds >= 0) || e->seconds > (double)MAX_SECONDS)
 		return fail(r, "end block: %g s traced is no duration",
@@ -352,7 +358,8 @@ static int read_end(struct mt_reader *r, struct cur *c)
 	if (too_many(e->lost, e->seconds) ||
 	    too_many(e->unseen.stacks_lost, e->seconds) ||
 	    too_many(e->unseen.stacks_early, e->seconds) ||
-	    too_many(e->unseen.nodes, e->seconds))
+	    too_many(e->unseen.nodes, e->seconds) ||
+	    too_many(e->unseen.children, e->seconds))
 		return fail(r,
 			    "end block: %llu events lost, %llu + %llu "
 			    "without their stack, %llu without their "

@@ -494,6 +494,8 @@ static int write_end(struct mt_recorder *w, const struct mt_rec_end *end)
 	put_varint(&body, end->unseen.stacks_early);
 	put_varint(&body, end->unseen.nodes);
 	put_varint(&body, end->unseen.node_bytes);
+	put_varint(&body, end->unseen.children);
+	put_varint(&body, end->unseen.first_child);
 	w->out.len = 0;
 	err = put_block(&w->out, B_END, 1, &body);
 	free(body.p);

@@ -606,7 +606,8 @@ int mt_tracer_spawn(struct mt_tracer *tr, int gate[2])
 	}
 	/* held at its loads, before it runs: its children are not */
 	tr->skel->bss->hold.pid = (__u32)t->proc.pid;
-	if (tr->conf->follow_children && follow_forks(tr, t->proc.pid))
+	/* without -f, its children are counted (count_forks), not followed */
+	if (follow_forks(tr, t->proc.pid))
 		return 2;
 	ret = mt_attach_lib(&tr->att, &t->proc, MT_LIB_LDSO, ldso, err,
 			    sizeof(err));

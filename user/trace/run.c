@@ -330,6 +330,7 @@ static int run(struct mt_tracer *tr)
 	ret = bpf_map__set_max_entries(tr->skel->maps.events,
 				       o->ringbuf_mb << 20);
 	tr->skel->rodata->filter_pids = mt_tracer_family(o);
+	tr->skel->rodata->count_forks = o->command && !o->follow_children;
 	tr->skel->rodata->wake_every = wake_every(o->ringbuf_mb);
 	tr->skel->rodata->python_stacks = !o->no_python;
 	tr->skel->rodata->sample_bytes = o->out.ses.sample_bytes;
@@ -389,6 +390,8 @@ static int run(struct mt_tracer *tr)
 	}
 	start = mt_now_ns();
 	ret = trace_loop(tr, rb);
+	tr->unseen.children = tr->skel->bss->unfollowed_forks;
+	tr->unseen.first_child = (__u32)tr->skel->bss->first_unfollowed;
 	tr->end = (struct mt_summary_end){
 		.seconds = (double)(mt_now_ns() - start) / 1e9,
 		.lost = mt_tracer_lost(tr),

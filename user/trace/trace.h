@@ -22,7 +22,7 @@ struct mt_trace_conf {
 	int pids[MT_MAX_PIDS]; /* -p */
 	int npids;
 	int children_of; /* --children PID: it and its descendants */
-	bool follow_children; /* -- COMMAND's descendants too (a dry run) */
+	bool follow_children; /* -- COMMAND's descendants too (-f, dry run) */
 	bool all; /* --all: every process mapping our libraries */
 	char **command; /* after "--", NULL-terminated; NULL if none */
 	const struct mt_run_as *run_as; /* --user; NULL: as we run */
