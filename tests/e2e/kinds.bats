@@ -126,3 +126,39 @@ ck_sum() {
 	[ "$diff" -ge 0 ] && [ "$diff" -le 64 ]
 	[ $(($(field "$line" peak) - $(field "$torch" peak))) -eq "$diff" ]
 }
+
+@test "report --kind: a record read twice, each figure of the kinds asked alone, PyTorch's to the byte" {
+	local rec=$BATS_TEST_TMPDIR/adam.mtb torch line
+	"$MT" record -o "$rec" -- "$TORCH_PY" "$ROOT/tests/fixtures/kinds_adam.py" >"$BATS_TEST_TMPDIR/model.out"
+	torch=$(grep '^torch ' "$BATS_TEST_TMPDIR/model.out")
+	run "$MT" report --keys --kind optimizer_state -i "$rec"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -qE '^# filter kind=optimizer_state passed=[1-9][0-9]* ' <<<"$output"
+	line=$(grep '^# kinds pid=[0-9]* dev=cpu space=cpu ' <<<"$output")
+	# Adam's state, alive from the first step to the end, is the peak
+	[ "$(field "$line" peak)" -eq "$(field "$torch" optimizer_state)" ]
+	[ "$(field "$line" optimizer_state)" -eq "$(field "$torch" optimizer_state)" ]
+	run "$MT" report --keys --kind gradients,parameters -i "$rec"
+	line=$(grep '^# kinds pid=[0-9]* dev=cpu space=cpu ' <<<"$output")
+	[ "$(field "$line" parameters)" -eq "$(field "$torch" parameters)" ]
+	[ "$(field "$line" gradients)" -eq "$(field "$torch" gradients)" ]
+	[ "$(field "$line" peak)" -eq $(($(field "$torch" parameters) + $(field "$torch" gradients))) ]
+	[ "$(field "$line" optimizer_state)" -eq 0 ]
+	# script: the lines of those allocations and their frees alone
+	run "$MT" script --kind optimizer_state -i "$rec"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c ' c10:cpu_alloc: ' <<<"$output")" -gt 0 ]
+	! grep ' c10:cpu_alloc: ' <<<"$output" | grep -qv 'phase=optimizer'
+	# a name that is no kind lists the kinds; a live trace cannot know them
+	run "$MT" report --kind activation -i "$rec"
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: --kind activation: no such kind of memory (there are: parameters, inputs, activations, gradients, optimizer_state, temporaries, unknown)" ]
+	run "$MT" --kind activations -- "$TORCH_PY" -c 1
+	[ "$status" -eq 2 ]
+	[[ "$output" == "memtrace-bpf: --kind tells an allocation by its whole life"* ]]
+	# a kind the record has none of: said, with those it has
+	run "$MT" report --kind unknown -i "$rec"
+	[ "$status" -eq 2 ]
+	[ "$output" = "memtrace-bpf: --kind unknown: no event has it; the trace's kinds of memory: parameters, inputs, activations, gradients, optimizer_state, temporaries" ]
+}

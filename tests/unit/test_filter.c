@@ -52,7 +52,7 @@ static struct ev *free_ev(struct ev *e, __u32 pid, __u32 tid, __u64 ptr)
 
 static bool pass(struct mt_filter *f, struct ev *e, double secs, __u32 step)
 {
-	return mt_filter_event(f, &e->r, &e->site, secs, step);
+	return mt_filter_event(f, &e->r, &e->site, secs, step, 0);
 }
 
 static void test_any(void **state)
@@ -318,6 +318,54 @@ static void test_print(void **state)
 	mt_filter_free(f);
 }
 
+/*
+ * --kind: an allocation passes by the kind its first reading told, its
+ * free with it; an event of no memory, or a kind never told, does not
+ */
+static void test_kind(void **state)
+{
+	struct mt_kindmap *m = mt_kindmap_new(16);
+	struct mt_filter_conf c = { .kinds = { "gradients" }, .nkinds = 1 };
+	struct mt_filter *f;
+	struct ev e;
+	char err[256];
+
+	assert_non_null(m);
+	assert_int_equal(mt_kindmap_set(m, 1, MT_MK_GRADIENTS), 0);
+	assert_int_equal(mt_kindmap_set(m, 2, MT_MK_TEMPORARIES), 0);
+	assert_int_equal(mt_kindmap_set(m, 16, MT_MK_GRADIENTS), -E2BIG);
+	assert_int_equal(mt_kindmap_get(m, 3), MT_MK_MAX);
+	c.kindmap = m;
+	assert_true(mt_filter_conf_any(&c));
+	f = mt_filter_new(&c, 64);
+	assert_non_null(f);
+	alloc_ev(&e, 1, 1, 0x10, 8, "fc", "backward");
+	assert_true(mt_filter_event(f, &e.r, &e.site, 0, 0, 1));
+	alloc_ev(&e, 1, 1, 0x20, 8, "fc", "backward");
+	assert_false(mt_filter_event(f, &e.r, &e.site, 0, 0, 2));
+	alloc_ev(&e, 1, 1, 0x30, 8, "fc", "backward");
+	assert_false(mt_filter_event(f, &e.r, &e.site, 0, 0, 3));
+	assert_true(mt_filter_event(f, &free_ev(&e, 1, 1, 0x10)->r, &e.site, 0,
+				    0, 4));
+	assert_false(mt_filter_event(f, &free_ev(&e, 1, 1, 0x20)->r, &e.site, 0,
+				     0, 5));
+	/* a failed allocation holds no memory, of no kind */
+	alloc_ev(&e, 1, 1, 0, 8, "fc", "backward");
+	e.r.failed = true;
+	assert_false(mt_filter_event(f, &e.r, &e.site, 0, 0, 6));
+	assert_int_equal(
+		mt_filter_check_kind("optimizer_state", err, sizeof(err)), 0);
+	assert_int_equal(mt_filter_check_kind("grads", err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(
+		err,
+		"--kind grads: no such kind of memory (there are: parameters, "
+		"inputs, activations, gradients, optimizer_state, temporaries, "
+		"unknown)");
+	mt_filter_free(f);
+	mt_kindmap_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +380,7 @@ int main(void)
 		cmocka_unit_test(test_check_event),
 		cmocka_unit_test(test_size_bounds),
 		cmocka_unit_test(test_print),
+		cmocka_unit_test(test_kind),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

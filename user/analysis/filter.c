@@ -29,7 +29,9 @@ struct mt_filter {
 	/* which of the values asked for some event had, filtered or not */
 	bool pid_seen[MT_FILTER_MAX_VALUES], tid_seen[MT_FILTER_MAX_VALUES];
 	bool comm_seen[MT_FILTER_MAX_VALUES], event_seen[MT_FILTER_MAX_VALUES];
-	bool module_seen, phase_seen;
+	bool module_seen, phase_seen, kind_seen[MT_MK_MAX];
+	/* --kind: a bit (1 << kind) each, and those the allocations had */
+	unsigned int kinds, kinds_had;
 	/* the threads and commands the events had, the first SEEN_MAX */
 	__u32 tids_had[SEEN_MAX];
 	char comms_had[SEEN_MAX][sizeof(((struct mt_event *)0)->comm) + 1];
@@ -40,7 +42,8 @@ struct mt_filter {
 bool mt_filter_conf_any(const struct mt_filter_conf *c)
 {
 	return c->has_time || c->has_steps || c->npids || c->ntids ||
-	       c->ncomms || c->module || c->phase || c->nevents || c->has_size;
+	       c->ncomms || c->module || c->phase || c->nevents ||
+	       c->has_size || c->nkinds;
 }
 
 int mt_filter_check_sampled(const struct mt_filter_conf *c, __u64 sample_bytes,
@@ -91,6 +94,35 @@ int mt_filter_check_event(const char *name, char *err, size_t errlen)
 	return -EINVAL;
 }
 
+int mt_filter_check_kind(const char *name, char *err, size_t errlen)
+{
+	char list[256];
+	size_t n = 0;
+
+	for (int k = 0; k < MT_MK_MAX; k++) {
+		int w;
+
+		if (!strcmp(name, mt_memkind_name(k)))
+			return 0;
+		w = snprintf(list + n, sizeof(list) - n, "%s%s", k ? ", " : "",
+			     mt_memkind_name(k));
+		if (w > 0 && (size_t)w < sizeof(list) - n)
+			n += (size_t)w;
+	}
+	snprintf(err, errlen,
+		 "--kind %s: no such kind of memory (there are: %s)", name,
+		 list);
+	return -EINVAL;
+}
+
+static enum mt_memkind kind_named(const char *name)
+{
+	for (int k = 0; k < MT_MK_MAX; k++)
+		if (!strcmp(name, mt_memkind_name(k)))
+			return (enum mt_memkind)k;
+	return MT_MK_MAX;
+}
+
 struct mt_filter *mt_filter_new(const struct mt_filter_conf *c, size_t max_live)
 {
 	struct mt_filter *f = calloc(1, sizeof(*f));
@@ -98,6 +130,12 @@ struct mt_filter *mt_filter_new(const struct mt_filter_conf *c, size_t max_live)
 	if (!f)
 		return NULL;
 	f->c = *c;
+	for (size_t i = 0; i < c->nkinds; i++) {
+		enum mt_memkind k = kind_named(c->kinds[i]);
+
+		if (k != MT_MK_MAX)
+			f->kinds |= 1u << k;
+	}
 	f->allocs = mt_live_new(max_live);
 	if (!f->allocs) {
 		free(f);
@@ -191,13 +229,30 @@ static bool verdict(struct mt_filter *f, bool pass)
 	return pass;
 }
 
+/*
+ * --kind: whether the allocation of event seq is of a kind asked for (as
+ * the first reading told it; one it did not tell is unknown)
+ */
+static bool kind_passes(struct mt_filter *f, __u64 seq)
+{
+	enum mt_memkind k =
+		f->c.kindmap ? mt_kindmap_get(f->c.kindmap, seq) : MT_MK_MAX;
+
+	if (k == MT_MK_MAX)
+		k = MT_MK_UNKNOWN;
+	f->kinds_had |= 1u << k;
+	for (size_t i = 0; i < f->c.nkinds; i++)
+		f->kind_seen[i] |= !strcmp(f->c.kinds[i], mt_memkind_name(k));
+	return (f->kinds >> k) & 1;
+}
+
 static bool judge_alloc(struct mt_filter *f, const struct mt_call *r,
-			const struct mt_site *site, int win)
+			const struct mt_site *site, int win, __u64 seq)
 {
 	enum verdict v = V_OUT;
 	struct mt_live e;
 
-	if (attributes(&f->c, r, site))
+	if (attributes(&f->c, r, site) && (!f->kinds || kind_passes(f, seq)))
 		v = win < 0 ? V_EARLY : win > 0 ? V_OUT : V_KEPT;
 	e = (struct mt_live){ .ptr = r->ptr,
 			      .size = r->size,
@@ -219,7 +274,8 @@ static bool judge_free(struct mt_filter *f, const struct mt_call *r,
 	/* never seen allocated (before the trace, or untracked): its own */
 	if (!mt_live_remove(f->allocs, r->ev->pid, (__u16)r->ki->space, r->ptr,
 			    &e))
-		return verdict(f, !win && attributes(&f->c, r, site));
+		return verdict(f,
+			       !win && !f->kinds && attributes(&f->c, r, site));
 	if (e.seq == V_EARLY && !win) {
 		f->st.freed_before_window++;
 		f->st.freed_before_window_bytes += e.size;
@@ -280,16 +336,18 @@ static void note_seen(struct mt_filter *f, const struct mt_call *r,
 }
 
 bool mt_filter_event(struct mt_filter *f, const struct mt_call *r,
-		     const struct mt_site *site, double secs, __u32 step)
+		     const struct mt_site *site, double secs, __u32 step,
+		     __u64 seq)
 {
 	int win = window(&f->c, secs, step);
 
 	note_seen(f, r, site);
 	if (r->has_ptr && !r->failed && r->role == MT_ROLE_ALLOC && r->ptr)
-		return judge_alloc(f, r, site, win);
+		return judge_alloc(f, r, site, win, seq);
 	if (r->has_ptr && !r->failed && r->role == MT_ROLE_FREE)
 		return judge_free(f, r, site, win);
-	return verdict(f, !win && attributes(&f->c, r, site));
+	/* a failed call, an OOM, a raise: no memory, so of no kind */
+	return verdict(f, !win && !f->kinds && attributes(&f->c, r, site));
 }
 
 /* the values a trace had, distinct, in the order first met */
@@ -517,6 +575,16 @@ int mt_filter_check_seen(const struct mt_filter *f, struct mt_sites *sites)
 		none += said_unseen("--event", "kind", c->events, f->event_seen,
 				    c->nevents, "kinds", &sn.had, &warned);
 	}
+	if (c->nkinds) {
+		had = (struct names){ 0 };
+		for (int k = 0; k < MT_MK_MAX; k++)
+			if ((f->kinds_had >> k) & 1)
+				add_name(&had, mt_memkind_name(k),
+					 strlen(mt_memkind_name(k)));
+		none += said_unseen("--kind", "allocation of kind", c->kinds,
+				    f->kind_seen, c->nkinds, "kinds of memory",
+				    &had, &warned);
+	}
 	if (none)
 		return -ENOENT;
 	return warned ? 1 : 0;
@@ -565,6 +633,7 @@ void mt_filter_print_settings(const struct mt_filter *f, FILE *out)
 	if (c->phase)
 		fprintf(out, " phase=%s", c->phase);
 	print_list_str(out, "event", c->events, c->nevents);
+	print_list_str(out, "kind", c->kinds, c->nkinds);
 	if (c->has_size) {
 		fprintf(out, " size=%" PRIu64 ",", (uint64_t)c->size_min);
 		if (c->has_size_max)

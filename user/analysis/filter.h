@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <linux/types.h>
 #include "event/kinds.h"
+#include "analysis/kindmap.h"
 #include "analysis/sites.h"
 
 /* values one filter option takes at most (as many as -p traces) */
@@ -47,6 +48,15 @@ struct mt_filter_conf {
 	/* --size MIN[,MAX]: bytes, both included; MAX only with has_size_max */
 	bool has_size, has_size_max;
 	__u64 size_min, size_max;
+	/*
+	 * --kind: allocations of these kinds of memory (memkind.h names) and
+	 * their frees; other events have no kind and are left out. A kind is
+	 * told at the free or the end, so these come from a first reading of
+	 * the record, kindmap (report and script only).
+	 */
+	const char *kinds[MT_MK_MAX];
+	size_t nkinds;
+	const struct mt_kindmap *kindmap;
 };
 
 struct mt_filter;
@@ -72,6 +82,12 @@ int mt_filter_check_sampled(const struct mt_filter_conf *c, __u64 sample_bytes,
 int mt_filter_check_event(const char *name, char *err, size_t errlen);
 
 /*
+ * Whether name is a kind of memory --kind takes: 0; else -EINVAL and a
+ * line in err listing the kinds.
+ */
+int mt_filter_check_kind(const char *name, char *err, size_t errlen);
+
+/*
  * A filter of c remembering at most max_live allocations (bounded
  * memory; past it a free is judged on its own, counted as untracked).
  * NULL when out of memory.
@@ -83,10 +99,11 @@ void mt_filter_free(struct mt_filter *f);
 /*
  * Whether the session counts and prints event r of site: secs is its time
  * in seconds since the trace's first event, step the steps its process
- * had finished.
+ * had finished, seq its number among the session's events (mt_live.seq).
  */
 bool mt_filter_event(struct mt_filter *f, const struct mt_call *r,
-		     const struct mt_site *site, double secs, __u32 step);
+		     const struct mt_site *site, double secs, __u32 step,
+		     __u64 seq);
 
 /*
  * After the events: the values the filters named that no event had, each

@@ -359,6 +359,8 @@ static void forget(struct mt_session *s, const struct mt_live *old)
 	if (p->live)
 		p->live--;
 	s->freed_kind = kind_of(s, p, old, false);
+	if (s->told)
+		s->told(s->told_ctx, old->seq, s->freed_kind);
 	mt_peak_release(s->peak, old, s->freed_kind);
 	tally_kind(s, &s->sum, p, old, false);
 	site_live(old->site, old, false);
@@ -500,9 +502,10 @@ bool mt_session_event(struct mt_session *s, struct mt_call *r,
 	/* a process without Python still gets leak boundaries by time */
 	count_steps(s, r, site->phase);
 	/* steps and time count every event; the rest only those let through */
-	if (s->filter && !mt_filter_event(s->filter, r, site,
-					  (double)(r->ev->ts - s->t0) / 1e9,
-					  mt_session_step(s, r->ev->pid)))
+	if (s->filter &&
+	    !mt_filter_event(s->filter, r, site,
+			     (double)(r->ev->ts - s->t0) / 1e9,
+			     mt_session_step(s, r->ev->pid), s->seq))
 		return true;
 	count_calls(proc_of(s, r->ev->pid), r);
 	if (mt_site_is_overflow(site))
@@ -549,6 +552,19 @@ enum mt_memkind mt_session_kind_alive(const struct mt_live *e, void *ctx)
 	const struct mt_proc *p = mt_session_proc(ctx, e->pid);
 
 	return p ? kind_of(ctx, p, e, true) : MT_MK_UNKNOWN;
+}
+
+static void tell_alive(const struct mt_live *e, void *ctx)
+{
+	struct mt_session *s = ctx;
+
+	s->told(s->told_ctx, e->seq, mt_session_kind_alive(e, s));
+}
+
+void mt_session_tell_alive(struct mt_session *s)
+{
+	if (s->told)
+		mt_live_foreach(s->live, tell_alive, s);
 }
 
 void mt_session_kinds_now(const struct mt_session *s,

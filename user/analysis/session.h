@@ -136,6 +136,19 @@ struct mt_session {
 	struct mt_ended ended[MT_MAX_ENDED];
 	size_t nended;
 	/*
+	 * The kind told of the allocation the event being counted freed
+	 * (memkind.h, mt_memkind_of at its free), for an observer at a free;
+	 * MT_MK_MAX where the event freed none that was live
+	 */
+	enum mt_memkind freed_kind;
+	/*
+	 * Called with each allocation's number (mt_live.seq) and kind as it
+	 * is told: at its free, and by mt_session_tell_alive for those alive
+	 * at the end (report --kind's first reading). NULL: none.
+	 */
+	void (*told)(void *ctx, __u64 seq, enum mt_memkind kind);
+	void *told_ctx;
+	/*
 	 * The bytes alive now in each tensor account (by its place in
 	 * sum.devs), by the kind they have once their phase instance is over
 	 * (mt_memkind_settled, from_start taken as true): settled, those made
@@ -143,12 +156,6 @@ struct mt_session {
 	 * Kept at each event, so that a live view reads its kinds without a
 	 * walk of the live table (mt_session_kinds_now).
 	 */
-	/*
-	 * The kind told of the allocation the event being counted freed
-	 * (memkind.h, mt_memkind_of at its free), for an observer at a free;
-	 * MT_MK_MAX where the event freed none that was live
-	 */
-	enum mt_memkind freed_kind;
 	struct mt_kind_tally {
 		__u64 settled[MT_MK_MAX], young[MT_MK_MAX];
 	} kinds[MT_SUM_DEVS];
@@ -242,6 +249,12 @@ void mt_session_kinds_now(const struct mt_session *s,
  */
 void mt_session_kinds_totals(const struct mt_session *s, __u32 pid,
 			     __u64 bytes[MT_MK_MAX]);
+
+/*
+ * The kind of each allocation still alive, handed to s->told as the end
+ * tells it (mt_session_kind_alive). Nothing without s->told.
+ */
+void mt_session_tell_alive(struct mt_session *s);
 
 /*
  * The calibration (analysis/sample.h) of the counts of pid's allocations

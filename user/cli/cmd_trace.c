@@ -67,12 +67,24 @@ static int check_at_live(const struct mt_options *o)
 	return 0;
 }
 
+/* a kind is told at an allocation's free: a live line cannot wait */
+static int check_kind_live(const struct mt_options *o)
+{
+	if (o->filter.nkinds) {
+		mt_err("--kind tells an allocation by its whole life, known "
+		       "only once it is over: record, then report --kind or "
+		       "script --kind");
+		return 2;
+	}
+	return 0;
+}
+
 static int check(const struct mt_cmd *cmd, const struct mt_options *o)
 {
 	(void)cmd;
 	if (mt_check_rows(o) || mt_check_export_output(o) || mt_check_user(o) ||
 	    check_at_live(o) || mt_check_at_export(o) || mt_check_watch(o) ||
-	    mt_check_tracing(o))
+	    check_kind_live(o) || mt_check_tracing(o))
 		return 2;
 	return 0;
 }

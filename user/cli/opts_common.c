@@ -479,6 +479,27 @@ static void opt_events(struct mt_options *o, char *arg)
 	}
 }
 
+static void opt_kinds(struct mt_options *o, char *arg)
+{
+	struct mt_filter_conf *f = &o->filter;
+	const char *w[MT_FILTER_MAX_VALUES];
+	char err[256];
+	size_t n = parse_words("kind list", arg, w, 0);
+
+	for (size_t i = 0; i < n; i++) {
+		if (mt_filter_check_kind(w[i], err, sizeof(err))) {
+			mt_err("%s", err);
+			exit(2);
+		}
+		if (f->nkinds == MT_MK_MAX) {
+			mt_err("--kind: at most the %d kinds, each once",
+			       MT_MK_MAX);
+			exit(2);
+		}
+		f->kinds[f->nkinds++] = w[i];
+	}
+}
+
 static const struct mt_opt filter_opts[] = {
 	MT_OPT_CALL("time", OPT_TIME, "START,END",
 		    "Only events from START to END seconds after the first "
@@ -498,6 +519,11 @@ static const struct mt_opt filter_opts[] = {
 		    "Only these allocating kinds (c10:cpu_alloc) and their "
 		    "frees",
 		    opt_events),
+	MT_OPT_CALL("kind", OPT_KIND, "KIND[,KIND...]",
+		    "Only allocations of these kinds of memory (activations, "
+		    "optimizer_state...) and their frees; report and script "
+		    "read the record twice, to tell them",
+		    opt_kinds),
 	MT_OPT_CALL("size", OPT_SIZE, "MIN[,MAX]",
 		    "Only allocations of MIN to MAX bytes (1M, 1M,1G) and "
 		    "their frees",

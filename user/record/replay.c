@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include "analysis/kindmap.h"
 #include "analysis/lines.h"
 #include "analysis/report.h"
 #include "analysis/view.h"
@@ -22,6 +23,8 @@ struct replay {
 	__u64 first; /* ts of the first event read */
 	__u64 last; /* the latest ts read: a late event may come after it */
 	bool stopped; /* at --at, before the end */
+	/* --kind's first reading: to the end, printing nothing */
+	bool first_reading;
 };
 
 /* a flight recorder's dump (record/flight.h): why, and what it holds */
@@ -95,7 +98,9 @@ static void replay_exec(struct replay *rp, const struct mt_rec_item *it)
 	struct mt_exec_freed freed;
 
 	mt_session_exec(rp->ses, it->ev.pid, it->ev.ts, &freed);
-	mt_lines_print_exec(rp->out, it->ev.pid, it->ev.comm, exe, &freed);
+	if (!rp->first_reading)
+		mt_lines_print_exec(rp->out, it->ev.pid, it->ev.comm, exe,
+				    &freed);
 }
 
 /* every event up to the end, or up to --at */
@@ -106,7 +111,7 @@ static int on_event(void *ctx, const struct mt_rec_item *it, struct mt_call *r)
 	apply_meta(rp);
 	if (!rp->first)
 		rp->first = it->ev.ts;
-	if (rp->c->at >= 0 && it->ev.ts > rp->first &&
+	if (!rp->first_reading && rp->c->at >= 0 && it->ev.ts > rp->first &&
 	    it->ev.ts - rp->first > rp->at) {
 		rp->stopped = true;
 		return MT_REC_STOP;
@@ -199,37 +204,125 @@ static int replay(struct replay *rp)
 	return 0;
 }
 
-int mt_replay(const struct mt_replay_conf *c)
+/* the record read, the output written: 0, or 2 after a one-line error */
+static int replay_file(struct replay *rp, const struct mt_replay_conf *c,
+		       char *err, size_t errlen)
 {
-	struct replay rp = { .c = c,
-			     .out = stdout,
-			     .at = c->at >= 0 ? (__u64)(c->at * 1e9) : 0 };
-	char err[512];
 	int ret;
 
-	if (mt_rec_iter_open(&rp.it, c->input)) {
-		mt_rec_iter_close(&rp.it);
+	if (mt_rec_iter_open(&rp->it, c->input)) {
+		mt_rec_iter_close(&rp->it);
 		return 2;
 	}
 	if (c->output) {
-		rp.out = mt_create_output_file(c->output, MT_OUT_PRIVATE, err,
-					       sizeof(err));
-		if (!rp.out) {
+		rp->out = mt_create_output_file(c->output, MT_OUT_PRIVATE, err,
+						errlen);
+		if (!rp->out) {
 			mt_err("cannot write %s", err);
-			mt_rec_iter_close(&rp.it);
+			mt_rec_iter_close(&rp->it);
 			return 2;
 		}
 	}
-	ret = replay(&rp);
+	ret = replay(rp);
 	/* the export writes the record's strings: the iterator holds them */
-	if (mt_output_close(rp.ses, err, sizeof(err))) {
+	if (mt_output_close(rp->ses, err, errlen)) {
 		mt_err("export: %s", err);
 		ret = 2;
 	}
-	mt_rec_iter_close(&rp.it);
-	if (rp.out != stdout && fclose(rp.out)) {
+	mt_rec_iter_close(&rp->it);
+	if (rp->out != stdout && fclose(rp->out)) {
 		mt_err("write %s: %s", c->output, strerror(errno));
 		ret = 2;
 	}
+	return ret;
+}
+
+/*
+ * A record's events, a byte each, at most: past it an allocation's kind
+ * is not kept and reads as unknown
+ */
+#define KINDMAP_MAX (256ULL << 20)
+
+/* --kind's first reading: the kinds told, and how many found no room */
+struct kinds_told {
+	struct mt_kindmap *map;
+	__u64 lost;
+};
+
+static void told(void *ctx, __u64 seq, enum mt_memkind kind)
+{
+	struct kinds_told *t = ctx;
+
+	if (mt_kindmap_set(t->map, seq, kind))
+		t->lost++;
+}
+
+/*
+ * --kind: a first reading of the record to its end, in a session of its
+ * own that prints nothing, tells each allocation's kind (at its free, or
+ * alive at the end) into map for the second reading's filter. 0, or 2
+ * after a one-line error.
+ */
+static int read_kinds(const struct mt_replay_conf *c, struct mt_kindmap *map)
+{
+	struct mt_session_conf sc = c->out.ses;
+	struct replay rp = { .c = c, .first_reading = true };
+	struct kinds_told t = { .map = map };
+	struct mt_session s;
+	int ret = 2;
+
+	sc.filter = (struct mt_filter_conf){ 0 };
+	sc.print_events = false;
+	if (mt_session_init(&s, &sc, NULL)) {
+		mt_err("--kind: out of memory");
+		mt_session_free(&s);
+		return 2;
+	}
+	s.told = told;
+	s.told_ctx = &t;
+	rp.ses = &s;
+	if (!mt_rec_iter_open(&rp.it, c->input) &&
+	    !mt_rec_iter_start(&rp.it, s.sites)) {
+		s.conf.sample_bytes = mt_reader_sample_bytes(rp.it.rd);
+		ret = mt_rec_iter_run(&rp.it, s.sites, on_event, &rp);
+	}
+	if (!ret)
+		mt_session_tell_alive(&s);
+	/* kept as unknown, said: the filter's figures lack them */
+	if (t.lost)
+		mt_err("--kind: %llu allocations past the record's first %llu "
+		       "events have no kind kept: they count as unknown",
+		       (unsigned long long)t.lost, KINDMAP_MAX);
+	mt_rec_iter_close(&rp.it);
+	mt_session_free(&s);
+	return ret;
+}
+
+int mt_replay(const struct mt_replay_conf *c)
+{
+	struct mt_replay_conf kc = *c;
+	struct replay rp = { .c = c,
+			     .out = stdout,
+			     .at = c->at >= 0 ? (__u64)(c->at * 1e9) : 0 };
+	struct mt_kindmap *map = NULL;
+	char err[512];
+	int ret;
+
+	if (c->out.ses.filter.nkinds) {
+		map = mt_kindmap_new(KINDMAP_MAX);
+		if (!map) {
+			mt_err("--kind: out of memory");
+			return 2;
+		}
+		ret = read_kinds(c, map);
+		if (ret) {
+			mt_kindmap_free(map);
+			return ret;
+		}
+		kc.out.ses.filter.kindmap = map;
+		rp.c = &kc;
+	}
+	ret = replay_file(&rp, c, err, sizeof(err));
+	mt_kindmap_free(map);
 	return ret;
 }
