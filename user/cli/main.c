@@ -100,6 +100,17 @@ static const char top_doc[] =
 	"USAGE: memtrace-bpf top [--interval TIME] [OPTION...] -p PID[,PID...]\n"
 	"       memtrace-bpf top [--interval TIME] [OPTION...] -- COMMAND";
 
+/*
+ * The exit status of what a command returned (lib/err.h): 2 after an
+ * error, else its verdict's: 0, 1 for a no, 3 when there was none
+ */
+static int exit_status(int ret, enum mt_verdict v)
+{
+	if (ret < 0)
+		return 2;
+	return v == MT_VERDICT_NO ? 1 : v == MT_VERDICT_UNKNOWN ? 3 : 0;
+}
+
 static int do_trace(const struct mt_options *o)
 {
 	struct mt_trace_conf c;
@@ -113,17 +124,20 @@ static int do_replay(const struct mt_options *o)
 	struct mt_replay_conf c;
 
 	mt_replay_conf_from(&c, o);
-	return mt_replay(&c);
+	return exit_status(mt_replay(&c), MT_VERDICT_OK);
 }
 
 static int do_estimate(const struct mt_options *o)
 {
 	struct mt_estimate_conf c;
+	enum mt_verdict v;
+	int ret;
 
 	if (o->dry_run)
 		return do_trace(o);
 	mt_estimate_conf_from(&c, o);
-	return mt_estimate(&c);
+	ret = mt_estimate(&c, &v);
+	return exit_status(ret, v);
 }
 
 #define TRACING \

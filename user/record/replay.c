@@ -133,10 +133,10 @@ static int replay(struct replay *rp)
 	rp->ses = mt_output_open(&oc, rp->out, err, sizeof(err));
 	if (!rp->ses) {
 		mt_err("%s", err);
-		return 2;
+		return -1;
 	}
 	if (mt_rec_iter_start(&rp->it, rp->ses->sites))
-		return 2;
+		return -1;
 	/* first, before what the events print (an OOM's block) */
 	print_meta(rp, true);
 	/* a sampled record is read as one (analysis/sample.h) */
@@ -145,12 +145,12 @@ static int replay(struct replay *rp)
 				    rp->ses->conf.sample_bytes, err,
 				    sizeof(err))) {
 		mt_err("%s", err);
-		return 2;
+		return -1;
 	}
 	if (c->out.exp.kind &&
 	    mt_export_start(rp->ses, &c->out.exp, err, sizeof(err))) {
 		mt_err("%s", err);
-		return 2;
+		return -1;
 	}
 	ret = mt_rec_iter_run(&rp->it, rp->ses->sites, on_event, rp);
 	if (ret)
@@ -160,12 +160,12 @@ static int replay(struct replay *rp)
 		mt_err("--at %g is past the end of the trace (%.3f s from its "
 		       "first event to its last)",
 		       c->at, (double)(rp->last - rp->first) / 1e9);
-		return 2;
+		return -1;
 	}
 	/* a filter that named what no event has: say what there is */
 	if (rp->ses->filter &&
 	    mt_filter_check_seen(rp->ses->filter, rp->ses->sites) < 0)
-		return 2;
+		return -1;
 	/* after the events: a process that came later has its lines mid-file */
 	if (c->script)
 		return 0;
@@ -208,7 +208,7 @@ int mt_replay(const struct mt_replay_conf *c)
 
 	if (mt_rec_iter_open(&rp.it, c->input)) {
 		mt_rec_iter_close(&rp.it);
-		return 2;
+		return -1;
 	}
 	if (c->output) {
 		rp.out = mt_create_output_file(c->output, MT_OUT_PRIVATE, err,
@@ -216,19 +216,19 @@ int mt_replay(const struct mt_replay_conf *c)
 		if (!rp.out) {
 			mt_err("cannot write %s", err);
 			mt_rec_iter_close(&rp.it);
-			return 2;
+			return -1;
 		}
 	}
 	ret = replay(&rp);
 	/* the export writes the record's strings: the iterator holds them */
 	if (mt_output_close(rp.ses, err, sizeof(err))) {
 		mt_err("export: %s", err);
-		ret = 2;
+		ret = -1;
 	}
 	mt_rec_iter_close(&rp.it);
 	if (rp.out != stdout && fclose(rp.out)) {
 		mt_err("write %s: %s", c->output, strerror(errno));
-		ret = 2;
+		ret = -1;
 	}
 	return ret;
 }
