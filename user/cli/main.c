@@ -114,9 +114,12 @@ static int exit_status(int ret, enum mt_verdict v)
 static int do_trace(const struct mt_options *o)
 {
 	struct mt_trace_conf c;
+	enum mt_verdict v;
+	int ret;
 
 	mt_trace_conf_from(&c, o);
-	return mt_trace(&c);
+	ret = mt_trace(&c, &v);
+	return exit_status(ret, v);
 }
 
 static int do_replay(const struct mt_options *o)

@@ -169,18 +169,18 @@ static int trace_pid(struct mt_tracer *tr, int pid)
 
 /*
  * A family's children, traced from their fork (BPF adds each to the map),
- * and pid (0: none) put in the map first. 0, or 2 after a one-line error.
+ * and pid (0: none) put in the map first. 0, or -1 after mt_err().
  */
 static int follow_forks(struct mt_tracer *tr, int pid)
 {
 	if (pid && trace_pid(tr, pid)) {
 		mt_err("follow pid %d: %s", pid, strerror(errno));
-		return 2;
+		return -1;
 	}
 	tr->fork_link = bpf_program__attach(tr->skel->progs.mt_fork);
 	if (!tr->fork_link) {
 		mt_err("follow forks: %s", strerror(errno));
-		return 2;
+		return -1;
 	}
 	return 0;
 }
@@ -566,7 +566,7 @@ int mt_tracer_attach(struct mt_tracer *tr)
 			if (gone_during_attach(t))
 				continue;
 			mt_err("%s", err);
-			return 2;
+			return -1;
 		}
 		if (found)
 			say_python(tr, t);
@@ -577,7 +577,7 @@ int mt_tracer_attach(struct mt_tracer *tr)
 			mt_err("pid %d (%s) maps none of %s; "
 			       "use --wait to wait for them",
 			       t->proc.pid, t->proc.comm, wanted_libs);
-			return 2;
+			return -1;
 		}
 	}
 	return 0;
@@ -594,24 +594,24 @@ int mt_tracer_spawn(struct mt_tracer *tr, int gate[2])
 	if (!realpath(LDSO_PATH, ldso) || stat(ldso, &st)) {
 		mt_err("%s: %s (glibc x86-64 needed)", LDSO_PATH,
 		       strerror(errno));
-		return 2;
+		return -1;
 	}
 	ret = mt_target_spawn(&t->proc, tr->conf->command, tr->conf->run_as,
 			      &tr->skel->bss->hold, gate, err, sizeof(err));
 	tr->ntargets = 1;
 	if (ret) {
 		mt_err("%s", err);
-		return 2;
+		return -1;
 	}
 	/* held at its loads, before it runs: its children are not */
 	tr->skel->bss->hold.pid = (__u32)t->proc.pid;
 	if (tr->conf->follow_children && follow_forks(tr, t->proc.pid))
-		return 2;
+		return -1;
 	ret = mt_attach_lib(&tr->att, &t->proc, MT_LIB_LDSO, ldso, err,
 			    sizeof(err));
 	if (ret <= 0) {
 		mt_err("%s", ret ? err : "no _dl_debug_state in the loader");
-		return 2;
+		return -1;
 	}
 	t->proc.files[t->proc.nfiles++] =
 		(struct mt_file_id){ .dev = st.st_dev, .inode = st.st_ino };
@@ -623,12 +623,12 @@ int mt_tracer_follow_execs(struct mt_tracer *tr)
 	tr->exec_link = bpf_program__attach(tr->skel->progs.mt_exec);
 	if (!tr->exec_link) {
 		mt_err("follow execs: %s", strerror(errno));
-		return 2;
+		return -1;
 	}
 	tr->exit_link = bpf_program__attach(tr->skel->progs.mt_proc_exit);
 	if (!tr->exit_link) {
 		mt_err("follow exits: %s", strerror(errno));
-		return 2;
+		return -1;
 	}
 	return 0;
 }
@@ -654,10 +654,10 @@ static int follow_children(struct mt_tracer *tr)
 		mt_err("no such process: %d (check the pid "
 		       "with ps)",
 		       tr->conf->children_of);
-		return 2;
+		return -1;
 	}
 	if (follow_forks(tr, 0))
-		return 2;
+		return -1;
 	n = mt_descendants(tr->conf->children_of, pids, MT_MAX_TARGETS);
 	for (size_t i = 0; i < n; i++)
 		mt_tracer_add(tr, pids[i], "child", NULL, true);
@@ -690,7 +690,7 @@ int mt_tracer_open(struct mt_tracer *tr)
 		if (mt_target_open(&tr->targets[i].proc, tr->conf->pids[i], err,
 				   sizeof(err))) {
 			mt_err("%s", err);
-			return 2;
+			return -1;
 		}
 		tr->targets[i].proc.attached = true;
 		tr->ntargets++;
