@@ -587,7 +587,7 @@ int mt_tracer_attach(struct mt_tracer *tr)
 int mt_tracer_spawn(struct mt_tracer *tr, int gate[2])
 {
 	struct mt_traced *t = &tr->targets[0];
-	char ldso[4096], err[512];
+	char ldso[4096];
 	struct stat st;
 	int ret;
 
@@ -597,20 +597,19 @@ int mt_tracer_spawn(struct mt_tracer *tr, int gate[2])
 		return -1;
 	}
 	ret = mt_target_spawn(&t->proc, tr->conf->command, tr->conf->run_as,
-			      &tr->skel->bss->hold, gate, err, sizeof(err));
+			      &tr->skel->bss->hold, gate);
 	tr->ntargets = 1;
-	if (ret) {
-		mt_err("%s", err);
+	if (ret)
 		return -1;
-	}
 	/* held at its loads, before it runs: its children are not */
 	tr->skel->bss->hold.pid = (__u32)t->proc.pid;
 	if (tr->conf->follow_children && follow_forks(tr, t->proc.pid))
 		return -1;
-	ret = mt_attach_lib(&tr->att, &t->proc, MT_LIB_LDSO, ldso, err,
-			    sizeof(err));
-	if (ret <= 0) {
-		mt_err("%s", ret ? err : "no _dl_debug_state in the loader");
+	ret = mt_attach_lib(&tr->att, &t->proc, MT_LIB_LDSO, ldso);
+	if (ret < 0)
+		return -1;
+	if (!ret) {
+		mt_err("no _dl_debug_state in the loader");
 		return -1;
 	}
 	t->proc.files[t->proc.nfiles++] =

@@ -318,7 +318,6 @@ static int run(struct mt_tracer *tr)
 	const struct mt_trace_conf *o = tr->conf;
 	struct ring_buffer *rb = NULL;
 	int gate[2] = { -1, -1 };
-	char err[512];
 	__u64 start;
 	int ret;
 
@@ -381,9 +380,8 @@ static int run(struct mt_tracer *tr)
 		ring_buffer__free(rb);
 		return -1;
 	}
-	if (o->command && mt_target_start(&tr->targets[0].proc, gate,
-					  o->command, err, sizeof(err))) {
-		mt_err("%s", err);
+	if (o->command &&
+	    mt_target_start(&tr->targets[0].proc, gate, o->command)) {
 		ring_buffer__free(rb);
 		return -1;
 	}
@@ -437,13 +435,10 @@ static void report_lost_procs(const struct mt_tracer *tr)
 int mt_trace(const struct mt_trace_conf *c, enum mt_verdict *v)
 {
 	struct mt_tracer tr = { .conf = c };
-	char err[512];
 	int ret;
 
-	if (mt_preflight(err, sizeof(err))) {
-		mt_err("%s", err);
+	if (mt_preflight())
 		return -1;
-	}
 	libbpf_set_print(c->verbose ? libbpf_print_verbose : libbpf_print);
 	/* with --export, -o is the export's file */
 	tr.per_proc =
