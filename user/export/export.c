@@ -7,6 +7,7 @@
 #include "export/export.h"
 #include "analysis/sample.h"
 #include "analysis/session.h"
+#include "lib/err.h"
 #include "lib/outfile.h"
 
 static const struct mt_exporter *const exporters[] = {
@@ -93,36 +94,36 @@ static void on_event(void *ctx, const struct mt_session *s,
 	x->e->event(x->state, s, r, site);
 }
 
-int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
-		    char *err, size_t errlen)
+int mt_export_start(struct mt_session *s, const struct mt_export_conf *c)
 {
 	const struct mt_exporter *e = mt_exporter_find(c->kind);
 	struct export_run *x;
-	char why[512];
+	char why[512], err[512];
 	FILE *f;
 
 	if (!e) {
-		snprintf(err, errlen, "no export '%s' (there are: %s)", c->kind,
-			 mt_export_names());
+		mt_err("no export '%s' (there are: %s)", c->kind,
+		       mt_export_names());
 		return -EINVAL;
 	}
 	f = mt_create_output_file(c->path, MT_OUT_PRIVATE, why, sizeof(why));
 	if (!f) {
 		int ret = -errno;
 
-		snprintf(err, errlen, "cannot write %s", why);
+		mt_err("cannot write %s", why);
 		return ret;
 	}
 	x = calloc(1, sizeof(*x));
 	if (!x) {
 		fclose(f);
-		snprintf(err, errlen, "out of memory");
+		mt_err("out of memory");
 		return -ENOMEM;
 	}
 	*x = (struct export_run){ .e = e, .f = f, .path = c->path };
-	x->state = e->open(f, c, err, errlen);
+	x->state = e->open(f, c, err, sizeof(err));
 	if (!x->state) {
-		drop_partial(f, c->path, err, errlen);
+		drop_partial(f, c->path, err, sizeof(err));
+		mt_err("%s", err);
 		fclose(f);
 		free(x);
 		return -EINVAL;
@@ -131,9 +132,10 @@ int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
 	return 0;
 }
 
-int mt_export_finish(struct mt_session *s, char *err, size_t errlen)
+int mt_export_finish(struct mt_session *s)
 {
 	struct export_run *x = s->obs.ctx;
+	char err[512];
 	int ret;
 	bool bad;
 
@@ -141,19 +143,23 @@ int mt_export_finish(struct mt_session *s, char *err, size_t errlen)
 	if (s->obs.event != on_event)
 		return 0;
 	s->obs = (struct mt_session_observer){ 0 };
-	ret = x->e->close(x->state, s, err, errlen);
+	ret = x->e->close(x->state, s, err, sizeof(err));
 	/* flushed here, while the file can still be removed by its path */
 	bad = fflush(x->f) || ferror(x->f);
 	if (bad && !ret) {
 		ret = errno ? -errno : -EIO;
-		snprintf(err, errlen, "write %s: %s", x->path, strerror(-ret));
+		snprintf(err, sizeof(err), "write %s: %s", x->path,
+			 strerror(-ret));
 	}
 	if (ret)
-		drop_partial(x->f, x->path, err, errlen);
+		drop_partial(x->f, x->path, err, sizeof(err));
 	if (fclose(x->f) && !ret) {
 		ret = errno ? -errno : -EIO;
-		snprintf(err, errlen, "write %s: %s", x->path, strerror(-ret));
+		snprintf(err, sizeof(err), "write %s: %s", x->path,
+			 strerror(-ret));
 	}
+	if (ret)
+		mt_err("export: %s", err);
 	free(x);
 	return ret;
 }

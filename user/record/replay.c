@@ -130,11 +130,9 @@ static int replay(struct replay *rp)
 
 	/* the export starts after the checks: a refusal leaves no file */
 	oc.exp.kind = NULL;
-	rp->ses = mt_output_open(&oc, rp->out, err, sizeof(err));
-	if (!rp->ses) {
-		mt_err("%s", err);
+	rp->ses = mt_output_open(&oc, rp->out);
+	if (!rp->ses)
 		return -1;
-	}
 	if (mt_rec_iter_start(&rp->it, rp->ses->sites))
 		return -1;
 	/* first, before what the events print (an OOM's block) */
@@ -147,11 +145,8 @@ static int replay(struct replay *rp)
 		mt_err("%s", err);
 		return -1;
 	}
-	if (c->out.exp.kind &&
-	    mt_export_start(rp->ses, &c->out.exp, err, sizeof(err))) {
-		mt_err("%s", err);
+	if (c->out.exp.kind && mt_export_start(rp->ses, &c->out.exp))
 		return -1;
-	}
 	ret = mt_rec_iter_run(&rp->it, rp->ses->sites, on_event, rp);
 	if (ret)
 		return ret;
@@ -221,10 +216,8 @@ int mt_replay(const struct mt_replay_conf *c)
 	}
 	ret = replay(&rp);
 	/* the export writes the record's strings: the iterator holds them */
-	if (mt_output_close(rp.ses, err, sizeof(err))) {
-		mt_err("export: %s", err);
+	if (mt_output_close(rp.ses))
 		ret = -1;
-	}
 	mt_rec_iter_close(&rp.it);
 	if (rp.out != stdout && fclose(rp.out)) {
 		mt_err("write %s: %s", c->output, strerror(errno));

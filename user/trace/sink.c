@@ -48,11 +48,9 @@ int mt_sink_open(struct mt_sink *k, const struct mt_output_conf *c, bool record,
 			return -1;
 		}
 	}
-	k->ses = mt_output_open(c, k->out, err, sizeof(err));
-	if (!k->ses) {
-		mt_err("%s", err);
+	k->ses = mt_output_open(c, k->out);
+	if (!k->ses)
 		return -1;
-	}
 	return 0;
 }
 
@@ -179,7 +177,6 @@ static int close_record(struct mt_sink *k, const struct mt_summary_end *end,
 int mt_sink_close(struct mt_sink *k, const struct mt_summary_end *end)
 {
 	static const struct mt_summary_end none;
-	char err[512];
 	int ret = 0;
 
 	/* without an end (a failed start) a record still gets closed */
@@ -192,10 +189,8 @@ int mt_sink_close(struct mt_sink *k, const struct mt_summary_end *end)
 						   k->ses->sites);
 		mt_view_end(k->ses, end);
 	}
-	if (mt_output_close(k->ses, err, sizeof(err))) {
-		mt_err("export: %s", err);
+	if (mt_output_close(k->ses))
 		ret = -1;
-	}
 	k->ses = NULL;
 	if (k->out != stdout && fclose(k->out) && !ret) {
 		write_failed(k, errno);
