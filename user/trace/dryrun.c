@@ -58,7 +58,6 @@ static void set_out(struct mt_tracer *tr, FILE *f)
 static int dryrun_open(struct mt_tracer *tr, unsigned int slot, void **st)
 {
 	const struct mt_dryrun_conf *c = tr->conf->dryrun;
-	char err[PATH_MAX + 128];
 	struct mt_dryrun *dr;
 
 	if (!c)
@@ -69,8 +68,7 @@ static int dryrun_open(struct mt_tracer *tr, unsigned int slot, void **st)
 		return -1;
 	}
 	if (mt_dryrun_prepare(&c->dev, c->devices, tr->conf->run_as != NULL,
-			      &dr->libs, err, sizeof(err))) {
-		mt_err("estimate --dry-run: %s", err);
+			      &dr->libs)) {
 		free(dr);
 		return -1;
 	}

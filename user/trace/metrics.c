@@ -42,13 +42,8 @@ static int metrics_close(void *st, struct mt_tracer *tr)
 {
 	struct mt_session *v[MT_MAX_TARGETS + 1];
 	size_t n = mt_tracer_sessions(tr, v, MT_MAX_TARGETS + 1);
-	char err[512];
 
-	if (mt_metrics_close(st, v, n, mt_tracer_lost(tr), err, sizeof(err))) {
-		mt_err("%s", err);
-		return -1;
-	}
-	return 0;
+	return mt_metrics_close(st, v, n, mt_tracer_lost(tr)) ? -1 : 0;
 }
 
 const struct mt_feature mt_metrics_feature = {
