@@ -11,7 +11,8 @@
  * outcome that is no error but an answer (a dry run's "does not fit",
  * estimate --check's mismatch) is an enum mt_verdict handed back beside
  * the 0. A function keeps an err/errlen buffer only where a caller may
- * leave the text unprinted, and its header says why.
+ * leave the text unsaid, words the line itself, or a test reads it; its
+ * header says which.
  */
 #ifndef __ERR_H
 #define __ERR_H
