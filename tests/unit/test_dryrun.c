@@ -79,8 +79,7 @@ static void test_prepare(void **state)
 	assert_non_null(mkdtemp(tmp));
 	setenv("TMPDIR", tmp, 1);
 	setenv("LD_LIBRARY_PATH", "/opt/x", 1);
-	assert_int_equal(
-		mt_dryrun_prepare(&dev, 2, false, &l, err, sizeof(err)), 0);
+	assert_int_equal(mt_dryrun_prepare(&dev, 2, false, &l), 0);
 	assert_int_equal(strncmp(l.dir, tmp, strlen(tmp)), 0);
 	assert_int_equal(stat(l.dir, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0700);
@@ -132,7 +131,6 @@ static void test_parent(void **state)
 	     why[PATH_MAX + 128], path[PATH_MAX + 64], link[PATH_MAX + 64];
 	struct mt_dryrun_device dev = *mt_dryrun_preset("L4");
 	struct mt_dryrun_libs l;
-	char err[512];
 
 	(void)state;
 	if (geteuid() != 0)
@@ -167,13 +165,11 @@ static void test_parent(void **state)
 	assert_string_equal(real, "/tmp");
 	/* such a TMPDIR is passed over for /tmp */
 	setenv("TMPDIR", other, 1);
-	assert_int_equal(
-		mt_dryrun_prepare(&dev, 1, false, &l, err, sizeof(err)), 0);
+	assert_int_equal(mt_dryrun_prepare(&dev, 1, false, &l), 0);
 	assert_int_equal(strncmp(l.dir, "/tmp/memtrace-dryrun.", 21), 0);
 	mt_dryrun_cleanup(&l);
 	setenv("TMPDIR", "/etc/passwd", 1);
-	assert_int_equal(
-		mt_dryrun_prepare(&dev, 1, false, &l, err, sizeof(err)), 0);
+	assert_int_equal(mt_dryrun_prepare(&dev, 1, false, &l), 0);
 	assert_int_equal(strncmp(l.dir, "/tmp/memtrace-dryrun.", 21), 0);
 	mt_dryrun_cleanup(&l);
 	unsetenv("TMPDIR");
@@ -199,8 +195,7 @@ static void test_swapped(void **state)
 	FILE *f;
 
 	(void)state;
-	assert_int_equal(
-		mt_dryrun_prepare(&dev, 1, false, &l, err, sizeof(err)), 0);
+	assert_int_equal(mt_dryrun_prepare(&dev, 1, false, &l), 0);
 	snprintf(aside, sizeof(aside), "%s.old", l.dir);
 	assert_int_equal(rename(l.dir, aside), 0);
 	assert_int_equal(mkdir(l.dir, 0700), 0);
@@ -222,8 +217,7 @@ static void test_swapped(void **state)
 	assert_int_equal(rmdir(aside), 0);
 
 	/* one library replaced in place */
-	assert_int_equal(
-		mt_dryrun_prepare(&dev, 1, false, &l, err, sizeof(err)), 0);
+	assert_int_equal(mt_dryrun_prepare(&dev, 1, false, &l), 0);
 	snprintf(lib, sizeof(lib), "%s/libcuda.so.1", l.dir);
 	snprintf(aside, sizeof(aside), "%s/new", l.dir);
 	f = fopen(aside, "w");

@@ -318,7 +318,7 @@ static void test_file(void **state)
 	assert_non_null(text);
 	has_line(text, "memtrace_lost_events_total 3");
 	free(text);
-	assert_int_equal(mt_metrics_close(m, ses, 1, 5, err, sizeof(err)), 0);
+	assert_int_equal(mt_metrics_close(m, ses, 1, 5), 0);
 	text = slurp(path);
 	assert_non_null(text);
 	has_line(text, "memtrace_lost_events_total 5");
@@ -468,7 +468,7 @@ static void test_http(void **state)
 	resp = request(m, ses, port, "POST /metrics HTTP/1.0\r\n\r\n");
 	assert_non_null(strstr(resp, " 405 "));
 	free(resp);
-	assert_int_equal(mt_metrics_close(m, ses, 1, 0, err, sizeof(err)), 0);
+	assert_int_equal(mt_metrics_close(m, ses, 1, 0), 0);
 }
 
 /* a connection from SRC (an address of loopback) to PORT, or -errno */
@@ -558,7 +558,7 @@ static void test_slow_client(void **state)
 	resp = request(m, ses, port, "GET /metrics HTTP/1.0\r\n\r\n");
 	assert_non_null(strstr(resp, " 200 OK\r\n"));
 	free(resp);
-	assert_int_equal(mt_metrics_close(m, ses, 1, 0, NULL, 0), 0);
+	assert_int_equal(mt_metrics_close(m, ses, 1, 0), 0);
 }
 
 /*
@@ -609,7 +609,7 @@ static void test_closed_half_request(void **state)
 	resp = request(m, ses, port, "GET /metrics HTTP/1.0\r\n\r\n");
 	assert_non_null(strstr(resp, " 200 OK\r\n"));
 	free(resp);
-	assert_int_equal(mt_metrics_close(m, ses, 1, 0, NULL, 0), 0);
+	assert_int_equal(mt_metrics_close(m, ses, 1, 0), 0);
 }
 
 /*
@@ -642,7 +642,7 @@ static void test_full_ends_oldest(void **state)
 	assert_true(ended(m, ses, fds[1], 32000000));
 	for (int i = 0; i < 32; i++)
 		close(fds[i]);
-	assert_int_equal(mt_metrics_close(m, ses, 1, 0, NULL, 0), 0);
+	assert_int_equal(mt_metrics_close(m, ses, 1, 0), 0);
 }
 
 /* no host: loopback only; 0.0.0.0: every interface, asked for */
@@ -657,13 +657,13 @@ static void test_default_loopback(void **state)
 	fd = dial("127.0.0.1", "127.0.0.1", port);
 	assert_true(fd >= 0);
 	close(fd);
-	assert_int_equal(mt_metrics_close(m, ses, 1, 0, NULL, 0), 0);
+	assert_int_equal(mt_metrics_close(m, ses, 1, 0), 0);
 	port = free_port(NULL);
 	m = serve_at("0.0.0.0", port);
 	fd = dial("127.0.0.1", "127.0.0.2", port);
 	assert_true(fd >= 0);
 	close(fd);
-	assert_int_equal(mt_metrics_close(m, ses, 1, 0, NULL, 0), 0);
+	assert_int_equal(mt_metrics_close(m, ses, 1, 0), 0);
 }
 
 int main(void)

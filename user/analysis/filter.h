@@ -69,7 +69,8 @@ bool mt_filter_conf_any(const struct mt_filter_conf *c);
  * else -EINVAL and err says why in one line: --module, --phase and
  * --steps select events by their stacks, which a sampled trace has for a
  * sample of its allocations only, so the totals they leave would count
- * sampled allocations alone
+ * sampled allocations alone. A buffer, not mt_err(): cli/options.c words
+ * it as a usage error of its own.
  */
 int mt_filter_check_sampled(const struct mt_filter_conf *c, __u64 sample_bytes,
 			    char *err, size_t errlen);
@@ -77,7 +78,8 @@ int mt_filter_check_sampled(const struct mt_filter_conf *c, __u64 sample_bytes,
 /*
  * Whether name is an event kind --event takes: 0; else -EINVAL and a
  * sentence in err (an unknown name, or a free's, which goes with its
- * allocation's kind).
+ * allocation's kind). A buffer: cli/options.c makes it a usage error, and
+ * the unit test reads it.
  */
 int mt_filter_check_event(const char *name, char *err, size_t errlen);
 

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include "cli/opt.h"
 #include "cli/options.h"
+#include "lib/err.h"
 
 /* an option a command takes with its group but cannot honour (why) */
 struct mt_unhonoured {
@@ -33,9 +34,24 @@ struct mt_cmd {
 	 * needs. Returns 0, or 2 after printing a one-line error.
 	 */
 	int (*check)(const struct mt_cmd *cmd, const struct mt_options *o);
-	/* Returns the exit status: 0, or 2 after a one-line error */
+	/*
+	 * Returns the exit status (mt_exit_status): 0, 2 after a one-line
+	 * error, or a verdict's 1 or 3
+	 */
 	int (*run)(const struct mt_options *o);
 };
+
+/*
+ * The exit status of what a lower layer returned (lib/err.h): 2 after an
+ * error (ret < 0), else its verdict's: 0, 1 for a no, 3 when there was
+ * none. The command layer is the one place exit statuses are made.
+ */
+static inline int mt_exit_status(int ret, enum mt_verdict v)
+{
+	if (ret < 0)
+		return 2;
+	return v == MT_VERDICT_NO ? 1 : v == MT_VERDICT_UNKNOWN ? 3 : 0;
+}
 
 extern const struct mt_cmd mt_cmd_trace; /* cmd_trace.c */
 extern const struct mt_cmd mt_cmd_record; /* cmd_record.c */

@@ -222,11 +222,14 @@ static int check(const struct mt_cmd *cmd, const struct mt_options *o)
 static int run(const struct mt_options *o)
 {
 	struct mt_estimate_conf c;
+	enum mt_verdict v;
+	int ret;
 
 	if (o->dry_run)
 		return mt_run_trace(o);
 	mt_estimate_conf_from(&c, o);
-	return mt_estimate(&c);
+	ret = mt_estimate(&c, &v);
+	return mt_exit_status(ret, v);
 }
 
 const struct mt_cmd mt_cmd_estimate = {

@@ -88,7 +88,7 @@ static int run(const struct mt_options *o)
 	struct mt_replay_conf c;
 
 	mt_replay_conf_from(&c, o);
-	return mt_replay(&c);
+	return mt_exit_status(mt_replay(&c), MT_VERDICT_OK);
 }
 
 const struct mt_cmd mt_cmd_report = {

@@ -92,9 +92,12 @@ static int check(const struct mt_cmd *cmd, const struct mt_options *o)
 int mt_run_trace(const struct mt_options *o)
 {
 	struct mt_trace_conf c;
+	enum mt_verdict v;
+	int ret;
 
 	mt_trace_conf_from(&c, o);
-	return mt_trace(&c);
+	ret = mt_trace(&c, &v);
+	return mt_exit_status(ret, v);
 }
 
 const struct mt_cmd mt_cmd_trace = {

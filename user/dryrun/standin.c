@@ -210,9 +210,10 @@ static int set_env(const struct mt_dryrun_device *dev, unsigned int ndev,
 	return 0;
 }
 
-int mt_dryrun_prepare(const struct mt_dryrun_device *dev, unsigned int ndev,
-		      bool others_read, struct mt_dryrun_libs *l, char *err,
-		      size_t errlen)
+/* mt_dryrun_prepare: 0, or -errno with why in err (after the cleanup) */
+static int prepare(const struct mt_dryrun_device *dev, unsigned int ndev,
+		   bool others_read, struct mt_dryrun_libs *l, char *err,
+		   size_t errlen)
 {
 	char parent[PATH_MAX];
 	struct stat st;
@@ -276,6 +277,17 @@ int mt_dryrun_prepare(const struct mt_dryrun_device *dev, unsigned int ndev,
 			 strerror(-ret));
 		mt_dryrun_cleanup(l);
 	}
+	return ret;
+}
+
+int mt_dryrun_prepare(const struct mt_dryrun_device *dev, unsigned int ndev,
+		      bool others_read, struct mt_dryrun_libs *l)
+{
+	char err[PATH_MAX + 128];
+	int ret = prepare(dev, ndev, others_read, l, err, sizeof(err));
+
+	if (ret)
+		mt_err("estimate --dry-run: %s", err);
 	return ret;
 }
 

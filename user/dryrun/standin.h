@@ -35,11 +35,10 @@ struct mt_dryrun_libs {
  * by others only where sticky). A TMPDIR that fails is passed over with a
  * line on stderr saying why. Sets the environment the command inherits:
  * LD_LIBRARY_PATH with the folder first, and ndev devices like dev.
- * Returns 0, or -errno with a message in err (what was made is removed).
+ * Returns 0, or -errno after mt_err() (what was made is removed).
  */
 int mt_dryrun_prepare(const struct mt_dryrun_device *dev, unsigned int ndev,
-		      bool others_read, struct mt_dryrun_libs *l, char *err,
-		      size_t errlen);
+		      bool others_read, struct mt_dryrun_libs *l);
 
 /*
  * Whether path, the folder chosen, is one the dry run may use; why says
@@ -51,7 +50,8 @@ bool mt_dryrun_parent_ok(const char *path, char *real, char *why,
 /*
  * Just before the command starts: whether the folder's path and each
  * library's still name the files written, by device and inode. Returns 0,
- * or -EPERM with a message in err (the command must not run).
+ * or -EPERM with a message in err (the command must not run): a buffer,
+ * as the unit test reads what it says.
  */
 int mt_dryrun_verify(const struct mt_dryrun_libs *l, char *err, size_t errlen);
 

@@ -458,19 +458,19 @@ static void print_oom(FILE *out, const char *dev, const struct dev *d,
 		mt_site_print_stack(s, "#\t", out);
 }
 
-/* 1 if --check found a mismatch on this device */
-static int print_check(FILE *out, const char *dev, const struct dev *d)
+/* whether --check found a mismatch on this device */
+static bool print_check(FILE *out, const char *dev, const struct dev *d)
 {
 	const struct mismatch *m = &d->first;
 
 	if (!d->checked)
-		return 0;
+		return false;
 	if (!d->mismatches) {
 		fprintf(out,
 			"# estimate %s check: ok: the model's reserved equals "
 			"the recorded reserved at all %llu events\n",
 			dev, (unsigned long long)d->checked);
-		return 0;
+		return false;
 	}
 	fprintf(out,
 		"# estimate %s check: MISMATCH at event %llu (%.6f s, %s "
@@ -485,10 +485,11 @@ static int print_check(FILE *out, const char *dev, const struct dev *d)
 		(unsigned long long)m->rec_allocated,
 		(unsigned long long)d->mismatches,
 		(unsigned long long)d->checked);
-	return 1;
+	return true;
 }
 
-static int print_dev(struct est *e, int slot)
+/* the device's figures; whether --check found a mismatch there */
+static bool print_dev(struct est *e, int slot)
 {
 	struct dev *d = e->dev[slot];
 	char dev[24], b1[32], b2[32];
@@ -537,7 +538,7 @@ static int print_dev(struct est *e, int slot)
 			bytes(b1, sizeof(b1), e->conf.device_mem));
 	print_groups(e->out, dev, "phase", &d->phases);
 	print_groups(e->out, dev, "module", &d->modules);
-	return e->c->check ? print_check(e->out, dev, d) : 0;
+	return e->c->check && print_check(e->out, dev, d);
 }
 
 static void print_header(const struct est *e)
@@ -582,17 +583,20 @@ static int on_item(void *ctx, const struct mt_rec_item *it, struct mt_call *r)
 		       "out of its own memory: %s (see --max-live)",
 		       e->c->input, (unsigned long long)e->events,
 		       strerror(-ret));
-		return 2;
+		return ret;
 	}
 	return 0;
 }
 
-static int run(struct est *e, struct mt_rec_iter *it, struct mt_sites *sites)
+/* 0 with *v the check's verdict, or negative after mt_err() */
+static int run(struct est *e, struct mt_rec_iter *it, struct mt_sites *sites,
+	       enum mt_verdict *v)
 {
-	int bad = 0;
+	bool bad = false;
+	int ret;
 
 	if (mt_rec_iter_start(it, sites))
-		return 2;
+		return -1;
 	e->rate = mt_reader_sample_bytes(it->rd);
 	/* a pattern would miss the allocations without a stack */
 	if (e->rate && e->c->nscales) {
@@ -600,10 +604,11 @@ static int run(struct est *e, struct mt_rec_iter *it, struct mt_sites *sites)
 		       "sample of its allocations only (--sample-bytes %llu): "
 		       "scale a record made without --sample-bytes",
 		       it->path, (unsigned long long)e->rate);
-		return 2;
+		return -1;
 	}
-	if (mt_rec_iter_run(it, sites, on_item, e))
-		return 2;
+	ret = mt_rec_iter_run(it, sites, on_item, e);
+	if (ret)
+		return ret;
 	print_header(e);
 	for (int i = 0; i <= MAX_DEVS; i++)
 		if (e->dev[i])
@@ -628,29 +633,33 @@ static int run(struct est *e, struct mt_rec_iter *it, struct mt_sites *sites)
 			fprintf(e->out, "# estimate check: nothing to check: "
 					"no c10:alloc/c10:free events with "
 					"the allocator's totals\n");
-			bad = 1;
+			bad = true;
 		}
 	}
-	return bad;
+	*v = bad ? MT_VERDICT_NO : MT_VERDICT_OK;
+	return 0;
 }
 
-int mt_estimate(const struct mt_estimate_conf *c)
+int mt_estimate(const struct mt_estimate_conf *c, enum mt_verdict *v)
 {
 	struct est e = { .c = c, .out = stdout, .conf = c->model };
 	struct mt_sites *sites = mt_sites_new(MT_MAX_SITES);
 	struct mt_rec_iter it;
-	int ret = 2;
+	int ret;
 
-	if (mt_rec_iter_open(&it, c->input))
+	*v = MT_VERDICT_OK;
+	ret = mt_rec_iter_open(&it, c->input);
+	if (ret)
 		goto out;
 	if (!sites) {
 		mt_err("out of memory");
+		ret = -ENOMEM;
 		goto out;
 	}
-	ret = run(&e, &it, sites);
+	ret = run(&e, &it, sites, v);
 	if (fflush(e.out)) {
-		mt_err("write: %s", strerror(errno));
-		ret = 2;
+		ret = -errno;
+		mt_err("write: %s", strerror(-ret));
 	}
 out:
 	for (int i = 0; i <= MAX_DEVS; i++)

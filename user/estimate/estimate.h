@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "estimate/allocmodel.h"
+#include "lib/err.h"
 
 #define MT_MAX_SCALES 16
 
@@ -28,7 +29,10 @@ struct mt_estimate_conf {
 	int nscales;
 };
 
-/* the exit status: 0; 1 when --check found a mismatch; 2 on an error */
-int mt_estimate(const struct mt_estimate_conf *c);
+/*
+ * Estimate as c asks: 0, *v MT_VERDICT_NO when --check found a mismatch;
+ * or negative after mt_err()
+ */
+int mt_estimate(const struct mt_estimate_conf *c, enum mt_verdict *v);
 
 #endif /* __ESTIMATE_H */

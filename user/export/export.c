@@ -7,6 +7,7 @@
 #include "export/export.h"
 #include "analysis/sample.h"
 #include "analysis/session.h"
+#include "lib/err.h"
 #include "lib/outfile.h"
 
 static const struct mt_exporter *const exporters[] = {
@@ -93,30 +94,29 @@ static void on_event(void *ctx, const struct mt_session *s,
 	x->e->event(x->state, s, r, site);
 }
 
-int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
-		    char *err, size_t errlen)
+int mt_export_start(struct mt_session *s, const struct mt_export_conf *c)
 {
 	const struct mt_exporter *e = mt_exporter_find(c->kind);
 	struct export_run *x;
-	char why[512];
+	char why[512], err[512];
 	FILE *f;
 	int ret;
 
 	if (!e) {
-		snprintf(err, errlen, "no export '%s' (there are: %s)", c->kind,
-			 mt_export_names());
+		mt_err("no export '%s' (there are: %s)", c->kind,
+		       mt_export_names());
 		return -EINVAL;
 	}
 	f = mt_create_output_file(c->path, MT_OUT_PRIVATE, why, sizeof(why));
 	if (!f) {
 		ret = -errno;
-		snprintf(err, errlen, "cannot write %s", why);
+		mt_err("cannot write %s", why);
 		return ret;
 	}
 	x = calloc(1, sizeof(*x));
 	if (!x) {
 		fclose(f);
-		snprintf(err, errlen, "out of memory");
+		mt_err("out of memory");
 		return -ENOMEM;
 	}
 	*x = (struct export_run){ .e = e, .f = f, .path = c->path };
@@ -124,43 +124,48 @@ int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
 	ret = mt_session_observe(s, &(struct mt_session_observer){
 					    .event = on_event, .ctx = x });
 	if (ret)
-		snprintf(err, errlen,
-			 "export %s: the session has no observer "
-			 "slot left",
+		snprintf(err, sizeof(err),
+			 "export %s: the session has no observer slot left",
 			 c->kind);
-	else if (!(x->state = e->open(f, c, err, errlen)))
+	else if (!(x->state = e->open(f, c, err, sizeof(err))))
 		ret = -EINVAL;
 	if (ret) {
 		mt_session_unobserve(s, on_event);
-		drop_partial(f, c->path, err, errlen);
+		drop_partial(f, c->path, err, sizeof(err));
+		mt_err("%s", err);
 		fclose(f);
 		free(x);
 	}
 	return ret;
 }
 
-int mt_export_finish(struct mt_session *s, char *err, size_t errlen)
+int mt_export_finish(struct mt_session *s)
 {
 	/* an export observes the session only if we put it there */
 	struct export_run *x = mt_session_unobserve(s, on_event);
+	char err[512];
 	int ret;
 	bool bad;
 
 	if (!x)
 		return 0;
-	ret = x->e->close(x->state, s, err, errlen);
+	ret = x->e->close(x->state, s, err, sizeof(err));
 	/* flushed here, while the file can still be removed by its path */
 	bad = fflush(x->f) || ferror(x->f);
 	if (bad && !ret) {
 		ret = errno ? -errno : -EIO;
-		snprintf(err, errlen, "write %s: %s", x->path, strerror(-ret));
+		snprintf(err, sizeof(err), "write %s: %s", x->path,
+			 strerror(-ret));
 	}
 	if (ret)
-		drop_partial(x->f, x->path, err, errlen);
+		drop_partial(x->f, x->path, err, sizeof(err));
 	if (fclose(x->f) && !ret) {
 		ret = errno ? -errno : -EIO;
-		snprintf(err, errlen, "write %s: %s", x->path, strerror(-ret));
+		snprintf(err, sizeof(err), "write %s: %s", x->path,
+			 strerror(-ret));
 	}
+	if (ret)
+		mt_err("export: %s", err);
 	free(x);
 	return ret;
 }

@@ -67,12 +67,14 @@ const char *mt_export_names(void);
 
 /*
  * Open c->path and start exporting s's events into it, as s's observer
- * (s has none yet); 0 or -errno, err filled.
+ * (s has none yet): 0, or -errno after mt_err()
  */
-int mt_export_start(struct mt_session *s, const struct mt_export_conf *c,
-		    char *err, size_t errlen);
+int mt_export_start(struct mt_session *s, const struct mt_export_conf *c);
 
-/* finish the export s has (none: 0); 0 or -errno, err filled */
-int mt_export_finish(struct mt_session *s, char *err, size_t errlen);
+/*
+ * finish the export s has (none: 0): 0, or -errno after mt_err()
+ * ("export: " and why; a partial file removed)
+ */
+int mt_export_finish(struct mt_session *s);
 
 #endif /* __EXPORT_H */

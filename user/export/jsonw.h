@@ -21,7 +21,10 @@ struct mt_jw {
 	int io; /* -errno of the first failed write */
 };
 
-/* a generator that checks UTF-8; -ENOMEM, with err, if none */
+/*
+ * a generator that checks UTF-8; -ENOMEM, with err, if none. Its errors
+ * are buffers: they are an exporter's open or close message (export.h).
+ */
 int mt_jw_open(struct mt_jw *w, FILE *f, const char *what, char *err,
 	       size_t errlen);
 /* the generator; what it had buffered is not written */

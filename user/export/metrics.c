@@ -832,12 +832,15 @@ void mt_metrics_poll(struct mt_metrics *m, __u64 now_ns,
 }
 
 int mt_metrics_close(struct mt_metrics *m, struct mt_session *const *ses,
-		     size_t n, __u64 lost, char *err, size_t errlen)
+		     size_t n, __u64 lost)
 {
+	char err[512];
 	int ret = 0;
 
 	if (m->path)
-		ret = write_file(m, ses, n, lost, err, errlen);
+		ret = write_file(m, ses, n, lost, err, sizeof(err));
+	if (ret)
+		mt_err("%s", err);
 	metrics_free(m);
 	return ret;
 }

@@ -22,7 +22,10 @@ struct mt_metrics_conf {
 
 struct mt_metrics;
 
-/* NULL and err filled when the address or file cannot be used */
+/*
+ * NULL and err filled when the address or file cannot be used (a buffer:
+ * the unit test reads the message)
+ */
 struct mt_metrics *mt_metrics_open(const struct mt_metrics_conf *c, char *err,
 				   size_t errlen);
 
@@ -33,9 +36,9 @@ struct mt_metrics *mt_metrics_open(const struct mt_metrics_conf *c, char *err,
 void mt_metrics_poll(struct mt_metrics *m, __u64 now_ns,
 		     struct mt_session *const *ses, size_t n, __u64 lost);
 
-/* write the file a last time, stop serving, free; 0 or -errno, err */
+/* write the file a last time, stop serving, free: 0, or -errno after mt_err() */
 int mt_metrics_close(struct mt_metrics *m, struct mt_session *const *ses,
-		     size_t n, __u64 lost, char *err, size_t errlen);
+		     size_t n, __u64 lost);
 
 /* the metrics text of these sessions */
 void mt_metrics_write(FILE *out, struct mt_session *const *ses, size_t n,

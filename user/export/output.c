@@ -3,20 +3,20 @@
 #include <stdlib.h>
 #include "analysis/lines.h"
 #include "export/output.h"
+#include "lib/err.h"
 
-struct mt_session *mt_output_open(const struct mt_output_conf *c, FILE *out,
-				  char *err, size_t errlen)
+struct mt_session *mt_output_open(const struct mt_output_conf *c, FILE *out)
 {
 	struct mt_session *s = calloc(1, sizeof(*s));
 
 	if (!s || mt_session_init(s, &c->ses, out) || mt_lines_observe(s)) {
-		snprintf(err, errlen, "out of memory");
+		mt_err("out of memory");
 		if (s)
 			mt_session_free(s);
 		free(s);
 		return NULL;
 	}
-	if (c->exp.kind && mt_export_start(s, &c->exp, err, errlen)) {
+	if (c->exp.kind && mt_export_start(s, &c->exp)) {
 		mt_session_free(s);
 		free(s);
 		return NULL;
@@ -24,13 +24,13 @@ struct mt_session *mt_output_open(const struct mt_output_conf *c, FILE *out,
 	return s;
 }
 
-int mt_output_close(struct mt_session *s, char *err, size_t errlen)
+int mt_output_close(struct mt_session *s)
 {
 	int ret;
 
 	if (!s)
 		return 0;
-	ret = mt_export_finish(s, err, errlen);
+	ret = mt_export_finish(s);
 	mt_session_free(s);
 	free(s);
 	return ret;

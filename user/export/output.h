@@ -19,16 +19,15 @@ struct mt_output_conf {
 };
 
 /*
- * A session of c->ses printing into out, its export started. NULL and err
- * filled on failure; what was made is freed.
+ * A session of c->ses printing into out, its export started. NULL after
+ * mt_err() on failure; what was made is freed.
  */
-struct mt_session *mt_output_open(const struct mt_output_conf *c, FILE *out,
-				  char *err, size_t errlen);
+struct mt_session *mt_output_open(const struct mt_output_conf *c, FILE *out);
 
 /*
- * Finish s's export and free s (NULL: nothing to do). 0, or -errno and
- * err filled when the export could not be written; s is freed anyway.
+ * Finish s's export and free s (NULL: nothing to do). 0, or -errno after
+ * mt_err() when the export could not be written; s is freed anyway.
  */
-int mt_output_close(struct mt_session *s, char *err, size_t errlen);
+int mt_output_close(struct mt_session *s);
 
 #endif /* __OUTPUT_H */

@@ -31,6 +31,8 @@
  * Returns the descriptor (close-on-exec), or a negative errno with err set
  * to "PATH: reason": strerror's, or why it was refused (-ELOOP: a symbolic
  * link; -EPERM: another user's file or a hard link in a sticky directory).
+ * A buffer, not mt_err(): each caller words the line ("cannot write",
+ * "cannot create", "metrics: write"), some into a buffer of their own.
  */
 int mt_create_output(const char *path, mode_t mode, char *err, size_t errlen);
 

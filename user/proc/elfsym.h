@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Function and data symbols of an ELF file, by name, with libelf. */
+/*
+ * Function and data symbols of an ELF file, by name, with libelf. Errors
+ * come back in err buffers: a probe that may be missing is passed over
+ * quietly by its caller, and the unit and fuzz tests read the text.
+ */
 #ifndef __ELFSYM_H
 #define __ELFSYM_H
 

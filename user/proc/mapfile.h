@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Opening the very file a process maps, whatever its root or namespaces. */
+/*
+ * Opening the very file a process maps, whatever its root or namespaces.
+ * Errors come back in err buffers: mt_attach_scan passes over a process
+ * gone meanwhile without a word, and the unit test reads the text.
+ */
 #ifndef __MAPFILE_H
 #define __MAPFILE_H
 

@@ -27,7 +27,8 @@ struct mt_run_as {
  * (the paths of /etc/passwd and /etc/group; the files are read as such,
  * never through NSS, whose modules a static binary cannot load safely).
  * A uid with no passwd entry runs with its own number as its group.
- * Returns 0, or -errno / -ENOENT with a message in err.
+ * Returns 0, or -errno / -ENOENT with a message in err (a buffer:
+ * cli/options.c makes it a usage error).
  */
 int mt_run_as_lookup(const char *spec, const char *passwd, const char *group,
 		     struct mt_run_as *as, char *err, size_t errlen);

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "lib/clock.h"
+#include "lib/err.h"
 #include "proc/runas.h"
 #include "proc/target.h"
 
@@ -24,12 +25,12 @@ static int pidfd_open_(int pid)
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
-/* "what: strerror(errno)" into err; returns -errno */
-static int sys_fail(char *err, size_t errlen, const char *what)
+/* "what: strerror(errno)" said; returns -errno */
+static int sys_fail(const char *what)
 {
 	int e = errno;
 
-	snprintf(err, errlen, "%s: %s", what, strerror(e));
+	mt_err("%s: %s", what, strerror(e));
 	return -e;
 }
 
@@ -100,15 +101,15 @@ static void guard(int wait_fd, int pid, struct mt_hold *hold)
 	_exit(0);
 }
 
-static int spawn_guard(struct mt_target *t, char *err, size_t errlen)
+static int spawn_guard(struct mt_target *t)
 {
 	int p[2], pid, ret;
 
 	if (pipe2(p, O_CLOEXEC))
-		return sys_fail(err, errlen, "pipe");
+		return sys_fail("pipe");
 	pid = fork();
 	if (pid < 0) {
-		ret = sys_fail(err, errlen, "fork");
+		ret = sys_fail("fork");
 		close(p[0]);
 		close(p[1]);
 		return ret;
@@ -218,7 +219,7 @@ int mt_target_open(struct mt_target *t, int pid, char *err, size_t errlen)
 
 int mt_target_spawn(struct mt_target *t, char **argv,
 		    const struct mt_run_as *as, struct mt_hold *hold,
-		    int gate[2], char *err, size_t errlen)
+		    int gate[2])
 {
 	int go[2], fail[2], pid;
 	char c;
@@ -227,10 +228,10 @@ int mt_target_spawn(struct mt_target *t, char **argv,
 		.pidfd = -1, .spawned = true, .guard_fd = -1, .hold = hold
 	};
 	if (pipe2(go, O_CLOEXEC) || pipe2(fail, O_CLOEXEC))
-		return sys_fail(err, errlen, "pipe");
+		return sys_fail("pipe");
 	pid = fork();
 	if (pid < 0)
-		return sys_fail(err, errlen, "fork");
+		return sys_fail("fork");
 	if (pid == 0) {
 		/* wait until the probes are on, then become the command */
 		close(go[1]);
@@ -254,12 +255,11 @@ int mt_target_spawn(struct mt_target *t, char **argv,
 	snprintf(t->comm, sizeof(t->comm), "%s", mt_basename(argv[0]));
 	t->pidfd = pidfd_open_(pid);
 	if (t->pidfd < 0)
-		return sys_fail(err, errlen, "pidfd_open");
-	return spawn_guard(t, err, errlen);
+		return sys_fail("pidfd_open");
+	return spawn_guard(t);
 }
 
-int mt_target_start(struct mt_target *t, int gate[2], char **argv, char *err,
-		    size_t errlen)
+int mt_target_start(struct mt_target *t, int gate[2], char **argv)
 {
 	ssize_t n;
 	char c = 0;
@@ -277,8 +277,7 @@ int mt_target_start(struct mt_target *t, int gate[2], char **argv, char *err,
 	}
 	close(gate[1]);
 	if (e) {
-		snprintf(err, errlen, "cannot run '%s': %s", argv[0],
-			 strerror(e));
+		mt_err("cannot run '%s': %s", argv[0], strerror(e));
 		mt_target_poll_exit(t);
 		return -e;
 	}

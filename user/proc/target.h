@@ -41,7 +41,11 @@ struct mt_target {
 	struct mt_rank rank; /* as read then */
 };
 
-/* Check that pid exists and can be traced. Returns 0 or -errno, err set. */
+/*
+ * Check that pid exists and can be traced: 0, or -errno with why in err
+ * (a buffer, not mt_err(): --children and --all pass over a process gone
+ * or not traceable without a word)
+ */
 int mt_target_open(struct mt_target *t, int pid, char *err, size_t errlen);
 
 /*
@@ -54,14 +58,13 @@ int mt_target_open(struct mt_target *t, int pid, char *err, size_t errlen);
  * Fork argv held before its exec, to run as as (NULL: as we do; a failure
  * to become as is a failure of the exec), with its guard, which reads hold (the
  * BPF object's) to end any stop we take too long to continue. Returns 0
- * (t->pid set) or -errno. mt_target_start() lets it exec; it fails if the
- * exec did.
+ * (t->pid set) or -errno after mt_err(). mt_target_start() lets it exec;
+ * it fails, said, if the exec did.
  */
 int mt_target_spawn(struct mt_target *t, char **argv,
 		    const struct mt_run_as *as, struct mt_hold *hold,
-		    int gate[2], char *err, size_t errlen);
-int mt_target_start(struct mt_target *t, int gate[2], char **argv, char *err,
-		    size_t errlen);
+		    int gate[2]);
+int mt_target_start(struct mt_target *t, int gate[2], char **argv);
 
 /*
  * Continue a spawned command stopped at a library load. *late: its guard

@@ -22,7 +22,7 @@ struct mt_py;
  *
  * Returns 0, -EFAULT (unreadable) or -EPROTO (a value differs from our
  * constant or lies beyond what the readers fetch), with a message in err
- * that names the value.
+ * that names the value (a buffer: it is mt_py_open's message).
  */
 int mt_py_debug_layout(const struct mt_py *py, unsigned int minor,
 		       const struct layout *base, struct layout *lay, char *err,

@@ -44,6 +44,8 @@ struct mt_py;
  * -EAGAIN: CPython is mapped but not initialised yet (try again later);
  * -EPROTO: the interpreter does not look like its version's layout;
  * -ESRCH, -EPERM, -ENOMEM: as usual.
+ * A buffer, not mt_err(): the tracer says it only once its tries are
+ * over, and the fuzz and unit tests read it.
  */
 int mt_py_open(int pid, struct mt_py **out, char *err, size_t errlen);
 void mt_py_close(struct mt_py *py);

@@ -53,7 +53,7 @@ struct mt_flight_dir;
 /*
  * The dump folder: conf's, opened once (not a symbolic link) and checked
  * to be a folder this process can write in. NULL and err filled (one
- * line) otherwise.
+ * line) otherwise: a buffer, as the unit test reads it.
  */
 struct mt_flight_dir *mt_flight_dir_open(const struct mt_flight_conf *c,
 					 char *err, size_t errlen);

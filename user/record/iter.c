@@ -10,13 +10,15 @@ int mt_rec_iter_open(struct mt_rec_iter *it, const char *path)
 	*it = (struct mt_rec_iter){ .path = path };
 	it->f = fopen(path, "re");
 	if (!it->f) {
-		mt_err("cannot read %s: %s", path, strerror(errno));
-		return 2;
+		int e = errno;
+
+		mt_err("cannot read %s: %s", path, strerror(e));
+		return -e;
 	}
 	it->pool = mt_strpool_new(MT_MAX_STRINGS);
 	if (!it->pool) {
 		mt_err("out of memory");
-		return 2;
+		return -ENOMEM;
 	}
 	return 0;
 }
@@ -28,7 +30,7 @@ int mt_rec_iter_start(struct mt_rec_iter *it, struct mt_sites *sites)
 	it->rd = mt_reader_open(it->f, it->pool, sites, err, sizeof(err));
 	if (!it->rd) {
 		mt_err("%s: %s", it->path, err);
-		return 2;
+		return -1;
 	}
 	return 0;
 }
@@ -42,7 +44,7 @@ int mt_rec_iter_run(struct mt_rec_iter *it, struct mt_sites *sites,
 	int ret;
 
 	if (!it->rd && mt_rec_iter_start(it, sites))
-		return 2;
+		return -1;
 	while ((ret = mt_reader_next(it->rd, &item, err, sizeof(err))) == 1) {
 		bool decoded =
 			mt_decode(&item.ev, item.default_dev0 ? 0 : -1, &r);
@@ -63,12 +65,12 @@ int mt_rec_iter_run(struct mt_rec_iter *it, struct mt_sites *sites,
 		ret = fn(ctx, &item, decoded ? &r : NULL);
 		if (ret == MT_REC_STOP)
 			return 0;
-		if (ret)
-			return 2;
+		if (ret < 0)
+			return ret;
 	}
 	if (ret < 0) {
 		mt_err("%s: %s", it->path, err);
-		return 2;
+		return -1;
 	}
 	if (mt_reader_truncated(it->rd))
 		mt_err("%s: cut short (its recorder killed, or its disk "

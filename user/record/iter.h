@@ -24,26 +24,26 @@ struct mt_rec_iter {
 /*
  * Each event in the order recorded: it as read, r its decoded call (NULL
  * where mt_decode() makes none). Returns 0 to read on, MT_REC_STOP to
- * stop there, or 2 after a one-line error of its own.
+ * stop there, or a negative value after its own mt_err().
  */
 typedef int (*mt_rec_fn)(void *ctx, const struct mt_rec_item *it,
 			 struct mt_call *r);
 
-/* open the record at path: 0, or 2 after a one-line error */
+/* open the record at path: 0, or negative after mt_err() */
 int mt_rec_iter_open(struct mt_rec_iter *it, const char *path);
 
 /*
  * Read the record's header and what comes before its first event (its
  * sites into sites, the caller's), so that it->rd tells how the events
- * are to be read (mt_reader_sample_bytes). 0, or 2 after a one-line error.
+ * are to be read (mt_reader_sample_bytes). 0, or negative after mt_err().
  * mt_rec_iter_run does it if it was not done.
  */
 int mt_rec_iter_start(struct mt_rec_iter *it, struct mt_sites *sites);
 
 /*
  * Read the record, its call sites into sites (the caller's), and hand
- * each event to fn. 0 at its end or where fn stopped; 2 after a one-line
- * error (a corrupt record, or fn's). A record cut short is read up to its
+ * each event to fn. 0 at its end or where fn stopped; negative after
+ * mt_err() (a corrupt record), or fn's negative value. A record cut short is read up to its
  * last whole block, with a note on stderr.
  */
 int mt_rec_iter_run(struct mt_rec_iter *it, struct mt_sites *sites,

@@ -34,7 +34,11 @@ struct mt_rec_end {
 
 struct mt_recorder;
 
-/* Create path (truncating it). NULL and err filled on failure. */
+/*
+ * Create path (truncating it). NULL and err filled on failure. The record
+ * writer's and reader's errors are buffers: the flight recorder words a
+ * failed dump its own way, and the unit and fuzz tests read the text.
+ */
 struct mt_recorder *mt_recorder_open(const char *path, char *err,
 				     size_t errlen);
 /*

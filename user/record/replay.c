@@ -136,13 +136,11 @@ static int replay(struct replay *rp)
 
 	/* the export starts after the checks: a refusal leaves no file */
 	oc.exp.kind = NULL;
-	rp->ses = mt_output_open(&oc, rp->out, err, sizeof(err));
-	if (!rp->ses) {
-		mt_err("%s", err);
-		return 2;
-	}
+	rp->ses = mt_output_open(&oc, rp->out);
+	if (!rp->ses)
+		return -1;
 	if (mt_rec_iter_start(&rp->it, rp->ses->sites))
-		return 2;
+		return -1;
 	/* first, before what the events print (an OOM's block) */
 	print_meta(rp, true);
 	/* a sampled record is read as one (analysis/sample.h) */
@@ -151,13 +149,10 @@ static int replay(struct replay *rp)
 				    rp->ses->conf.sample_bytes, err,
 				    sizeof(err))) {
 		mt_err("%s", err);
-		return 2;
+		return -1;
 	}
-	if (c->out.exp.kind &&
-	    mt_export_start(rp->ses, &c->out.exp, err, sizeof(err))) {
-		mt_err("%s", err);
-		return 2;
-	}
+	if (c->out.exp.kind && mt_export_start(rp->ses, &c->out.exp))
+		return -1;
 	ret = mt_rec_iter_run(&rp->it, rp->ses->sites, on_event, rp);
 	if (ret)
 		return ret;
@@ -166,12 +161,12 @@ static int replay(struct replay *rp)
 		mt_err("--at %g is past the end of the trace (%.3f s from its "
 		       "first event to its last)",
 		       c->at, (double)(rp->last - rp->first) / 1e9);
-		return 2;
+		return -1;
 	}
 	/* a filter that named what no event has: say what there is */
 	if (rp->ses->filter &&
 	    mt_filter_check_seen(rp->ses->filter, rp->ses->sites) < 0)
-		return 2;
+		return -1;
 	/* after the events: a process that came later has its lines mid-file */
 	if (c->script)
 		return 0;
@@ -204,7 +199,7 @@ static int replay(struct replay *rp)
 	return 0;
 }
 
-/* the record read, the output written: 0, or 2 after a one-line error */
+/* the record read, the output written: 0, or -1 after mt_err() */
 static int replay_file(struct replay *rp, const struct mt_replay_conf *c,
 		       char *err, size_t errlen)
 {
@@ -212,7 +207,7 @@ static int replay_file(struct replay *rp, const struct mt_replay_conf *c,
 
 	if (mt_rec_iter_open(&rp->it, c->input)) {
 		mt_rec_iter_close(&rp->it);
-		return 2;
+		return -1;
 	}
 	if (c->output) {
 		rp->out = mt_create_output_file(c->output, MT_OUT_PRIVATE, err,
@@ -220,19 +215,17 @@ static int replay_file(struct replay *rp, const struct mt_replay_conf *c,
 		if (!rp->out) {
 			mt_err("cannot write %s", err);
 			mt_rec_iter_close(&rp->it);
-			return 2;
+			return -1;
 		}
 	}
 	ret = replay(rp);
 	/* the export writes the record's strings: the iterator holds them */
-	if (mt_output_close(rp->ses, err, errlen)) {
-		mt_err("export: %s", err);
-		ret = 2;
-	}
+	if (mt_output_close(rp->ses))
+		ret = -1;
 	mt_rec_iter_close(&rp->it);
 	if (rp->out != stdout && fclose(rp->out)) {
 		mt_err("write %s: %s", c->output, strerror(errno));
-		ret = 2;
+		ret = -1;
 	}
 	return ret;
 }
@@ -260,8 +253,8 @@ static void told(void *ctx, __u64 seq, enum mt_memkind kind)
 /*
  * --kind: a first reading of the record to its end, in a session of its
  * own that prints nothing, tells each allocation's kind (at its free, or
- * alive at the end) into map for the second reading's filter. 0, or 2
- * after a one-line error.
+ * alive at the end) into map for the second reading's filter. 0, or
+ * negative after mt_err().
  */
 static int read_kinds(const struct mt_replay_conf *c, struct mt_kindmap *map)
 {
@@ -269,14 +262,14 @@ static int read_kinds(const struct mt_replay_conf *c, struct mt_kindmap *map)
 	struct replay rp = { .c = c, .first_reading = true };
 	struct kinds_told t = { .map = map };
 	struct mt_session s;
-	int ret = 2;
+	int ret = -1;
 
 	sc.filter = (struct mt_filter_conf){ 0 };
 	sc.print_events = false;
 	if (mt_session_init(&s, &sc, NULL)) {
 		mt_err("--kind: out of memory");
 		mt_session_free(&s);
-		return 2;
+		return -ENOMEM;
 	}
 	s.told = told;
 	s.told_ctx = &t;
@@ -312,7 +305,7 @@ int mt_replay(const struct mt_replay_conf *c)
 		map = mt_kindmap_new(KINDMAP_MAX);
 		if (!map) {
 			mt_err("--kind: out of memory");
-			return 2;
+			return -ENOMEM;
 		}
 		ret = read_kinds(c, map);
 		if (ret) {

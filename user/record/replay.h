@@ -18,7 +18,7 @@ struct mt_replay_conf {
 	struct mt_output_conf out; /* the session and its export */
 };
 
-/* the exit status: 0, or 2 after a one-line error */
+/* report or script as c asks: 0, or negative after mt_err() */
 int mt_replay(const struct mt_replay_conf *c);
 
 #endif /* __REPLAY_H */

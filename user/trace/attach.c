@@ -212,15 +212,20 @@ fail:
 }
 
 int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
-		  const char *path, char *err, size_t errlen)
+		  const char *path)
 {
-	int fd = mt_mapfile_open_path(path, err, errlen);
+	char err[512];
+	int fd = mt_mapfile_open_path(path, err, sizeof(err));
 	int ret;
 
-	if (fd < 0)
+	if (fd < 0) {
+		mt_err("%s", err);
 		return fd;
-	ret = attach_fd(a, t, lib, fd, path, err, errlen);
+	}
+	ret = attach_fd(a, t, lib, fd, path, err, sizeof(err));
 	close(fd);
+	if (ret < 0)
+		mt_err("%s", err);
 	return ret;
 }
 

@@ -40,15 +40,17 @@ struct mt_attacher {
  * Attach every probe of lib to t, for the file at path in our own root: the
  * loader, before the command we start runs it. The libraries a process maps
  * are attached by mt_attach_scan, through the mappings themselves. Returns
- * the number of probes attached, or -errno with a message in err.
+ * the number of probes attached, or -errno after mt_err().
  */
 int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
-		  const char *path, char *err, size_t errlen);
+		  const char *path);
 
 /*
  * Read t's maps and attach to each of our libraries not yet attached, each
  * opened once through /proc/PID/map_files/ and checked against its mapping
- * (proc/mapfile.h), in a container or chroot too. Returns the number of libraries newly attached, or -errno with err set.
+ * (proc/mapfile.h), in a container or chroot too. Returns the number of
+ * libraries newly attached, or -errno with why in err: a buffer, as a
+ * process found exiting (ESRCH) or gone is passed over without a word.
  */
 int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 		   size_t errlen);

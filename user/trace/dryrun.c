@@ -26,8 +26,6 @@
 #define MAX_LINES 32 /* lines of host reads kept, the first seen */
 #define SHOWN_LINES 5 /* and printed, the most frequent */
 #define CMD_SHOWN 1024 /* bytes of the command line shown */
-/* a dry run whose command failed without running out of memory */
-#define DRYRUN_FAILED 3
 
 struct mt_dryrun {
 	struct mt_dryrun_libs libs;
@@ -60,7 +58,6 @@ static void set_out(struct mt_tracer *tr, FILE *f)
 static int dryrun_open(struct mt_tracer *tr, unsigned int slot, void **st)
 {
 	const struct mt_dryrun_conf *c = tr->conf->dryrun;
-	char err[PATH_MAX + 128];
 	struct mt_dryrun *dr;
 
 	if (!c)
@@ -68,13 +65,12 @@ static int dryrun_open(struct mt_tracer *tr, unsigned int slot, void **st)
 	dr = calloc(1, sizeof(*dr));
 	if (!dr) {
 		mt_err("out of memory");
-		return 2;
+		return -1;
 	}
 	if (mt_dryrun_prepare(&c->dev, c->devices, tr->conf->run_as != NULL,
-			      &dr->libs, err, sizeof(err))) {
-		mt_err("estimate --dry-run: %s", err);
+			      &dr->libs)) {
 		free(dr);
-		return 2;
+		return -1;
 	}
 	dr->held = open_memstream(&dr->held_buf, &dr->held_len);
 	if (!dr->held) {
@@ -82,7 +78,7 @@ static int dryrun_open(struct mt_tracer *tr, unsigned int slot, void **st)
 		       strerror(errno));
 		mt_dryrun_cleanup(&dr->libs);
 		free(dr);
-		return 2;
+		return -1;
 	}
 	dr->out = tr->out;
 	set_out(tr, dr->held);
@@ -128,7 +124,7 @@ static void dryrun_lib(void *st, struct mt_tracer *tr, struct mt_traced *t,
 
 /*
  * Just before the command starts: the stand-in is still the files written
- * (mt_dryrun_verify). 0, or 2 with the error said.
+ * (mt_dryrun_verify). 0, or -1 after mt_err().
  */
 static int dryrun_start(void *st, struct mt_tracer *tr)
 {
@@ -138,7 +134,7 @@ static int dryrun_start(void *st, struct mt_tracer *tr)
 	if (!mt_dryrun_verify(&dr->libs, err, sizeof(err)))
 		return 0;
 	mt_err("estimate --dry-run: %s", err);
-	return 2;
+	return -1;
 }
 
 /* the line that asked: the innermost frame outside torch's own code */
@@ -230,7 +226,10 @@ static const char *command_failure(const struct mt_tracer *tr, char *buf,
 	return buf;
 }
 
-/* no CUDA memory seen: say why, as far as the libraries loaded tell */
+/*
+ * no CUDA memory seen: say why, as far as the libraries loaded tell.
+ * -1: it is an error, said.
+ */
 static int not_served(const struct mt_tracer *tr, const struct mt_dryrun *dr)
 {
 	char buf[CMD_SHOWN];
@@ -258,7 +257,7 @@ static int not_served(const struct mt_tracer *tr, const struct mt_dryrun *dr)
 		       "through PyTorch's caching allocator: nothing to "
 		       "estimate",
 		       cmd);
-	return 2;
+	return -1;
 }
 
 static void print_reads(struct mt_dryrun *dr, FILE *out)
@@ -339,8 +338,8 @@ static bool any_device(const struct mt_summary *sum)
 }
 
 /* the verdict, the first line: fits, does not fit, or the run failed */
-static int print_verdict(const struct mt_oom_counts *oom, const char *failed,
-			 FILE *out)
+static enum mt_verdict print_verdict(const struct mt_oom_counts *oom,
+				     const char *failed, FILE *out)
 {
 	if (oom->failures) {
 		fprintf(out,
@@ -349,7 +348,7 @@ static int print_verdict(const struct mt_oom_counts *oom, const char *failed,
 			"below)\n",
 			(unsigned long long)oom->failures,
 			(unsigned long long)oom->retries);
-		return 1;
+		return MT_VERDICT_NO;
 	}
 	if (failed[0]) {
 		fprintf(out,
@@ -357,11 +356,11 @@ static int print_verdict(const struct mt_oom_counts *oom, const char *failed,
 			"output says why) before it ran out of memory or "
 			"ended: the figures below are up to the failure\n",
 			failed);
-		return DRYRUN_FAILED;
+		return MT_VERDICT_UNKNOWN;
 	}
 	fprintf(out, "Fits       yes: no allocation failed, and the command "
 		     "ended with exit 0\n");
-	return 0;
+	return MT_VERDICT_OK;
 }
 
 static int dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, bool ran)
@@ -383,7 +382,7 @@ static int dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, bool ran)
 		       command_line(tr->conf, cmd, sizeof(cmd)));
 		release_out(tr, dr);
 		free(dr);
-		return 2;
+		return -1;
 	}
 	/* another runtime alone: it served what was seen, not the stand-in */
 	if (!ran || !any_device(&ses->sum) || (dr->other[0] && !dr->ours)) {
@@ -393,8 +392,8 @@ static int dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, bool ran)
 		return ret;
 	}
 	mt_oom_counts(ses->oom, &oom);
-	ret = print_verdict(&oom, command_failure(tr, failed, sizeof(failed)),
-			    out);
+	tr->verdict = print_verdict(
+		&oom, command_failure(tr, failed, sizeof(failed)), out);
 	fprintf(out,
 		"memtrace-bpf estimate --dry-run: %s on %u stand-in %s (%s, "
 		"compute capability %u.%u, %u multiprocessors): PyTorch's own "
@@ -420,24 +419,25 @@ static int dryrun_end(struct mt_tracer *tr, struct mt_dryrun *dr, bool ran)
 		     "MiB on a GPU)\n\n");
 	release_out(tr, dr);
 	free(dr);
-	return ret;
+	return 0;
 }
 
 /*
  * The stand-in removed, and the dry run's own lines, before the report:
  * the verdict first, then the device, each device's peaks, what the host
  * read, and what the trace printed meanwhile (its OOM blocks), held until
- * then (a trace that never ran: nothing to say). Returns the exit status:
- * 0 when it fits, 1 when the device ran out of memory, DRYRUN_FAILED when
- * the command failed otherwise (its figures are up to the failure), 2
- * after a one-line error when the command was no CUDA PyTorch program the
- * stand-in served or the trace was cut short (then no summary follows).
+ * then (a trace that never ran: nothing to say). The verdict in
+ * tr->verdict: MT_VERDICT_OK when it fits, MT_VERDICT_NO when the device
+ * ran out of memory, MT_VERDICT_UNKNOWN when the command failed otherwise
+ * (its figures are up to the failure). -1 after mt_err() when the command
+ * was no CUDA PyTorch program the stand-in served or the trace was cut
+ * short (then no summary follows); else 0.
  */
 static int dryrun_close(void *st, struct mt_tracer *tr)
 {
 	int ret = dryrun_end(tr, st, tr->ran);
 
-	tr->no_summary |= ret == 2;
+	tr->no_summary |= ret < 0;
 	return ret;
 }
 

@@ -25,12 +25,12 @@ struct mt_feature {
 	/*
 	 * Before the BPF programs load, as tr->conf asks: *st is its state,
 	 * or stays NULL when the trace does not ask for it. slot: its index
-	 * into each process's feat[]. 0, or 2 after a one-line error.
+	 * into each process's feat[]. 0, or negative after mt_err().
 	 */
 	int (*open)(struct mt_tracer *tr, unsigned int slot, void **st);
-	/* the first processes found, before they are attached: 0 or 2 */
+	/* the first processes found, before they are attached: 0 or < 0 */
 	int (*found)(void *st, struct mt_tracer *tr);
-	/* the moment before the command starts: 0 or 2 */
+	/* the moment before the command starts: 0 or < 0 */
 	int (*start)(void *st, struct mt_tracer *tr);
 	/*
 	 * The event kinds it takes whole (its own probes'), MT_K_NONE
@@ -58,8 +58,8 @@ struct mt_feature {
 	bool (*tick)(void *st, struct mt_tracer *tr, __u64 now);
 	/*
 	 * The trace is over (tr->ran: it ran), every process let go; st is
-	 * freed. The exit status it asks for: 0, 2 after a one-line error,
-	 * or one of its own (a dry run's verdict).
+	 * freed. 0, or negative after mt_err(); a feature that answers a
+	 * question (a dry run) sets tr->verdict.
 	 */
 	int (*close)(void *st, struct mt_tracer *tr);
 };
@@ -69,9 +69,9 @@ struct mt_feature {
 
 /*
  * features.c: each step of the trace, for every feature on, in the order
- * listed. open, found, start: 0, or 2 after the first one-line error;
- * probe: false when no feature takes ev's kind; tick: true when one asked
- * to end the trace; close: the first exit status other than 0 asked for.
+ * listed. open, found, start: 0, or -1 after the first mt_err(); probe:
+ * false when no feature takes ev's kind; tick: true when one asked to end
+ * the trace; close: 0, or -1 when a feature's close failed (said).
  */
 int mt_features_open(struct mt_tracer *tr);
 int mt_features_found(struct mt_tracer *tr);

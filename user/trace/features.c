@@ -33,7 +33,7 @@ int mt_features_open(struct mt_tracer *tr)
 {
 	for (unsigned int i = 0; i < NFEATURES; i++)
 		if (features[i]->open(tr, i, &tr->feat[i]))
-			return 2;
+			return -1;
 	return 0;
 }
 
@@ -43,7 +43,7 @@ int mt_features_found(struct mt_tracer *tr)
 		const struct mt_feature *f = on(tr, i);
 
 		if (f && f->found && f->found(tr->feat[i], tr))
-			return 2;
+			return -1;
 	}
 	return 0;
 }
@@ -54,7 +54,7 @@ int mt_features_start(struct mt_tracer *tr)
 		const struct mt_feature *f = on(tr, i);
 
 		if (f && f->start && f->start(tr->feat[i], tr))
-			return 2;
+			return -1;
 	}
 	return 0;
 }
@@ -138,17 +138,16 @@ bool mt_features_tick(struct mt_tracer *tr, __u64 now)
 
 int mt_features_close(struct mt_tracer *tr)
 {
-	int ret = 0, r;
+	int ret = 0;
 
 	for (unsigned int i = 0; i < NFEATURES; i++) {
 		const struct mt_feature *f = on(tr, i);
 
 		if (!f)
 			continue;
-		r = f->close ? f->close(tr->feat[i], tr) : 0;
+		if (f->close && f->close(tr->feat[i], tr) < 0)
+			ret = -1;
 		tr->feat[i] = NULL;
-		if (r && !ret)
-			ret = r;
 	}
 	return ret;
 }

@@ -83,14 +83,14 @@ static int flight_open(struct mt_tracer *tr, unsigned int slot, void **st)
 	fl = calloc(1, sizeof(*fl));
 	if (!fl) {
 		mt_err("out of memory");
-		return 2;
+		return -1;
 	}
 	fl->slot = slot;
 	fl->dir = mt_flight_dir_open(tr->conf->flight, err, sizeof(err));
 	if (!fl->dir) {
 		mt_err("%s", err);
 		free(fl);
-		return 2;
+		return -1;
 	}
 	signal(SIGUSR1, on_usr1);
 	tr->no_summary = true;
@@ -564,7 +564,7 @@ static int flight_close(void *st, struct mt_tracer *tr)
 		       tr->conf->flight->dir);
 	mt_flight_dir_close(fl->dir);
 	free(fl);
-	return failed ? 2 : 0;
+	return failed ? -1 : 0;
 }
 
 const struct mt_feature mt_flight_feature = {

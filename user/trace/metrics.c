@@ -23,7 +23,7 @@ static int metrics_open(struct mt_tracer *tr, unsigned int slot, void **st)
 	*st = mt_metrics_open(&c, err, sizeof(err));
 	if (!*st) {
 		mt_err("%s", err);
-		return 2;
+		return -1;
 	}
 	return 0;
 }
@@ -37,18 +37,13 @@ static bool metrics_tick(void *st, struct mt_tracer *tr, __u64 now)
 	return false;
 }
 
-/* the last figures written: 0, or 2 after a one-line error */
+/* the last figures written: 0, or -1 after mt_err() */
 static int metrics_close(void *st, struct mt_tracer *tr)
 {
 	struct mt_session *v[MT_MAX_TARGETS + 1];
 	size_t n = mt_tracer_sessions(tr, v, MT_MAX_TARGETS + 1);
-	char err[512];
 
-	if (mt_metrics_close(st, v, n, mt_tracer_lost(tr), err, sizeof(err))) {
-		mt_err("%s", err);
-		return 2;
-	}
-	return 0;
+	return mt_metrics_close(st, v, n, mt_tracer_lost(tr)) ? -1 : 0;
 }
 
 const struct mt_feature mt_metrics_feature = {

@@ -610,7 +610,7 @@ static int modlog_open(struct mt_tracer *tr, unsigned int slot, void **st)
 	ls = calloc(1, sizeof(*ls));
 	if (!ls) {
 		mt_err("out of memory");
-		return 2;
+		return -1;
 	}
 	ls->slot = slot;
 	tr->att.module_log = true;
@@ -618,7 +618,7 @@ static int modlog_open(struct mt_tracer *tr, unsigned int slot, void **st)
 	return 0;
 }
 
-/* a log for each process found at the start: 0, or 2 after an error */
+/* a log for each process found at the start: 0, or -1 after mt_err() */
 static int modlog_found(void *st, struct mt_tracer *tr)
 {
 	const struct modlogs *ls = st;
@@ -632,7 +632,7 @@ static int modlog_found(void *st, struct mt_tracer *tr)
 					     c->log_time, err, sizeof(err));
 		if (!t->feat[ls->slot]) {
 			mt_err("%s", err);
-			return 2;
+			return -1;
 		}
 	}
 	return 0;
@@ -673,11 +673,11 @@ static void modlog_exit(void *st, struct mt_tracer *tr, struct mt_traced *t)
 	}
 }
 
-/* 2 when a log could not be written (said when it was closed) */
+/* -1 when a log could not be written (said when it was closed) */
 static int modlog_close(void *st, struct mt_tracer *tr)
 {
 	struct modlogs *ls = st;
-	int ret = ls->failed ? 2 : 0;
+	int ret = ls->failed ? -1 : 0;
 
 	free(ls);
 	return ret;

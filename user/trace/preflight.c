@@ -7,6 +7,7 @@
 #include <linux/magic.h>
 #include <sys/vfs.h>
 #include <bpf/libbpf.h>
+#include "lib/err.h"
 #include "trace/preflight.h"
 
 #define CAP_SYS_ADMIN 21
@@ -34,7 +35,7 @@ static bool has(unsigned long long caps, int cap)
 	return caps & (1ULL << cap);
 }
 
-int mt_preflight(char *err, size_t errlen)
+int mt_preflight(void)
 {
 	unsigned long long caps = 0;
 	struct statfs fs;
@@ -52,17 +53,15 @@ int mt_preflight(char *err, size_t errlen)
 	 */
 	/* without procfs the capabilities below cannot even be read */
 	if (statfs("/proc", &fs) || fs.f_type != PROC_SUPER_MAGIC) {
-		snprintf(err, errlen,
-			 "no procfs at /proc (a chroot or a container without "
-			 "it): the processes are read there; mount it (mount "
-			 "-t proc proc /proc) or run memtrace-bpf outside");
+		mt_err("no procfs at /proc (a chroot or a container without "
+		       "it): the processes are read there; mount it (mount "
+		       "-t proc proc /proc) or run memtrace-bpf outside");
 		return -ENOENT;
 	}
 	if (effective_caps(&caps) || !has(caps, CAP_SYS_ADMIN)) {
-		snprintf(err, errlen,
-			 "needs root, or CAP_SYS_ADMIN (and CAP_SYS_PTRACE "
-			 "and CAP_DAC_READ_SEARCH for another user's "
-			 "process): run it with sudo");
+		mt_err("needs root, or CAP_SYS_ADMIN (and CAP_SYS_PTRACE "
+		       "and CAP_DAC_READ_SEARCH for another user's "
+		       "process): run it with sudo");
 		return -EPERM;
 	}
 	/*
@@ -70,23 +69,20 @@ int mt_preflight(char *err, size_t errlen)
 	 * another reason than the kernel: say which (issue 34, item 6)
 	 */
 	if (statfs("/sys", &fs) || fs.f_type != SYSFS_MAGIC) {
-		snprintf(err, errlen,
-			 "no sysfs at /sys (a chroot or a container without "
-			 "it): the uprobes and the kernel's BTF are found "
-			 "there; mount it (mount -t sysfs sysfs /sys) or run "
-			 "memtrace-bpf outside");
+		mt_err("no sysfs at /sys (a chroot or a container without "
+		       "it): the uprobes and the kernel's BTF are found "
+		       "there; mount it (mount -t sysfs sysfs /sys) or run "
+		       "memtrace-bpf outside");
 		return -ENOENT;
 	}
 	if (access("/sys/bus/event_source/devices/uprobe/type", R_OK)) {
-		snprintf(err, errlen,
-			 "this kernel has no uprobe support "
-			 "(CONFIG_UPROBE_EVENTS): use a kernel that has it");
+		mt_err("this kernel has no uprobe support "
+		       "(CONFIG_UPROBE_EVENTS): use a kernel that has it");
 		return -EOPNOTSUPP;
 	}
 	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1) {
-		snprintf(err, errlen,
-			 "this kernel has no BPF ring buffer: Linux 5.8 or "
-			 "newer is needed");
+		mt_err("this kernel has no BPF ring buffer: Linux 5.8 or "
+		       "newer is needed");
 		return -EOPNOTSUPP;
 	}
 	return 0;

@@ -3,9 +3,7 @@
 #ifndef __PREFLIGHT_H
 #define __PREFLIGHT_H
 
-#include <stddef.h>
-
-/* 0 when tracing can work here; else -errno and a one-line way out. */
-int mt_preflight(char *err, size_t errlen);
+/* 0 when tracing can work here; else -errno after mt_err() with the way out */
+int mt_preflight(void);
 
 #endif /* __PREFLIGHT_H */

@@ -170,18 +170,18 @@ static int trace_pid(struct mt_tracer *tr, int pid)
 
 /*
  * A family's children, traced from their fork (BPF adds each to the map),
- * and pid (0: none) put in the map first. 0, or 2 after a one-line error.
+ * and pid (0: none) put in the map first. 0, or -1 after mt_err().
  */
 static int follow_forks(struct mt_tracer *tr, int pid)
 {
 	if (pid && trace_pid(tr, pid)) {
 		mt_err("follow pid %d: %s", pid, strerror(errno));
-		return 2;
+		return -1;
 	}
 	tr->fork_link = bpf_program__attach(tr->skel->progs.mt_fork);
 	if (!tr->fork_link) {
 		mt_err("follow forks: %s", strerror(errno));
-		return 2;
+		return -1;
 	}
 	return 0;
 }
@@ -567,7 +567,7 @@ int mt_tracer_attach(struct mt_tracer *tr)
 			if (gone_during_attach(t))
 				continue;
 			mt_err("%s", err);
-			return 2;
+			return -1;
 		}
 		if (found)
 			say_python(tr, t);
@@ -578,7 +578,7 @@ int mt_tracer_attach(struct mt_tracer *tr)
 			mt_err("pid %d (%s) maps none of %s; "
 			       "use --wait to wait for them",
 			       t->proc.pid, t->proc.comm, wanted_libs);
-			return 2;
+			return -1;
 		}
 	}
 	return 0;
@@ -588,32 +588,31 @@ int mt_tracer_attach(struct mt_tracer *tr)
 int mt_tracer_spawn(struct mt_tracer *tr, int gate[2])
 {
 	struct mt_traced *t = &tr->targets[0];
-	char ldso[4096], err[512];
+	char ldso[4096];
 	struct stat st;
 	int ret;
 
 	if (!realpath(LDSO_PATH, ldso) || stat(ldso, &st)) {
 		mt_err("%s: %s (glibc x86-64 needed)", LDSO_PATH,
 		       strerror(errno));
-		return 2;
+		return -1;
 	}
 	ret = mt_target_spawn(&t->proc, tr->conf->command, tr->conf->run_as,
-			      &tr->skel->bss->hold, gate, err, sizeof(err));
+			      &tr->skel->bss->hold, gate);
 	tr->ntargets = 1;
-	if (ret) {
-		mt_err("%s", err);
-		return 2;
-	}
+	if (ret)
+		return -1;
 	/* held at its loads, before it runs: its children are not */
 	tr->skel->bss->hold.pid = (__u32)t->proc.pid;
 	/* without -f, its children are counted (count_forks), not followed */
 	if (follow_forks(tr, t->proc.pid))
-		return 2;
-	ret = mt_attach_lib(&tr->att, &t->proc, MT_LIB_LDSO, ldso, err,
-			    sizeof(err));
-	if (ret <= 0) {
-		mt_err("%s", ret ? err : "no _dl_debug_state in the loader");
-		return 2;
+		return -1;
+	ret = mt_attach_lib(&tr->att, &t->proc, MT_LIB_LDSO, ldso);
+	if (ret < 0)
+		return -1;
+	if (!ret) {
+		mt_err("no _dl_debug_state in the loader");
+		return -1;
 	}
 	t->proc.files[t->proc.nfiles++] =
 		(struct mt_file_id){ .dev = st.st_dev, .inode = st.st_ino };
@@ -625,12 +624,12 @@ int mt_tracer_follow_execs(struct mt_tracer *tr)
 	tr->exec_link = bpf_program__attach(tr->skel->progs.mt_exec);
 	if (!tr->exec_link) {
 		mt_err("follow execs: %s", strerror(errno));
-		return 2;
+		return -1;
 	}
 	tr->exit_link = bpf_program__attach(tr->skel->progs.mt_proc_exit);
 	if (!tr->exit_link) {
 		mt_err("follow exits: %s", strerror(errno));
-		return 2;
+		return -1;
 	}
 	return 0;
 }
@@ -656,10 +655,10 @@ static int follow_children(struct mt_tracer *tr)
 		mt_err("no such process: %d (check the pid "
 		       "with ps)",
 		       tr->conf->children_of);
-		return 2;
+		return -1;
 	}
 	if (follow_forks(tr, 0))
-		return 2;
+		return -1;
 	n = mt_descendants(tr->conf->children_of, pids, MT_MAX_TARGETS);
 	for (size_t i = 0; i < n; i++)
 		mt_tracer_add(tr, pids[i], "child", NULL, true);
@@ -692,7 +691,7 @@ int mt_tracer_open(struct mt_tracer *tr)
 		if (mt_target_open(&tr->targets[i].proc, tr->conf->pids[i], err,
 				   sizeof(err))) {
 			mt_err("%s", err);
-			return 2;
+			return -1;
 		}
 		tr->targets[i].proc.attached = true;
 		tr->ntargets++;

@@ -206,7 +206,7 @@ static int trace_loop(struct mt_tracer *tr, struct ring_buffer *rb)
 			ret = mt_order_round(tr, rb);
 		if (ret < 0 && ret != -EINTR) {
 			mt_err("ring buffer: %s", strerror(-ret));
-			return 2;
+			return -1;
 		}
 		report_lost(tr);
 		/* a feature may end the trace (top's q) */
@@ -275,7 +275,7 @@ static __u32 wake_every(__u32 ringbuf_mb)
  * The targets found and their libraries attached. What that prints (the
  * '# attach', '# follow' and '# python' notes) is held, and the header
  * too, until it has worked: an error here is then the only line, and
- * nothing has gone to the output before it. 0, or the exit status.
+ * nothing has gone to the output before it. 0, or -1 after mt_err().
  */
 static int open_and_attach(struct mt_tracer *tr, int gate[2])
 {
@@ -289,7 +289,7 @@ static int open_and_attach(struct mt_tracer *tr, int gate[2])
 	if (!tr->att.log) {
 		mt_err("hold the attach notes: %s", strerror(errno));
 		tr->att.log = log;
-		return 2;
+		return -1;
 	}
 	ret = o->command ? mt_tracer_spawn(tr, gate) : mt_tracer_open(tr);
 	if (!ret)
@@ -300,14 +300,14 @@ static int open_and_attach(struct mt_tracer *tr, int gate[2])
 		ret = mt_tracer_attach(tr);
 	if (fclose(tr->att.log) && !ret) {
 		mt_err("hold the attach notes: %s", strerror(errno));
-		ret = 2;
+		ret = -1;
 	}
 	tr->att.log = log;
 	if (!ret && !o->record && !o->quiet)
 		print_header(tr);
 	if (!ret && len && fwrite(held, 1, len, log) != len) {
 		mt_err("write the attach notes: %s", strerror(errno));
-		ret = 2;
+		ret = -1;
 	}
 	free(held);
 	return ret;
@@ -318,14 +318,13 @@ static int run(struct mt_tracer *tr)
 	const struct mt_trace_conf *o = tr->conf;
 	struct ring_buffer *rb = NULL;
 	int gate[2] = { -1, -1 };
-	char err[512];
 	__u64 start;
 	int ret;
 
 	tr->skel = memtrace_bpf__open();
 	if (!tr->skel) {
 		mt_err("open BPF object: %s", strerror(errno));
-		return 2;
+		return -1;
 	}
 	ret = bpf_map__set_max_entries(tr->skel->maps.events,
 				       o->ringbuf_mb << 20);
@@ -340,7 +339,7 @@ static int run(struct mt_tracer *tr)
 		ret = fill_sample_gaps(tr->skel, o->out.ses.sample_bytes);
 	if (ret) {
 		mt_err("load BPF programs: %s", strerror(-ret));
-		return 2;
+		return -1;
 	}
 	tr->att.skel = tr->skel;
 	tr->att.no_cpu = o->no_cpu;
@@ -355,7 +354,7 @@ static int run(struct mt_tracer *tr)
 
 	/* before the targets: each is followed from when it is found */
 	if (mt_tracer_follow_execs(tr))
-		return 2;
+		return -1;
 	ret = open_and_attach(tr, gate);
 	if (ret)
 		return ret;
@@ -364,29 +363,28 @@ static int run(struct mt_tracer *tr)
 				     mt_tracer_on_modcode, tr);
 	if (!tr->stacks) {
 		mt_err("out of memory");
-		return 2;
+		return -1;
 	}
 	ret = mt_order_open(tr);
 	if (ret) {
 		mt_err("order events: %s", strerror(-ret));
-		return 2;
+		return -1;
 	}
 	rb = ring_buffer__new(bpf_map__fd(tr->skel->maps.events),
 			      mt_order_on_record, tr, NULL);
 	if (!rb) {
 		mt_err("ring buffer: %s", strerror(errno));
-		return 2;
+		return -1;
 	}
 	/* the last moment before the command could load the stand-in */
 	if (mt_features_start(tr)) {
 		ring_buffer__free(rb);
-		return 2;
+		return -1;
 	}
-	if (o->command && mt_target_start(&tr->targets[0].proc, gate,
-					  o->command, err, sizeof(err))) {
-		mt_err("%s", err);
+	if (o->command &&
+	    mt_target_start(&tr->targets[0].proc, gate, o->command)) {
 		ring_buffer__free(rb);
-		return 2;
+		return -1;
 	}
 	start = mt_now_ns();
 	ret = trace_loop(tr, rb);
@@ -437,16 +435,13 @@ static void report_lost_procs(const struct mt_tracer *tr)
 			(unsigned long long)forks);
 }
 
-int mt_trace(const struct mt_trace_conf *c)
+int mt_trace(const struct mt_trace_conf *c, enum mt_verdict *v)
 {
 	struct mt_tracer tr = { .conf = c };
-	char err[512];
-	int ret, status;
+	int ret;
 
-	if (mt_preflight(err, sizeof(err))) {
-		mt_err("%s", err);
-		return 2;
-	}
+	if (mt_preflight())
+		return -1;
 	libbpf_set_print(c->verbose ? libbpf_print_verbose : libbpf_print);
 	/* with --export, -o is the export's file */
 	tr.per_proc =
@@ -458,12 +453,12 @@ int mt_trace(const struct mt_trace_conf *c)
 	tr.frames = mt_strpool_new(1 << 18);
 	tr.nodes = mt_nodes_new();
 	if (ret) {
-		ret = 2;
+		ret = -1;
 	} else if (!tr.names || !tr.frames || !tr.nodes) {
 		mt_err("out of memory");
-		ret = 2;
+		ret = -1;
 	} else if (mt_features_open(&tr)) {
-		ret = 2;
+		ret = -1;
 	} else {
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
@@ -480,9 +475,8 @@ int mt_trace(const struct mt_trace_conf *c)
 	 */
 	for (int i = 0; i < tr.ntargets; i++)
 		mt_features_exit(&tr, &tr.targets[i]);
-	status = mt_features_close(&tr);
-	if (status == 2)
-		ret = 2;
+	if (mt_features_close(&tr))
+		ret = -1;
 
 	bpf_link__destroy(tr.fork_link);
 	bpf_link__destroy(tr.exec_link);
@@ -495,7 +489,7 @@ int mt_trace(const struct mt_trace_conf *c)
 		mt_py_close(tr.targets[i].py);
 		if (tr.targets[i].sink &&
 		    mt_sink_close(tr.targets[i].sink, tr.ran ? &tr.end : NULL))
-			ret = 2;
+			ret = -1;
 		free(tr.targets[i].sink);
 		mt_target_close(&tr.targets[i].proc);
 	}
@@ -508,10 +502,9 @@ int mt_trace(const struct mt_trace_conf *c)
 					  (!tr.per_proc || tr.sink.ses->seq) ?
 				  &tr.end :
 				  NULL))
-		ret = 2;
+		ret = -1;
 	/* a dry run's verdict, when nothing failed */
-	if (!ret)
-		ret = status;
+	*v = ret ? MT_VERDICT_OK : tr.verdict;
 	mt_pystacks_free(tr.stacks);
 	mt_nodes_free(tr.nodes);
 	mt_order_close(&tr);

@@ -33,7 +33,7 @@ int mt_sink_open(struct mt_sink *k, const struct mt_output_conf *c, bool record,
 		k->rec = mt_recorder_open(path, err, sizeof(err));
 		if (!k->rec) {
 			mt_err("%s", err);
-			return 2;
+			return -1;
 		}
 		/* how every event is to be read: before the first */
 		if (c->ses.sample_bytes)
@@ -45,14 +45,12 @@ int mt_sink_open(struct mt_sink *k, const struct mt_output_conf *c, bool record,
 		if (!k->out) {
 			k->out = stdout;
 			mt_err("cannot write %s", err);
-			return 2;
+			return -1;
 		}
 	}
-	k->ses = mt_output_open(c, k->out, err, sizeof(err));
-	if (!k->ses) {
-		mt_err("%s", err);
-		return 2;
-	}
+	k->ses = mt_output_open(c, k->out);
+	if (!k->ses)
+		return -1;
 	return 0;
 }
 
@@ -161,7 +159,7 @@ static int close_record(struct mt_sink *k, const struct mt_summary_end *end,
 	k->rec = NULL;
 	if (ret) {
 		write_failed(k, -ret);
-		return 2;
+		return -1;
 	}
 	if (!note)
 		return 0;
@@ -179,7 +177,6 @@ static int close_record(struct mt_sink *k, const struct mt_summary_end *end,
 int mt_sink_close(struct mt_sink *k, const struct mt_summary_end *end)
 {
 	static const struct mt_summary_end none;
-	char err[512];
 	int ret = 0;
 
 	/* without an end (a failed start) a record still gets closed */
@@ -192,15 +189,13 @@ int mt_sink_close(struct mt_sink *k, const struct mt_summary_end *end)
 						   k->ses->sites);
 		mt_view_end(k->ses, end);
 	}
-	if (mt_output_close(k->ses, err, sizeof(err))) {
-		mt_err("export: %s", err);
-		ret = 2;
-	}
+	if (mt_output_close(k->ses))
+		ret = -1;
 	k->ses = NULL;
 	if (k->out != stdout && fclose(k->out) && !ret) {
 		write_failed(k, errno);
-		ret = 2;
+		ret = -1;
 	}
 	k->out = stdout;
-	return ret || k->failed ? 2 : 0;
+	return ret || k->failed ? -1 : 0;
 }

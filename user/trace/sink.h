@@ -27,7 +27,7 @@ struct mt_sink {
 
 /*
  * Open the sink of path (NULL: stdout; record: the record) for a session
- * and export as c asks. 0, or 2 after a one-line error.
+ * and export as c asks. 0, or -1 after mt_err().
  */
 int mt_sink_open(struct mt_sink *k, const struct mt_output_conf *c, bool record,
 		 const char *path);
@@ -69,8 +69,8 @@ void mt_sink_flush(struct mt_sink *k);
 /*
  * The end: the summary and analyses into the text output, or the record's
  * end block and a "recorded N events" note; closes what was opened (end
- * NULL: a run that did not start, nothing printed). 0, or 2 after a
- * one-line error.
+ * NULL: a run that did not start, nothing printed). 0, or -1 after
+ * mt_err().
  */
 int mt_sink_close(struct mt_sink *k, const struct mt_summary_end *end);
 

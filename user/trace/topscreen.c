@@ -384,7 +384,7 @@ static int top_open(struct mt_tracer *tr, unsigned int slot, void **st)
 	*st = topscreen_open(tr, tr->conf->top, err, sizeof(err));
 	if (!*st) {
 		mt_err("%s", err);
-		return 2;
+		return -1;
 	}
 	/* its last frame is the trace's last word, not a summary */
 	tr->no_summary = true;

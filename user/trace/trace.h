@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "dryrun/device.h"
+#include "lib/err.h"
 #include "export/output.h"
 #include "proc/runas.h"
 #include "record/flight.h"
@@ -52,7 +53,10 @@ struct mt_trace_conf {
 	bool flight_at_end, flight_together;
 };
 
-/* Trace as c asks. The exit status: 0, or 2 after a one-line error. */
-int mt_trace(const struct mt_trace_conf *c);
+/*
+ * Trace as c asks: 0, *v a dry run's verdict (MT_VERDICT_OK for any other
+ * trace); or negative after mt_err()
+ */
+int mt_trace(const struct mt_trace_conf *c, enum mt_verdict *v);
 
 #endif /* __TRACE_H */

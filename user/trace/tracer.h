@@ -75,6 +75,8 @@ struct mt_tracer {
 	void *feat[MT_MAX_FEATURES];
 	/* a feature shows its own view: the shared sink prints no summary */
 	bool no_summary;
+	/* what a feature found, when it answers a question (a dry run's) */
+	enum mt_verdict verdict;
 	struct mt_unseen unseen; /* counted in events.c */
 	FILE *out;
 	__u64 lost_reported;
@@ -126,15 +128,15 @@ void mt_tracer_exec_tick(struct mt_tracer *tr);
 /* whether every process followed is gone; those gone let go in BPF */
 bool mt_tracer_all_exited(struct mt_tracer *tr);
 /*
- * the BPF side tells each exec of a target, and its end: 0, or 2 on an
- * error said
+ * the BPF side tells each exec of a target, and its end: 0, or -1 after
+ * mt_err()
  */
 int mt_tracer_follow_execs(struct mt_tracer *tr);
 /* a target ended: how, where wait() cannot tell it (-p) */
 void mt_tracer_on_exit(struct mt_tracer *tr, const struct mt_event *ev);
-/* the targets of -p, --children or --all; 2 on an error said */
+/* the targets of -p, --children or --all: 0, or -1 after mt_err() */
 int mt_tracer_open(struct mt_tracer *tr);
-/* -- COMMAND: started held, the loader probed; 2 on an error said */
+/* -- COMMAND: started held, the loader probed: 0, or -1 after mt_err() */
 int mt_tracer_spawn(struct mt_tracer *tr, int gate[2]);
 int mt_tracer_attach(struct mt_tracer *tr);
 void mt_tracer_scan_all(struct mt_tracer *tr);

@@ -23,7 +23,7 @@ static int watch_open(struct mt_tracer *tr, unsigned int slot, void **st)
 	*st = mt_watch_new(&c);
 	if (!*st) {
 		mt_err("out of memory");
-		return 2;
+		return -1;
 	}
 	return 0;
 }
