@@ -193,6 +193,59 @@ model() {
 	grep -qE "^# frag other_library pid=$PID dev=cuda:0 caller=libffi\.so[.0-9]* ranges=1 bytes=$ext\$" "$TRACE"
 }
 
+# ranks MODEL_ARG... -- MT_OPTION...: two gloo ranks of cuda_model.py
+# --rank MODEL_ARG... on two stand-in devices (contexts of ${ctx:-0}
+# bytes), launched by a shell as torchrun would, held at READY, traced
+# whole by memtrace-bpf --keys --children LAUNCHER MT_OPTION... from then
+# to their end; each rank's output in $DIR/rankR.out, the tracer's in
+# $BATS_TEST_TMPDIR/trace.out (the tool's own lines, or in its -o)
+ranks() {
+	local -a margs=()
+	local i
+	while [ "$1" != -- ]; do
+		margs+=("$1")
+		shift
+	done
+	shift
+	[ -n "${STAGE:-}" ] || root_stage "$ROOT_CUDA" "$ROOT/tests/fixtures/cuda_model.py"
+	DIR=$ROOT_CUDA$STAGE
+	rm -f "$DIR"/go "$DIR"/hold "$DIR"/rank?.out "$BATS_TEST_TMPDIR"/trace.*
+	# each rank says READY in its own file and waits for go; held at its
+	# end, for names
+	MT_STANDIN_CONTEXT_MEM=${ctx:-0} MT_GO=$STAGE/go MT_HOLD=$STAGE/hold \
+		USE_LIBUV=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+		MASTER_PORT=$((20000 + RANDOM % 20000)) \
+		"$STANDIN" --devices 2 -- /bin/sh -c 'd=$0; for r in 0 1; do
+			RANK=$r LOCAL_RANK=$r /usr/bin/python3 "$d/cuda_model.py" \
+				--rank "$@" >"$d/rank$r.out" &
+		done; wait' "$STAGE" "${margs[@]}" 2>"$BATS_TEST_TMPDIR/run.err" &
+	launcher=$!
+	wait_for "$DIR/rank0.out" '^READY ' 120
+	wait_for "$DIR/rank1.out" '^READY ' 120
+	# the tracer's NVML is the stand-in's, of the same two devices
+	LD_LIBRARY_PATH=$ROOT/.output/standin MT_STANDIN_DEVICES=2 \
+		"$MT" --keys --children "$launcher" "$@" \
+		>"$BATS_TEST_TMPDIR/trace.out" 2>"$BATS_TEST_TMPDIR/trace.err" &
+	MT_PID=$!
+	# the ranks share the libraries' probes: one attach line, a python
+	# line each (in the -o file when there is one for all)
+	for ((i = 0; i < 1200; i++)); do
+		[ "$(cat "$BATS_TEST_TMPDIR"/trace.* 2>/dev/null | grep -c '^# python pid=')" -ge 2 ] && break
+		sleep 0.1
+	done
+	touch "$DIR/go"
+	wait_for "$DIR/rank0.out" '^weight head ' 120
+	wait_for "$DIR/rank1.out" '^weight head ' 120
+	# held at their end: the last state, a few of --watch's samples of it
+	sleep 2
+	kill -INT "$MT_PID"
+	finish
+	touch "$DIR/hold"
+	wait "$launcher"
+	cat "$BATS_TEST_TMPDIR/trace.err" "$BATS_TEST_TMPDIR/run.err"
+	[ "$MT_STATUS" -eq 0 ]
+}
+
 # Debian's torchrun 2.6 cannot start: its rendezvous asks TCPStore for
 # libuv, which Debian's build lacks ("use_libuv was requested but PyTorch
 # was build without libuv support"), and USE_LIBUV=0 reaches only the
@@ -200,48 +253,11 @@ model() {
 # would (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and is the
 # launcher --children follows.
 @test "cuda: two gloo ranks under a launcher, a stand-in device a rank: a file a rank, each with its rank's figures" {
-	root_stage "$ROOT_CUDA" "$ROOT/tests/fixtures/cuda_model.py"
-	dir=$ROOT_CUDA$STAGE
-	# each rank says READY in its own file and waits for go; held at its
-	# end, for names
-	MT_GO=$STAGE/go MT_HOLD=$STAGE/hold USE_LIBUV=0 WORLD_SIZE=2 \
-		MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + RANDOM % 20000)) \
-		"$STANDIN" --devices 2 -- /bin/sh -c 'for r in 0 1; do
-			RANK=$r LOCAL_RANK=$r /usr/bin/python3 "$0/cuda_model.py" \
-				--rank --steps 2 >"$0/rank$r.out" &
-		done; wait' "$STAGE" 2>"$BATS_TEST_TMPDIR/run.err" &
-	launcher=$!
-	wait_for "$dir/rank0.out" '^READY ' 120
-	wait_for "$dir/rank1.out" '^READY ' 120
-	"$MT" --keys --children "$launcher" -o "$BATS_TEST_TMPDIR/rank{rank}.log" \
-		>"$BATS_TEST_TMPDIR/trace.out" 2>"$BATS_TEST_TMPDIR/trace.err" &
-	MT_PID=$!
-	# the ranks share the libraries' probes: one attach line, a python
-	# line each
-	wait_for "$BATS_TEST_TMPDIR/trace.out" '^# attach .*/libc10\.so' 120
-	for ((i = 0; i < 1200; i++)); do
-		[ "$(grep -c '^# python pid=' "$BATS_TEST_TMPDIR/trace.out")" -ge 2 ] && break
-		sleep 0.1
-	done
-	touch "$dir/go"
-	wait_for "$dir/rank0.out" '^weight head ' 120
-	wait_for "$dir/rank1.out" '^weight head ' 120
-	# the trace's end is the moment of the figures
-	for ((i = 0; i < 200; i++)); do
-		sleep 0.1
-		[ "$(cat "$BATS_TEST_TMPDIR"/rank?.log | wc -c)" = "${size:-}" ] && break
-		size=$(cat "$BATS_TEST_TMPDIR"/rank?.log | wc -c)
-	done
-	kill -INT "$MT_PID"
-	finish
-	touch "$dir/hold"
-	wait "$launcher"
-	cat "$BATS_TEST_TMPDIR/trace.err" "$BATS_TEST_TMPDIR/run.err"
-	[ "$MT_STATUS" -eq 0 ]
+	ranks --steps 2 -- -o "$BATS_TEST_TMPDIR/rank{rank}.log"
 	for r in 0 1; do
 		log=$BATS_TEST_TMPDIR/rank$r.log
 		grep -E '^# (device|rank) ' "$log"
-		t=$(grep "^torch dev=cuda:$r " "$dir/rank$r.out")
+		t=$(grep "^torch dev=cuda:$r " "$DIR/rank$r.out")
 		echo "$t"
 		grep -q "^# rank rank=$r " "$log"
 		grep -qE "^# device pid=[0-9]+ dev=cuda:$r source=c10 allocated=$(ck_field "$t" allocated) allocated_peak=$(ck_field "$t" allocated_peak) reserved=$(ck_field "$t" reserved) reserved_peak=$(ck_field "$t" reserved_peak)\$" "$log"
@@ -250,54 +266,10 @@ model() {
 	done
 }
 
-# ranks ARG...: two gloo ranks of cuda_model.py --rank ARG... on two
-# stand-in devices with contexts of $ctx bytes, traced whole with --keys
-# --watch into $LOG; waits for their end
-ranks() {
-	root_stage "$ROOT_CUDA" "$ROOT/tests/fixtures/cuda_model.py"
-	local dir=$ROOT_CUDA$STAGE i
-	LOG=$BATS_TEST_TMPDIR/trace.log
-	rm -f "$dir"/go "$dir"/hold "$dir"/rank?.out
-	MT_STANDIN_CONTEXT_MEM=$ctx MT_GO=$STAGE/go MT_HOLD=$STAGE/hold \
-		USE_LIBUV=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
-		MASTER_PORT=$((20000 + RANDOM % 20000)) \
-		"$STANDIN" --devices 2 -- /bin/sh -c 'd=$0; for r in 0 1; do
-			RANK=$r LOCAL_RANK=$r /usr/bin/python3 "$d/cuda_model.py" \
-				--rank "$@" >"$d/rank$r.out" &
-		done; wait' "$STAGE" "$@" 2>"$BATS_TEST_TMPDIR/run.err" &
-	launcher=$!
-	wait_for "$dir/rank0.out" '^READY ' 120
-	wait_for "$dir/rank1.out" '^READY ' 120
-	# the tracer's NVML is the stand-in's, of the same two devices
-	LD_LIBRARY_PATH=$ROOT/.output/standin MT_STANDIN_DEVICES=2 \
-		"$MT" --keys --children "$launcher" --watch 0.2 -o "$LOG" \
-		>"$BATS_TEST_TMPDIR/trace.out" 2>"$BATS_TEST_TMPDIR/trace.err" &
-	MT_PID=$!
-	# one -o file: the tool's own lines go there too
-	wait_for "$LOG" '^# attach .*/libc10\.so' 120
-	for ((i = 0; i < 1200; i++)); do
-		[ "$(grep -c '^# python pid=' "$LOG")" -ge 2 ] && break
-		sleep 0.1
-	done
-	touch "$dir/go"
-	wait_for "$dir/rank0.out" '^weight head ' 120
-	wait_for "$dir/rank1.out" '^weight head ' 120
-	# held at their end: a few of --watch's samples of the last state
-	sleep 2
-	kill -INT "$MT_PID"
-	finish
-	touch "$dir/hold"
-	wait "$launcher"
-	cat "$BATS_TEST_TMPDIR/trace.err" "$BATS_TEST_TMPDIR/run.err"
-	[ "$MT_STATUS" -eq 0 ]
-	grep -E '^# (rank|nvidia_smi) ' "$LOG"
-	root_unstage
-}
-
 # rank_smi RANK DEV: rank RANK's nvidia_smi line of cuda:DEV in $LOG
 rank_smi() {
 	local p
-	p=$(sed -nE "s/^# rank rank=$1 pid=([0-9]+) .*/\1/p" "$LOG")
+	p=$(sed -nE "s/^# rank rank=$1 pid=([0-9]+) .*/\\1/p" "$LOG")
 	grep "^# nvidia_smi pid=$p dev=cuda:$2 " "$LOG" || true
 }
 
@@ -306,7 +278,9 @@ rank_smi() {
 	# cudaSetDevice; a rank whose current device stays cuda:0 has one
 	# there, which NVML lists and no allocation explains
 	local ctx=$((300 << 20)) line r
-	ranks --steps 1
+	LOG=$BATS_TEST_TMPDIR/trace.log
+	ranks --steps 1 -- --watch 0.2 -o "$LOG"
+	grep -E '^# (rank|nvidia_smi) ' "$LOG"
 	for r in 0 1; do
 		# on its own device: its reserved, and its context unexplained
 		line=$(rank_smi $r $r)
@@ -319,7 +293,8 @@ rank_smi() {
 	[ "$(ck_field "$line" reserved)" -eq 0 ]
 	[ -z "$(rank_smi 0 1)" ]
 	# with torch.cuda.set_device(LOCAL_RANK) first: each on its own only
-	ranks --steps 1 --set-device
+	ranks --steps 1 --set-device -- --watch 0.2 -o "$LOG"
+	grep -E '^# (rank|nvidia_smi) ' "$LOG"
 	[ "$(ck_field "$(rank_smi 1 1)" unexplained)" -eq "$ctx" ]
 	[ -z "$(rank_smi 1 0)" ]
 	[ -z "$(rank_smi 0 1)" ]

@@ -48,8 +48,9 @@ dry() {
 	grep -q '^memtrace-bpf estimate --dry-run: /usr/bin/python3 .* on 1 stand-in H100-80GB (79.6 GiB, compute capability 9.0, 132 multiprocessors)' <<<"$output"
 	grep -q '^Fits       yes: no allocation failed, and the command ended with exit 0$' <<<"$output"
 	grep -qE '^# attach pid=[0-9]+ lib=/tmp/memtrace-dryrun\.[A-Za-z0-9]+/libcudart\.so\.12 ' <<<"$output"
-	# the report follows, with the GPU's tables only
+	# the report follows, with the GPU's tables only, and its peak's kinds
 	grep -q '^cuda:0 c10: .* at the peak' <<<"$output"
+	grep -qE '^ +kinds: [a-z_]+ [0-9.]+%' <<<"$output"
 	! grep -q '^cpu: ' <<<"$output"
 	! ls -d "$ROOT_CUDA"/tmp/memtrace-dryrun.* 2>/dev/null
 }
