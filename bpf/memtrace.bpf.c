@@ -86,6 +86,12 @@ struct thread_vars {
 	struct node_ref node;
 	/* --sample-bytes: bytes to the next sampled one; 0: none drawn yet */
 	__u64 sample_left;
+	/*
+	 * The thread's libtorch_cpu TLS block, dtv[tls_modid] of its DTV
+	 * (node_tls()); 0: not found yet. A block never moves while its
+	 * thread lives: three reads spared at each event.
+	 */
+	__u64 tls_blk, tls_modid;
 };
 
 struct {
@@ -102,6 +108,17 @@ struct {
 	__type(key, __u32);
 	__type(value, struct mt_pyconf);
 } pyconf SEC(".maps");
+
+/*
+ * per traced process: where its libtorch_cpu keeps backward's Node and the
+ * sequence counter (memtrace.h); a process without one keeps the probes
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct mt_node_tlsconf);
+} nodetls SEC(".maps");
 
 /* exception types --trace-exceptions does not want: no event for them */
 struct {
@@ -312,6 +329,7 @@ fill(struct mt_event *e, struct pt_regs *ctx, __u64 cookie)
 	e->node = tv ? tv->node.node : 0;
 	e->node_vt = tv ? tv->node.vt : 0;
 	e->node_stack = tv ? tv->node.stack : 0;
+	e->seq = 0;
 	__builtin_memcpy(e->comm, task->comm, sizeof(e->comm));
 	return tv;
 }
@@ -995,6 +1013,68 @@ static __always_inline bool walk_wanted(struct mt_event *ev, __u64 cookie,
 	return true;
 }
 
+/* glibc's dtv_t: a slot whose block is not allocated yet */
+#define TLS_DTV_UNALLOCATED ((__u64)-1)
+
+/*
+ * The calling thread's libtorch_cpu TLS block from glibc's DTV: tcbhead_t
+ * (at fs_base) holds the DTV at +8, whose slot -1 counts the slots and
+ * slot modid (16 bytes each) points at the block. 0 while the thread has
+ * none: it never reached that TLS, so it runs no Node and made none.
+ */
+static __always_inline __u64 tls_block(struct thread_vars *tv,
+				       const struct mt_node_tlsconf *c)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 dtv, len, blk;
+
+	if (tv->tls_blk && tv->tls_modid == c->modid)
+		return tv->tls_blk;
+	if (read_u64(&dtv, task->thread.fsbase + 8) || !dtv ||
+	    read_u64(&len, dtv - 16) || c->modid > len ||
+	    read_u64(&blk, dtv + 16 * c->modid) || !blk ||
+	    blk == TLS_DTV_UNALLOCATED)
+		return 0;
+	tv->tls_blk = blk;
+	tv->tls_modid = c->modid;
+	return blk;
+}
+
+/*
+ * Backward's Node, read where PyTorch keeps it (docs/autograd-tls.md)
+ * instead of from the autograd probes, which are off for this process:
+ * in backward the Node and, in one read of its head, its vtable and
+ * number; at a walked allocation outside backward the thread's counter,
+ * which user space pairs with the stack to name each Node's module.
+ */
+static __always_inline void node_tls(struct mt_event *e, struct thread_vars *tv)
+{
+	const struct mt_node_tlsconf *c;
+	__u64 blk, node, head[4];
+
+	c = bpf_map_lookup_elem(&nodetls, &e->pid);
+	if (!c)
+		return;
+	if (!tv)
+		tv = thread_vars_get();
+	if (!tv)
+		return;
+	blk = tls_block(tv, c);
+	if (!blk || read_u64(&node, blk + c->node_off))
+		return;
+	if (node) {
+		if (bpf_probe_read_user(head, sizeof(head), (void *)node))
+			return;
+		e->node = node;
+		e->node_vt = head[0];
+		e->seq = head[(c->seq_nr_off / 8) & 3];
+		e->flags |= MT_EV_SEQ_NODE;
+	} else if ((e->flags & MT_EV_PY) &&
+		   !read_u64(&e->seq, blk + c->ctr_off)) {
+		e->flags |= MT_EV_SEQ_CTR;
+	}
+}
+
 /*
  * CUmemAllocationProp.location.id: after the type, the requested handle
  * types and location.type, four bytes each
@@ -1011,6 +1091,9 @@ static __always_inline void entry_event(struct mt_event *ev,
 	if (MT_COOKIE_KIND(cookie) != MT_K_LOADER &&
 	    walk_wanted(ev, cookie, tv))
 		walk_python(ev, PT_REGS_SP(ctx));
+	/* after the walk: the counter is read where a stack names it */
+	if (cookie & MT_F_TVARS)
+		node_tls(ev, tv);
 	if (cookie & MT_F_PROPDEV) {
 		if (bpf_probe_read_user(&dev, sizeof(dev),
 					(void *)(ev->args[2] +
@@ -1261,6 +1344,7 @@ int BPF_PROG(mt_exec, struct task_struct *p, pid_t old_pid,
 	if (!bpf_map_lookup_elem(&exec_watch, &tgid))
 		return 0;
 	bpf_map_delete_elem(&pyconf, &tgid);
+	bpf_map_delete_elem(&nodetls, &tgid);
 	bpf_task_storage_delete(&thread_vars, p);
 	e = slot_begin(&s);
 	if (e) {

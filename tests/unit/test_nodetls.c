@@ -138,11 +138,24 @@ static void test_place(void **state)
 	assert_int_equal(c.node_off, 0x2408);
 	assert_int_equal(c.ctr_off, 0x128);
 	assert_int_equal(c.seq_nr_off, 0x18);
-	/* not relocated yet, or two modules: no answer */
+	/* one pair relocated, not the other: two modules, no answer */
 	f.node[0] = 0;
 	assert_int_equal(
 		mt_node_tls_place(&t, 0x7f0000000000, fake_read, &f, &c),
 		-ENOEXEC);
+	/* not relocated yet: asked again later */
+	f.ctr[0] = 0;
+	assert_int_equal(
+		mt_node_tls_place(&t, 0x7f0000000000, fake_read, &f, &c),
+		-EAGAIN);
+	f.ctr[0] = 4;
+	/* a number one read of a Node's first 32 bytes would miss */
+	f.node[0] = 4;
+	t.seq_nr_off = 0x20;
+	assert_int_equal(
+		mt_node_tls_place(&t, 0x7f0000000000, fake_read, &f, &c),
+		-ENOEXEC);
+	t.seq_nr_off = 0x18;
 	f.node[0] = 5;
 	assert_int_equal(
 		mt_node_tls_place(&t, 0x7f0000000000, fake_read, &f, &c),

@@ -299,6 +299,8 @@ static int decode(const struct image *im, const struct mt_sym *syms,
 	const __u8 *c;
 	size_t after;
 
+	out->fn_vaddr = syms[0].vaddr;
+	out->fn_offset = syms[0].offset;
 	*why = "no accessor slot in Node::assign_parent()";
 	if (!accessor_slot(im, syms[0].vaddr, &slot))
 		return -ENOEXEC;
@@ -386,12 +388,16 @@ int mt_node_tls_place(const struct mt_node_tls *t, __u64 bias,
 		ret = rd(ctx, bias + t->ctr_got, ctr, sizeof(ctr));
 	if (ret)
 		return ret;
-	/* one library: one module id, which the loader has set */
-	if (!node[0] || node[0] != ctr[0])
+	/* the loader sets both as it relocates the library */
+	if (!node[0] && !ctr[0])
+		return -EAGAIN;
+	/* one library: one module id; the probe reads the number in 32 bytes */
+	if (node[0] != ctr[0] || t->seq_nr_off % 8 || t->seq_nr_off >= 32)
 		return -ENOEXEC;
 	c->modid = node[0];
 	c->node_off = node[1] + t->node_imm;
 	c->ctr_off = ctr[1] + t->ctr_imm;
 	c->seq_nr_off = t->seq_nr_off;
+	c->pad = 0;
 	return 0;
 }

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <linux/types.h>
+#include "memtrace.h" /* struct mt_node_tlsconf: what a probe reads */
 
 /*
  * What the file says, as link-time addresses: each variable is the block
@@ -22,14 +23,8 @@ struct mt_node_tls {
 	__u64 ctr_got; /* GOT pair of at::sequence_number's counter */
 	__u64 ctr_imm;
 	__u32 seq_nr_off; /* Node::sequence_nr_ */
-};
-
-/* What a probe reads, once the target's loader filled the GOT pairs */
-struct mt_node_tlsconf {
-	__u64 modid; /* libtorch_cpu's slot in each thread's DTV */
-	__u64 node_off; /* the Node pointer's offset in the block */
-	__u64 ctr_off; /* the counter's offset in the block */
-	__u32 seq_nr_off;
+	/* Node::assign_parent(): its address and file offset, for the bias */
+	__u64 fn_vaddr, fn_offset;
 };
 
 /*
@@ -44,8 +39,10 @@ int mt_node_tls_find_fd(int fd, const char *name, struct mt_node_tls *out,
 /*
  * The probe's view, from the GOT pairs as the target's loader filled them:
  * rd reads len bytes of the target at addr (0, or -errno), and the
- * library is loaded at bias. Returns 0, -ENOEXEC when the two pairs name
- * different modules or no module, or rd's error.
+ * library is loaded at bias. Returns 0, -EAGAIN while the loader has not
+ * filled them (no module id yet), -ENOEXEC when the two pairs name
+ * different modules or the Node's number is not where one read of a
+ * Node's first 32 bytes finds it, or rd's error.
  */
 int mt_node_tls_place(const struct mt_node_tls *t, __u64 bias,
 		      int (*rd)(void *ctx, __u64 addr, void *buf, size_t len),
