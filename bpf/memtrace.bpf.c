@@ -92,6 +92,8 @@ struct thread_vars {
 	 * thread lives: three reads spared at each event.
 	 */
 	__u64 tls_blk, tls_modid;
+	/* the sequence counter at the thread's last walked allocation */
+	__u64 walked_ctr;
 };
 
 struct {
@@ -1041,6 +1043,27 @@ static __always_inline __u64 tls_block(struct thread_vars *tv,
 }
 
 /*
+ * The process's TLS layout, the thread's vars (made here if need be), its
+ * block and the Node it runs (0 outside backward); NULL if any is missing
+ */
+static __always_inline const struct mt_node_tlsconf *
+tls_node(__u32 pid, struct thread_vars **tv, __u64 *blk, __u64 *node)
+{
+	const struct mt_node_tlsconf *c = bpf_map_lookup_elem(&nodetls, &pid);
+
+	if (!c)
+		return NULL;
+	if (!*tv)
+		*tv = thread_vars_get();
+	if (!*tv)
+		return NULL;
+	*blk = tls_block(*tv, c);
+	if (!*blk || read_u64(node, *blk + c->node_off))
+		return NULL;
+	return c;
+}
+
+/*
  * Backward's Node, read where PyTorch keeps it (docs/autograd-tls.md)
  * instead of from the autograd probes, which are off for this process:
  * in backward the Node and, in one read of its head, its vtable and
@@ -1052,15 +1075,8 @@ static __always_inline void node_tls(struct mt_event *e, struct thread_vars *tv)
 	const struct mt_node_tlsconf *c;
 	__u64 blk, node, head[4];
 
-	c = bpf_map_lookup_elem(&nodetls, &e->pid);
+	c = tls_node(e->pid, &tv, &blk, &node);
 	if (!c)
-		return;
-	if (!tv)
-		tv = thread_vars_get();
-	if (!tv)
-		return;
-	blk = tls_block(tv, c);
-	if (!blk || read_u64(&node, blk + c->node_off))
 		return;
 	if (node) {
 		if (bpf_probe_read_user(head, sizeof(head), (void *)node))
@@ -1072,7 +1088,27 @@ static __always_inline void node_tls(struct mt_event *e, struct thread_vars *tv)
 	} else if ((e->flags & MT_EV_PY) &&
 		   !read_u64(&e->seq, blk + c->ctr_off)) {
 		e->flags |= MT_EV_SEQ_CTR;
+		tv->walked_ctr = e->seq;
 	}
+}
+
+/*
+ * --sample-bytes: an allocation the sampler left unwalked is walked all
+ * the same outside backward when its thread's counter moved since its
+ * last walk, so that the op of every Node made has a walked allocation to
+ * name its module (the autograd probes walked at each Node made). The
+ * sample is not changed: the event is not marked sampled.
+ */
+static __always_inline bool number_moved(struct mt_event *e,
+					 struct thread_vars *tv)
+{
+	const struct mt_node_tlsconf *c;
+	__u64 blk, node, ctr;
+
+	c = tls_node(e->pid, &tv, &blk, &node);
+	if (!c || node || read_u64(&ctr, blk + c->ctr_off))
+		return false;
+	return ctr != tv->walked_ctr;
 }
 
 /*
@@ -1086,10 +1122,16 @@ static __always_inline void entry_event(struct mt_event *ev,
 					struct pt_regs *ctx, __u64 cookie)
 {
 	struct thread_vars *tv = fill(ev, ctx, cookie);
+	bool walk = false;
 	__s32 dev;
 
-	if (MT_COOKIE_KIND(cookie) != MT_K_LOADER &&
-	    walk_wanted(ev, cookie, tv))
+	if (MT_COOKIE_KIND(cookie) != MT_K_LOADER) {
+		walk = walk_wanted(ev, cookie, tv);
+		if (!walk && sample_bytes && (cookie & MT_F_TVARS) &&
+		    !(cookie & MT_F_FREE))
+			walk = number_moved(ev, tv);
+	}
+	if (walk)
 		walk_python(ev, PT_REGS_SP(ctx));
 	/* after the walk: the counter is read where a stack names it */
 	if (cookie & MT_F_TVARS)

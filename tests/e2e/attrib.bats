@@ -245,3 +245,12 @@ backward_modules() {
 	! grep -q ' mode=tls$' "$TRACE"
 	assert_grads
 }
+
+@test "--sample-bytes reads backward's Node from TLS too: the unsampled first allocation of each op is walked to name its Node" {
+	# most activations (2 to 28 KiB) unsampled, the gradients (91 KiB
+	# and up) sampled at nearly every step
+	MTARGS="--sample-bytes 32K" trace_model --steps 4
+	grep -q "^# autograd pid=$fx_PID mode=tls\$" "$TRACE"
+	grep -q "^# attach pid=$fx_PID lib=.*/libtorch_cpu\.so\.[0-9.]* probes=0\$" "$TRACE"
+	assert_grads
+}

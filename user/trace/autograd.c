@@ -177,12 +177,6 @@ static const char *probes_why(struct mt_tracer *tr, int fd, const char *path,
 		return "--module-log times every Node";
 	if (tr->att.global)
 		return "the probes serve every process (--children, --all)";
-	/*
-	 * A Node is named by the walked allocations of its op: sampled, too
-	 * few are walked, where the probe walks at every Node made
-	 */
-	if (tr->conf->out.ses.sample_bytes)
-		return "--sample-bytes walks only some forward allocations";
 	if (force && !strcmp(force, "probes"))
 		return FORCE_ENV "=probes";
 	if (mt_node_tls_find_fd(fd, path, found, err, errlen))
