@@ -86,6 +86,14 @@ struct thread_vars {
 	struct node_ref node;
 	/* --sample-bytes: bytes to the next sampled one; 0: none drawn yet */
 	__u64 sample_left;
+	/*
+	 * The thread's libtorch_cpu TLS block, dtv[tls_modid] of its DTV
+	 * (node_tls()); 0: not found yet. A block never moves while its
+	 * thread lives: three reads spared at each event.
+	 */
+	__u64 tls_blk, tls_modid;
+	/* the sequence counter at the thread's last walked allocation */
+	__u64 walked_ctr;
 };
 
 struct {
@@ -102,6 +110,17 @@ struct {
 	__type(key, __u32);
 	__type(value, struct mt_pyconf);
 } pyconf SEC(".maps");
+
+/*
+ * per traced process: where its libtorch_cpu keeps backward's Node and the
+ * sequence counter (memtrace.h); a process without one keeps the probes
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct mt_node_tlsconf);
+} nodetls SEC(".maps");
 
 /* exception types --trace-exceptions does not want: no event for them */
 struct {
@@ -320,6 +339,7 @@ fill(struct mt_event *e, struct pt_regs *ctx, __u64 cookie)
 	e->node = tv ? tv->node.node : 0;
 	e->node_vt = tv ? tv->node.vt : 0;
 	e->node_stack = tv ? tv->node.stack : 0;
+	e->seq = 0;
 	__builtin_memcpy(e->comm, task->comm, sizeof(e->comm));
 	return tv;
 }
@@ -1003,6 +1023,102 @@ static __always_inline bool walk_wanted(struct mt_event *ev, __u64 cookie,
 	return true;
 }
 
+/* glibc's dtv_t: a slot whose block is not allocated yet */
+#define TLS_DTV_UNALLOCATED ((__u64)-1)
+
+/*
+ * The calling thread's libtorch_cpu TLS block from glibc's DTV: tcbhead_t
+ * (at fs_base) holds the DTV at +8, whose slot -1 counts the slots and
+ * slot modid (16 bytes each) points at the block. 0 while the thread has
+ * none: it never reached that TLS, so it runs no Node and made none.
+ */
+static __always_inline __u64 tls_block(struct thread_vars *tv,
+				       const struct mt_node_tlsconf *c)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 dtv, len, blk;
+
+	if (tv->tls_blk && tv->tls_modid == c->modid)
+		return tv->tls_blk;
+	if (read_u64(&dtv, task->thread.fsbase + 8) || !dtv ||
+	    read_u64(&len, dtv - 16) || c->modid > len ||
+	    read_u64(&blk, dtv + 16 * c->modid) || !blk ||
+	    blk == TLS_DTV_UNALLOCATED)
+		return 0;
+	tv->tls_blk = blk;
+	tv->tls_modid = c->modid;
+	return blk;
+}
+
+/*
+ * The process's TLS layout, the thread's vars (made here if need be), its
+ * block and the Node it runs (0 outside backward); NULL if any is missing
+ */
+static __always_inline const struct mt_node_tlsconf *
+tls_node(__u32 pid, struct thread_vars **tv, __u64 *blk, __u64 *node)
+{
+	const struct mt_node_tlsconf *c = bpf_map_lookup_elem(&nodetls, &pid);
+
+	if (!c)
+		return NULL;
+	if (!*tv)
+		*tv = thread_vars_get();
+	if (!*tv)
+		return NULL;
+	*blk = tls_block(*tv, c);
+	if (!*blk || read_u64(node, *blk + c->node_off))
+		return NULL;
+	return c;
+}
+
+/*
+ * Backward's Node, read where PyTorch keeps it (docs/autograd-tls.md)
+ * instead of from the autograd probes, which are off for this process:
+ * in backward the Node and, in one read of its head, its vtable and
+ * number; at a walked allocation outside backward the thread's counter,
+ * which user space pairs with the stack to name each Node's module.
+ */
+static __always_inline void node_tls(struct mt_event *e, struct thread_vars *tv)
+{
+	const struct mt_node_tlsconf *c;
+	__u64 blk, node, head[4];
+
+	c = tls_node(e->pid, &tv, &blk, &node);
+	if (!c)
+		return;
+	if (node) {
+		if (bpf_probe_read_user(head, sizeof(head), (void *)node))
+			return;
+		e->node = node;
+		e->node_vt = head[0];
+		e->seq = head[(c->seq_nr_off / 8) & 3];
+		e->flags |= MT_EV_SEQ_NODE;
+	} else if ((e->flags & MT_EV_PY) &&
+		   !read_u64(&e->seq, blk + c->ctr_off)) {
+		e->flags |= MT_EV_SEQ_CTR;
+		tv->walked_ctr = e->seq;
+	}
+}
+
+/*
+ * --sample-bytes: an allocation the sampler left unwalked is walked all
+ * the same outside backward when its thread's counter moved since its
+ * last walk, so that the op of every Node made has a walked allocation to
+ * name its module (the autograd probes walked at each Node made). The
+ * sample is not changed: the event is not marked sampled.
+ */
+static __always_inline bool number_moved(struct mt_event *e,
+					 struct thread_vars *tv)
+{
+	const struct mt_node_tlsconf *c;
+	__u64 blk, node, ctr;
+
+	c = tls_node(e->pid, &tv, &blk, &node);
+	if (!c || node || read_u64(&ctr, blk + c->ctr_off))
+		return false;
+	return ctr != tv->walked_ctr;
+}
+
 /*
  * CUmemAllocationProp.location.id: after the type, the requested handle
  * types and location.type, four bytes each
@@ -1014,11 +1130,20 @@ static __always_inline void entry_event(struct mt_event *ev,
 					struct pt_regs *ctx, __u64 cookie)
 {
 	struct thread_vars *tv = fill(ev, ctx, cookie);
+	bool walk = false;
 	__s32 dev;
 
-	if (MT_COOKIE_KIND(cookie) != MT_K_LOADER &&
-	    walk_wanted(ev, cookie, tv))
+	if (MT_COOKIE_KIND(cookie) != MT_K_LOADER) {
+		walk = walk_wanted(ev, cookie, tv);
+		if (!walk && sample_bytes && (cookie & MT_F_TVARS) &&
+		    !(cookie & MT_F_FREE))
+			walk = number_moved(ev, tv);
+	}
+	if (walk)
 		walk_python(ev, PT_REGS_SP(ctx));
+	/* after the walk: the counter is read where a stack names it */
+	if (cookie & MT_F_TVARS)
+		node_tls(ev, tv);
 	if (cookie & MT_F_PROPDEV) {
 		if (bpf_probe_read_user(&dev, sizeof(dev),
 					(void *)(ev->args[2] +
@@ -1277,6 +1402,7 @@ int BPF_PROG(mt_exec, struct task_struct *p, pid_t old_pid,
 	if (!bpf_map_lookup_elem(&exec_watch, &tgid))
 		return 0;
 	bpf_map_delete_elem(&pyconf, &tgid);
+	bpf_map_delete_elem(&nodetls, &tgid);
 	bpf_task_storage_delete(&thread_vars, p);
 	e = slot_begin(&s);
 	if (e) {

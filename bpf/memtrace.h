@@ -167,6 +167,15 @@ struct mt_hold {
  * its CPython, or has not finished). Counted once it proves to be Python.
  */
 #define MT_EV_PY_NOCONF (1u << 7)
+/*
+ * Read from libtorch_cpu's thread-locals (struct mt_node_tlsconf):
+ * MT_EV_SEQ_NODE, in backward: node and node_vt are the Node the thread
+ * evaluates, seq its sequence_nr_; MT_EV_SEQ_CTR, at a walked allocation
+ * outside backward: seq is the thread's sequence counter, the number the
+ * next Node made will take
+ */
+#define MT_EV_SEQ_NODE (1u << 8)
+#define MT_EV_SEQ_CTR (1u << 9)
 
 #define MT_MAX_FRAMES 64
 #define MT_MAX_MODCODE 4
@@ -254,6 +263,24 @@ struct mt_event {
 	__u64 node; /* autograd Node this thread evaluates (backward) */
 	__u64 node_vt; /* its vtable pointer: names its class */
 	__u64 node_stack; /* the Python stack the Node was made in, or 0 */
+	__u64 seq; /* MT_EV_SEQ_NODE or MT_EV_SEQ_CTR: a sequence number */
+};
+
+/*
+ * Where a process's libtorch_cpu keeps, per thread, the autograd Node the
+ * engine evaluates and ATen's sequence counter (docs/autograd-tls.md):
+ * each thread's block is dtv[modid] of glibc's DTV, the Node pointer at
+ * node_off in it and the counter at ctr_off; a Node's number is at
+ * seq_nr_off (a multiple of 8 below 32) in it. Filled by user space from
+ * user/python/nodetls.c, per process; without it the autograd probes
+ * name backward's Nodes.
+ */
+struct mt_node_tlsconf {
+	__u64 modid; /* libtorch_cpu's slot in each thread's DTV */
+	__u64 node_off; /* the Node pointer's offset in the block */
+	__u64 ctr_off; /* the counter's offset in the block */
+	__u32 seq_nr_off; /* Node::sequence_nr_ */
+	__u32 pad;
 };
 
 #endif /* __MEMTRACE_H */

@@ -36,13 +36,18 @@ sized() {
 		grep ' phase=forward ' | grep -q ' module=encoder.1.act$'
 }
 
-@test "weight gradients carry phase=backward, the layer and its autograd node" {
-	trace_model --steps 2
+# each weight's gradient carries its layer and the Node its forward made
+assert_grads() {
 	while read -r _ name bytes; do
 		line=$(sized "$bytes" | grep ': c10:cpu_alloc: ' | grep ' phase=backward ' | head -1)
 		echo "grad $name: $line"
 		[[ "$line" == *" module=$name node=AddmmBackward0" ]]
 	done < <(grep '^weight ' "$MODEL" | grep -v ' head ')
+}
+
+@test "weight gradients carry phase=backward, the layer and its autograd node" {
+	trace_model --steps 2
+	assert_grads
 }
 
 @test "Adam's state carries phase=optimizer" {
@@ -196,4 +201,56 @@ sized() {
 	# the other phases are untouched
 	sized "$(awk '$2=="encoder.0.proj" && $1=="act"{print $3}' "$MODEL")" |
 		grep -q ' phase=forward module=encoder.0.proj$'
+}
+
+# the (size, module) of each backward allocation of the trace, sorted
+backward_modules() {
+	grep -E '^[^#	].*: c10:cpu_alloc: .* phase=backward ' "$TRACE" |
+		sed -E 's/.* size=([0-9]+) .* (module=[^ ]*).*/\1 \2/' | sort -u
+}
+
+@test "backward's Node read from libtorch_cpu's TLS: no autograd probe, each module as the probes name it" {
+	trace_model --steps 2
+	grep '^# autograd ' "$TRACE"
+	grep -q "^# autograd pid=$fx_PID mode=tls\$" "$TRACE"
+	# set_gradient_edge and evaluate_function unprobed: no trap at a Node
+	grep -q "^# attach pid=$fx_PID lib=.*/libtorch_cpu\.so\.[0-9.]* probes=0\$" "$TRACE"
+	assert_grads
+	backward_modules >"$BATS_TEST_TMPDIR/tls.modules"
+
+	MEMTRACE_BPF_AUTOGRAD=probes trace_model --steps 2
+	grep -q "^# autograd pid=$fx_PID mode=probes why=MEMTRACE_BPF_AUTOGRAD=probes\$" "$TRACE"
+	grep -q "^# attach pid=$fx_PID lib=.*/libtorch_cpu\.so\.[0-9.]* probes=2\$" "$TRACE"
+	assert_grads
+	backward_modules | diff - "$BATS_TEST_TMPDIR/tls.modules"
+}
+
+@test "a libtorch_cpu whose TLS cannot be read after all gets the autograd probes late, and names backward with them" {
+	rm -f "$BATS_TEST_TMPDIR/fx.hold"
+	: >"$BATS_TEST_TMPDIR/trace.out"
+	MEMTRACE_BPF_AUTOGRAD=late-probes MT_HOLD="$BATS_TEST_TMPDIR/fx.hold" \
+		"$MT" --keys -o "$BATS_TEST_TMPDIR/trace.out" -- "$TORCH_PY" \
+		"$ROOT/tests/fixtures/attrib_model.py" --steps 2 \
+		>"$BATS_TEST_TMPDIR/fx.out" 2>"$BATS_TEST_TMPDIR/trace.err" &
+	MT_PID=$!
+	settle fx '^root '
+	finish
+	cat "$BATS_TEST_TMPDIR/trace.err"
+	[ "$MT_STATUS" -eq 0 ]
+	MODEL=$BATS_TEST_TMPDIR/fx.out
+	grep -E '^# (autograd|attach .*libtorch_cpu)' "$TRACE"
+	# attached without them, then the fallback
+	grep -A100000 '^# attach pid=[0-9]* lib=.*/libtorch_cpu\.so\.[0-9.]* probes=0$' "$TRACE" |
+		grep -q '^# autograd pid=[0-9]* mode=probes why=MEMTRACE_BPF_AUTOGRAD=late-probes$'
+	! grep -q ' mode=tls$' "$TRACE"
+	assert_grads
+}
+
+@test "--sample-bytes reads backward's Node from TLS too: the unsampled first allocation of each op is walked to name its Node" {
+	# most activations (2 to 28 KiB) unsampled, the gradients (91 KiB
+	# and up) sampled at nearly every step
+	MTARGS="--sample-bytes 32K" trace_model --steps 4
+	grep -q "^# autograd pid=$fx_PID mode=tls\$" "$TRACE"
+	grep -q "^# attach pid=$fx_PID lib=.*/libtorch_cpu\.so\.[0-9.]* probes=0\$" "$TRACE"
+	assert_grads
 }

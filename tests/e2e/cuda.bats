@@ -126,6 +126,8 @@ model() {
 @test "cuda: backward on PyTorch's CUDA autograd thread is its forward's module, Adam's state the optimizer's" {
 	model -- --steps 2
 	ck_backward
+	# read from the autograd thread's own TLS: no probe at any Node
+	grep -q "^# autograd pid=$PID mode=tls\$" "$TRACE"
 }
 
 @test "cuda: --export memviz against PyTorch's _record_memory_history: same segments, blocks and history; _memory_viz renders both" {

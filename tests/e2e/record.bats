@@ -12,7 +12,7 @@ MODEL_PY=$ROOT/tests/fixtures/incident_model.py
 # tracers of the same events: the run's length and rate, the record's
 # notes, and times (each tracer's probe reads the clock a little apart)
 analyses() {
-	grep -E '^#' "$1" | grep -vE '^# (summary|record|attach|python|LOST|memtrace-bpf) ' |
+	grep -E '^#' "$1" | grep -vE '^# (summary|record|attach|python|autograd|LOST|memtrace-bpf) ' |
 		sed -E 's/ time=[0-9.]+s / time=- /; s/ at [0-9.]+ s / at - s /'
 }
 

@@ -90,6 +90,8 @@ assert_python() {
 		# the only other forward allocation of that size: the ReLU's output
 		[ "$(grep -v -e " module=$name\$" -e ' module=[^ ]*\.act$' <<<"$lines" | grep -c .)" -eq 0 ]
 	done < <(grep '^act ' "$MODEL")
+	# backward's Nodes read from libtorch_cpu's TLS, not probed
+	grep -q "^# autograd pid=[0-9]* mode=tls\$" "$TRACE"
 	# a weight's gradient: made in backward by the node its forward made
 	while read -r _ name bytes; do
 		echo "grad $name"

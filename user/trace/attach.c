@@ -12,6 +12,8 @@
 #include "memtrace.skel.h"
 
 #define MAX_NAMES 64
+/* the probes that name backward's Nodes, where their TLS cannot */
+#define AUTOGRAD_FLAGS (MT_F_EDGE | MT_F_SETNODE)
 
 static bool kind_wanted(const struct mt_attacher *a,
 			const struct mt_kind_info *ki)
@@ -125,13 +127,14 @@ static int resolve_wrapped(int fd, const char *path,
 
 /*
  * Attach every probe of lib to t in the file open as fd, which messages
- * call path. The symbols are read through fd, and the uprobes are placed
- * through /proc/self/fd/FD: the kernel resolves that to fd's own inode, so
- * what is probed is what was read, whatever is at path now.
+ * call path; only: just the kinds with one of these flags (0: all). The
+ * symbols are read through fd, and the uprobes are placed through
+ * /proc/self/fd/FD: the kernel resolves that to fd's own inode, so what
+ * is probed is what was read, whatever is at path now.
  */
 static int attach_fd(struct mt_attacher *a, struct mt_target *t,
-		     enum mt_lib lib, int fd, const char *path, char *err,
-		     size_t errlen)
+		     enum mt_lib lib, int fd, const char *path, __u64 only,
+		     char *err, size_t errlen)
 {
 	const char *names[MAX_NAMES];
 	unsigned int kind_of[MAX_NAMES];
@@ -140,6 +143,9 @@ static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 	char file[64];
 	size_t n = 0;
 	int ret, probes = 0;
+	/* backward's Nodes read from libtorch_cpu's TLS: no trap at each */
+	bool tls = !only && lib == MT_LIB_TORCH_CPU && a->node_tls &&
+		   a->node_tls(a->ctx, t, fd, path);
 
 	ret = mt_mapfile_fd_path(fd, file, sizeof(file));
 	if (ret) {
@@ -149,7 +155,9 @@ static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 	for (unsigned int k = 1; k < MT_K_MAX; k++) {
 		const struct mt_kind_info *ki = mt_kind(k);
 
-		if (ki->lib != lib || !kind_wanted(a, ki))
+		if (ki->lib != lib || !kind_wanted(a, ki) ||
+		    (only && !(ki->flags & only)) ||
+		    (tls && (ki->flags & AUTOGRAD_FLAGS)))
 			continue;
 		for (int i = 0; i < MT_MAX_SYMS && ki->syms[i]; i++) {
 			names[n] = ki->syms[i];
@@ -222,7 +230,7 @@ int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
 		mt_err("%s", err);
 		return fd;
 	}
-	ret = attach_fd(a, t, lib, fd, path, err, sizeof(err));
+	ret = attach_fd(a, t, lib, fd, path, 0, err, sizeof(err));
 	close(fd);
 	if (ret < 0)
 		mt_err("%s", err);
@@ -232,16 +240,30 @@ int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
 /* attach_fd for the file t maps at m, opened through the mapping itself */
 static int attach_mapping(struct mt_attacher *a, struct mt_target *t,
 			  enum mt_lib lib, const struct mt_mapping *m,
-			  char *err, size_t errlen)
+			  __u64 only, char *err, size_t errlen)
 {
 	int fd = mt_mapfile_open(t->pid, m, err, errlen);
 	int ret;
 
 	if (fd < 0)
 		return fd;
-	ret = attach_fd(a, t, lib, fd, m->path, err, errlen);
+	ret = attach_fd(a, t, lib, fd, m->path, only, err, errlen);
 	close(fd);
 	return ret;
+}
+
+int mt_attach_autograd(struct mt_attacher *a, struct mt_target *t,
+		       const char *path, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < t->maps.n; i++) {
+		const struct mt_mapping *m = &t->maps.v[i];
+
+		if (m->path && !strcmp(m->path, path))
+			return attach_mapping(a, t, MT_LIB_TORCH_CPU, m,
+					      AUTOGRAD_FLAGS, err, errlen);
+	}
+	snprintf(err, errlen, "pid %d no longer maps %s", t->pid, path);
+	return -ENOENT;
 }
 
 int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
@@ -281,7 +303,7 @@ int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 				 t->pid, MT_MAX_FILES);
 			return -E2BIG;
 		}
-		ret = attach_mapping(a, t, (enum mt_lib)lib, m, err, errlen);
+		ret = attach_mapping(a, t, (enum mt_lib)lib, m, 0, err, errlen);
 		if (ret < 0)
 			return ret;
 		t->files[t->nfiles++] =

@@ -33,6 +33,13 @@ struct mt_attacher {
 	/* told of each library attached (a record keeps them); may be NULL */
 	void (*on_lib)(void *ctx, const struct mt_target *t,
 		       const struct mt_mapping *m, int probes);
+	/*
+	 * libtorch_cpu, open as fd, is about to be attached for t: true when
+	 * backward's Nodes are read from its threads' TLS instead of probed
+	 * (the autograd probes then stay off); may be NULL
+	 */
+	bool (*node_tls)(void *ctx, const struct mt_target *t, int fd,
+			 const char *path);
 	void *ctx;
 };
 
@@ -54,6 +61,14 @@ int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
  */
 int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 		   size_t errlen);
+
+/*
+ * The autograd probes that node_tls left off, on the libtorch_cpu t maps
+ * at path (its TLS could not be read after all). Returns the number of
+ * probes attached, or -errno with err set.
+ */
+int mt_attach_autograd(struct mt_attacher *a, struct mt_target *t,
+		       const char *path, char *err, size_t errlen);
 
 void mt_attach_destroy(struct mt_attacher *a);
 

@@ -15,6 +15,7 @@
 #include "proc/maps.h"
 #include "python/pyproc.h"
 #include "python/stack.h"
+#include "trace/autograd.h"
 #include "trace/tracer.h"
 
 /* the library a return address lies in, interned */
@@ -230,6 +231,7 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 	struct mt_sink *k;
 	struct mt_site *site;
 	struct mt_call r;
+	struct mt_event copy;
 	bool default0;
 
 	if (len < sizeof(*ev) || handled_whole(tr, ev))
@@ -241,6 +243,8 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 		t = mt_tracer_add(tr, (int)ev->pid, "seen", NULL, false);
 	if (t && !t->proc.ranked)
 		mt_tracer_read_rank(tr, t);
+	/* a backward event read from TLS: its Node's origin found */
+	ev = mt_autograd_event(tr, t, ev, &copy);
 	default0 = t && t->proc.spawned;
 	if (!mt_decode(ev, default0 ? 0 : -1, &r))
 		return 0;

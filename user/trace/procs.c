@@ -22,6 +22,7 @@
 #include "python/stack.h"
 #include "proc/rank.h"
 #include "record/record.h"
+#include "trace/autograd.h"
 #include "trace/tracer.h"
 #include "lib/err.h"
 #include "lib/version.h"
@@ -223,6 +224,7 @@ static void forget_python(struct mt_tracer *tr, struct mt_traced *t)
 	t->py_early = 0;
 	t->pyconf = (struct mt_pyconf){ 0 };
 	mt_pystacks_forget(tr->stacks, pid);
+	mt_autograd_forget(tr, t);
 	/*
 	 * BPF dropped the old layout at the exec, but a code object found
 	 * to call a module before the exec came to us may have put it back
@@ -396,6 +398,7 @@ static bool reusable(const struct mt_traced *t, __u64 now)
 static void let_go(struct mt_tracer *tr, struct mt_traced *t)
 {
 	mt_features_exit(tr, t);
+	mt_autograd_forget(tr, t);
 	if (tr->stacks)
 		mt_pystacks_forget(tr->stacks, (__u32)t->proc.pid);
 	mt_py_close(t->py);
@@ -483,6 +486,8 @@ void mt_tracer_on_loader(struct mt_tracer *tr, const struct mt_event *ev)
 	if (!t->exec_watched)
 		watch_exec(tr, t);
 	mt_tracer_rescan(tr, t);
+	/* the load just done relocated libtorch_cpu, maybe */
+	mt_autograd_place(tr, t);
 	if (!t->proc.spawned)
 		return;
 	ret = mt_target_resume(&t->proc, &late);

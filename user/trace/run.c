@@ -23,6 +23,7 @@
 #include "analysis/sample.h"
 #include "analysis/session.h"
 #include "lib/strpool.h"
+#include "trace/autograd.h"
 #include "trace/tracer.h"
 #include "lib/clock.h"
 #include "lib/err.h"
@@ -350,6 +351,7 @@ static int run(struct mt_tracer *tr)
 	/* with -q the attach notes still tell a script when tracing began */
 	tr->att.log = o->quiet || o->record ? stderr : tr->out;
 	tr->att.on_lib = mt_tracer_on_lib;
+	tr->att.node_tls = mt_autograd_choose;
 	tr->att.ctx = tr;
 
 	/* before the targets: each is followed from when it is found */

@@ -46,6 +46,8 @@ struct mt_traced {
 	unsigned int exec_pending;
 	bool py_soon; /* it exec'd: its CPython is looked for at each turn */
 	struct mt_sink *sink; /* its own (-o FILE{rank}), or NULL */
+	/* backward's Nodes read from libtorch_cpu's TLS (autograd.c) */
+	struct mt_autograd *autograd;
 	/* what each feature keeps of it, by the feature's slot (feature.h) */
 	void *feat[MT_MAX_FEATURES];
 };

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Backward's Nodes, per traced process: read from libtorch_cpu's TLS by
+ * the allocation probes, or named by the autograd probes (autograd.c).
+ */
+#ifndef __TRACE_AUTOGRAD_H
+#define __TRACE_AUTOGRAD_H
+
+#include <stdbool.h>
+#include "memtrace.h"
+#include "proc/target.h"
+
+struct mt_tracer;
+struct mt_traced;
+
+/*
+ * The attacher's node_tls: libtorch_cpu, open as fd, comes for pt. True
+ * when its TLS is to be read (the autograd probes stay off); either way a
+ * '# autograd' line says which, once known.
+ */
+bool mt_autograd_choose(void *ctx, const struct mt_target *pt, int fd,
+			const char *path);
+/*
+ * Tell BPF where t's TLS lies once its loader filled libtorch_cpu's GOT:
+ * at its library loads; if it never can, t falls back to the probes
+ */
+void mt_autograd_place(struct mt_tracer *tr, struct mt_traced *t);
+/*
+ * Each event of t (NULL: none followed), before it is attributed: the
+ * event to attribute, ev or, for a backward one, copy with the origin
+ * of its Node in node_stack
+ */
+const struct mt_event *mt_autograd_event(struct mt_tracer *tr,
+					 struct mt_traced *t,
+					 const struct mt_event *ev,
+					 struct mt_event *copy);
+/* t's image is gone (exec, exit): what was kept of it freed, in BPF too */
+void mt_autograd_forget(struct mt_tracer *tr, struct mt_traced *t);
+
+#endif /* __TRACE_AUTOGRAD_H */
