@@ -18,6 +18,7 @@ static void test_origin(void **state)
 	struct mt_nodeseq s;
 
 	mt_nodeseq_init(&s, 0);
+	s.from_start = true;
 	assert_int_equal(mt_nodeseq_origin(&s, 0), 0);
 	assert_int_equal(mt_nodeseq_put(&s, 1, 0xa), 0);
 	assert_int_equal(mt_nodeseq_put(&s, 3, 0xc), 0);
@@ -35,6 +36,23 @@ static void test_origin(void **state)
 	assert_int_equal(mt_nodeseq_put(&s, 2, 0xe), 0);
 	assert_int_equal(s.disorder, 1);
 	assert_int_equal(mt_nodeseq_origin(&s, 1), 0xc);
+	mt_nodeseq_free(&s);
+}
+
+/*
+ * Attached mid-run: the first walked allocation (backward()'s own, at the
+ * next number after the loss's Node) names no Node made before the attach
+ */
+static void test_attached(void **state)
+{
+	struct mt_nodeseq s;
+
+	mt_nodeseq_init(&s, 0);
+	assert_int_equal(mt_nodeseq_put(&s, 41, 0xa), 0);
+	assert_int_equal(mt_nodeseq_put(&s, 43, 0xc), 0);
+	assert_int_equal(mt_nodeseq_origin(&s, 40), 0);
+	assert_int_equal(mt_nodeseq_origin(&s, 41), 0xc);
+	assert_int_equal(mt_nodeseq_origin(&s, 42), 0xc);
 	mt_nodeseq_free(&s);
 }
 
@@ -62,6 +80,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_origin),
+		cmocka_unit_test(test_attached),
 		cmocka_unit_test(test_ring),
 	};
 

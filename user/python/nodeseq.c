@@ -75,9 +75,12 @@ __u64 mt_nodeseq_origin(const struct mt_nodeseq *s, __u64 seq)
 		return 0;
 	/*
 	 * Above want with nothing kept before it: the Node's own op may be
-	 * among the pairs overwritten or before the attach. Not guessed.
+	 * among the pairs overwritten or before the attach. Not guessed;
+	 * nor is an exact match on the first pair of a process attached
+	 * mid-run, whose number follows every Node made before the attach.
 	 */
-	if (!lo && s->ctr[at(s, 0)] != want)
+	if (!lo &&
+	    (s->ctr[at(s, 0)] != want || (!s->from_start && !s->overwritten)))
 		return 0;
 	return s->stack[at(s, lo)];
 }

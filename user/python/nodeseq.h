@@ -11,6 +11,7 @@
 #ifndef __NODESEQ_H
 #define __NODESEQ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
 
@@ -31,6 +32,14 @@ struct mt_nodeseq {
 	 * thread, whose numbers are its own (pairs are kept per process)
 	 */
 	__u64 disorder;
+	/*
+	 * The process was traced from its start: its first pair is the op
+	 * of the Node numbered one below it. Attached mid-run, the first
+	 * pair's number is also the next of every Node made before the
+	 * attach (the last forward's loss, whose backward() walks the
+	 * first), so that it names none.
+	 */
+	bool from_start;
 };
 
 /* an empty table of cap pairs at most (0: MT_NODESEQ_CAP) */

@@ -214,6 +214,7 @@ bool mt_autograd_choose(void *ctx, const struct mt_target *pt, int fd,
 	}
 	t->autograd->found = found;
 	mt_nodeseq_init(&t->autograd->seq, 0);
+	t->autograd->seq.from_start = !t->proc.attached;
 	/* -p: its loader relocated it long ago; else at its next loads */
 	why = place(tr, t);
 	if (!why)
