@@ -15,6 +15,7 @@
 #include <string.h>
 #include "event/kinds.h"
 #include "proc/elfsym.h"
+#include "roots.h"
 
 static struct mt_event event(unsigned int kind)
 {
@@ -546,11 +547,9 @@ static void test_torch_symbols(void **state)
 		"%s/trixie-*/usr/lib/x86_64-linux-gnu",
 		"%s/sid-*/usr/lib/x86_64-linux-gnu",
 	};
-	const char *roots = getenv("MT_ROOTS");
+	const char *roots = roots_dir();
 	int libs = 0;
 
-	if (!roots)
-		roots = "/var/cache/memtrace-bpf/roots";
 	for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
 		static const struct {
 			const char *glob;
@@ -580,11 +579,7 @@ static void test_torch_symbols(void **state)
 			globfree(&g);
 		}
 	}
-	if (!libs) {
-		print_message("skipped: no PyTorch installed or in %s\n",
-			      roots);
-		skip();
-	}
+	roots_skip_if_none(libs);
 }
 
 /*

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "python/nodetls.h"
+#include "roots.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -41,11 +42,9 @@ static const struct want wants[] = {
 
 static void test_real_libraries(void **state)
 {
-	const char *roots = getenv("MT_ROOTS");
+	const char *roots = roots_dir();
 	int libs = 0;
 
-	if (!roots)
-		roots = "/var/cache/memtrace-bpf/roots";
 	for (size_t w = 0; w < ARRAY_SIZE(wants); w++) {
 		char pat[512];
 		glob_t g;
@@ -80,11 +79,7 @@ static void test_real_libraries(void **state)
 		}
 		globfree(&g);
 	}
-	if (!libs) {
-		print_message("skipped: no PyTorch installed or in %s\n",
-			      roots);
-		skip();
-	}
+	roots_skip_if_none(libs);
 }
 
 /* a library that is no libtorch_cpu: said, not guessed */
