@@ -18,6 +18,20 @@ kinds() {
 	sed -n "/^Peak/,/^Leaks/p; /^By kind:/,/^$/p" "$REPORT"
 }
 
+# kinds_in_root ROOT FIXTURE: FIXTURE (which imports kinds_adam.py's
+# model) run in the Debian root ROOT, traced from its start: the key
+# lines in $KEYS, its output in $MODEL
+kinds_in_root() {
+	root_stage "$1" "$ROOT/tests/fixtures/$2" "$ROOT/tests/fixtures/kinds_adam.py"
+	KEYS=$BATS_TEST_TMPDIR/keys.out
+	MODEL=$BATS_TEST_TMPDIR/model.out
+	# the root's /proc for torch, in a mount namespace of the command's
+	"$MT" -q --keys -o "$KEYS" -- unshare -m sh -c \
+		'mount -t proc proc "$1/proc" && exec chroot "$1" python3 "$2"' \
+		sh "$1" "$STAGE/$2" >"$MODEL"
+	root_unstage
+}
+
 # field LINE KEY: the value of KEY= in LINE
 field() {
 	sed -nE "s/.* $2=([^ ]*).*/\\1/p" <<<"$1"
@@ -74,16 +88,9 @@ ck_sum() {
 
 @test "kinds against torch.profiler's memory timeline (torch 2.14, sid): the same peak and parameters to the byte" {
 	need_roots sid
-	root_stage "$ROOT_SID" "$ROOT/tests/fixtures/kinds_profiler.py" \
-		"$ROOT/tests/fixtures/kinds_adam.py"
-	KEYS=$BATS_TEST_TMPDIR/keys.out
-	# the root's /proc for torch, in a mount namespace of the command's
-	"$MT" -q --keys -o "$KEYS" -- unshare -m sh -c \
-		'mount -t proc proc "$1/proc" && exec chroot "$1" python3 "$2"' \
-		sh "$ROOT_SID" "$STAGE/kinds_profiler.py" >"$BATS_TEST_TMPDIR/model.out"
-	root_unstage
+	kinds_in_root "$ROOT_SID" kinds_profiler.py
 	local line torch
-	torch=$(grep '^profiler peak=' "$BATS_TEST_TMPDIR/model.out")
+	torch=$(grep '^profiler peak=' "$MODEL")
 	line=$(grep '^# kinds pid=[0-9]* dev=cpu space=cpu ' "$KEYS")
 	echo "PyTorch: $torch"
 	echo "ours:    $line"
@@ -99,15 +106,9 @@ ck_sum() {
 
 @test "kinds against MemTracker (torch 2.6, trixie): parameters, gradients to the byte; the rest by its definitions" {
 	need_roots trixie
-	root_stage "$ROOT_TRIXIE" "$ROOT/tests/fixtures/kinds_memtracker.py" \
-		"$ROOT/tests/fixtures/kinds_adam.py"
-	KEYS=$BATS_TEST_TMPDIR/keys.out
-	"$MT" -q --keys -o "$KEYS" -- unshare -m sh -c \
-		'mount -t proc proc "$1/proc" && exec chroot "$1" python3 "$2"' \
-		sh "$ROOT_TRIXIE" "$STAGE/kinds_memtracker.py" >"$BATS_TEST_TMPDIR/model.out"
-	root_unstage
+	kinds_in_root "$ROOT_TRIXIE" kinds_memtracker.py
 	local line torch diff
-	torch=$(grep '^memtracker peak=' "$BATS_TEST_TMPDIR/model.out")
+	torch=$(grep '^memtracker peak=' "$MODEL")
 	line=$(grep '^# kinds pid=[0-9]* dev=cpu space=cpu ' "$KEYS")
 	echo "PyTorch: $torch"
 	echo "ours:    $line"
