@@ -575,12 +575,16 @@ static __always_inline void copy_stack(struct bulk *bk)
 static __always_inline __u64 cstack_end(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct mm_struct *mm;
 
 	if (task->pid != task->tgid)
 		return task->thread.fsbase;
-	mm = task->mm;
-	return mm ? mm->start_stack : 0;
+	/*
+	 * Read, not dereferenced: the verifier looks a trusted pointer's
+	 * field up in vmlinux's BTF by name at each path it checks through
+	 * it, and this one is on many; that lookup was a quarter of the
+	 * tracer's start.
+	 */
+	return BPF_CORE_READ(task, mm, start_stack);
 }
 
 /*
