@@ -133,43 +133,103 @@ static bool accessor_slot(const struct image *im, __u64 fn, __u64 *slot)
 }
 
 /*
- * The accessor, from the static initializer that puts it in slot:
- * lea ACC(%rip),%reg; mov %reg,SLOT(%rip), both with REX.W. The one
- * store found wins; two that disagree are no answer.
+ * Stores of a lea'd address into slot in [lo, hi) of the file's code:
+ * lea ACC(%rip),%reg; mov %reg,SLOT(%rip), both with REX.W. Returns 1
+ * with *acc set, 0 if none, -1 if two disagree.
  */
-static bool accessor_of(const struct image *im, __u64 slot, __u64 *acc)
+static int store_in(const struct image *im, __u64 lo, __u64 hi, __u64 slot,
+		    __u64 *acc)
 {
-	bool found = false;
+	int found = 0;
 
 	for (size_t s = 0; s < im->nload; s++) {
 		const GElf_Phdr *p = &im->load[s];
+		__u64 from = lo > p->p_vaddr ? lo : p->p_vaddr;
+		__u64 to = p->p_vaddr + p->p_filesz;
 		const __u8 *c;
 
-		if (!(p->p_flags & PF_X) || p->p_filesz < 14)
+		if (hi < to)
+			to = hi;
+		if (!(p->p_flags & PF_X) || to <= from || to - from < 14)
 			continue;
-		c = at(im, p->p_vaddr, p->p_filesz);
-		for (size_t i = 7; c && i + 7 <= p->p_filesz; i++) {
+		c = at(im, from, to - from);
+		for (size_t i = 7; c && i + 7 <= to - from; i++) {
 			__u8 modrm = c[i + 2];
 			__u64 a;
 
 			/* mov %reg,disp32(%rip) into slot */
 			if (c[i] != 0x48 || c[i + 1] != 0x89 ||
 			    (modrm & 0xc7) != 0x05 ||
-			    p->p_vaddr + i + 7 + (__s64)s32_at(c + i + 3) !=
-				    slot)
+			    from + i + 7 + (__s64)s32_at(c + i + 3) != slot)
 				continue;
 			/* lea disp32(%rip),%reg just before, same reg */
 			if (c[i - 7] != 0x48 || c[i - 6] != 0x8d ||
 			    c[i - 5] != modrm)
 				continue;
-			a = p->p_vaddr + i + (__s64)s32_at(c + i - 4);
+			a = from + i + (__s64)s32_at(c + i - 4);
 			if (found && a != *acc)
-				return false;
+				return -1;
 			*acc = a;
-			found = true;
+			found = 1;
 		}
 	}
 	return found;
+}
+
+/*
+ * Where the static initializers lie: the span of .init_array's entries
+ * (the file holds them as well as their relocations), which GCC's
+ * .text.startup and the linker keep together, plus INIT_TAIL for the
+ * last one. 0 when the file has none.
+ */
+#define INIT_TAIL (64 * 1024)
+static int init_span(const struct image *im, __u64 *lo, __u64 *hi)
+{
+	Elf_Scn *scn = NULL;
+
+	*lo = ~0ULL;
+	*hi = 0;
+	while ((scn = elf_nextscn(im->elf, scn))) {
+		Elf_Data *d = elf_getdata(scn, NULL);
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_INIT_ARRAY ||
+		    !d || !d->d_buf)
+			continue;
+		for (size_t i = 0; i + 8 <= d->d_size; i += 8) {
+			__u64 v;
+
+			memcpy(&v, (const __u8 *)d->d_buf + i, sizeof(v));
+			if (!v || !at(im, v, 1))
+				continue;
+			if (v < *lo)
+				*lo = v;
+			if (v > *hi)
+				*hi = v;
+		}
+	}
+	if (*lo > *hi)
+		return 0;
+	*hi += INIT_TAIL;
+	return 1;
+}
+
+/*
+ * The accessor, from the static initializer that puts it in slot. The
+ * initializers' span is searched first: the whole code is 80 MiB of
+ * libtorch_cpu, and reading it was a fifth of the tracer's start. The
+ * one store found wins; two that disagree are no answer.
+ */
+static bool accessor_of(const struct image *im, __u64 slot, __u64 *acc)
+{
+	__u64 lo, hi;
+	int r = 0;
+
+	if (init_span(im, &lo, &hi))
+		r = store_in(im, lo, hi, slot, acc);
+	if (!r)
+		r = store_in(im, 0, ~0ULL, slot, acc);
+	return r > 0;
 }
 
 /*
