@@ -324,6 +324,35 @@ int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 	return newlibs;
 }
 
+int mt_attach_choose_progs(const struct mt_attacher *a)
+{
+	struct bpf_program *p;
+	int ret = 0;
+
+	for (p = bpf_object__next_program(a->skel->obj, NULL); p;
+	     p = bpf_object__next_program(a->skel->obj, p)) {
+		const char *sec = bpf_program__section_name(p);
+
+		if (!ret && (!strncmp(sec, "uprobe", 6) ||
+			     !strncmp(sec, "uretprobe", 9)))
+			ret = bpf_program__set_autoload(p, false);
+	}
+	for (unsigned int k = 1; k < MT_K_MAX && !ret; k++) {
+		const struct mt_kind_info *ki = mt_kind(k);
+
+		if (!kind_wanted(a, ki))
+			continue;
+		ret = bpf_program__set_autoload(entry_prog(a->skel, ki->flags),
+						true);
+		if (!ret && ki->retprobe)
+			ret = bpf_program__set_autoload(a->skel->progs.mt_exit,
+							true);
+	}
+	if (ret)
+		mt_err("choose the BPF programs: %s", strerror(-ret));
+	return ret;
+}
+
 void mt_attach_destroy(struct mt_attacher *a)
 {
 	for (size_t i = 0; i < a->nlinks; i++)

@@ -334,6 +334,14 @@ static int run(struct mt_tracer *tr)
 	tr->skel->rodata->wake_every = wake_every(o->ringbuf_mb);
 	tr->skel->rodata->python_stacks = !o->no_python;
 	tr->skel->rodata->sample_bytes = o->out.ses.sample_bytes;
+	tr->att.skel = tr->skel;
+	tr->att.no_cpu = o->no_cpu;
+	tr->att.no_cuda = o->no_cuda;
+	tr->att.no_python = o->no_python;
+	tr->att.trace_exceptions = o->exc_types != NULL;
+	tr->att.global = mt_tracer_family(o) || o->all;
+	if (!ret && mt_attach_choose_progs(&tr->att))
+		return -1;
 	if (!ret)
 		ret = memtrace_bpf__load(tr->skel);
 	if (!ret && o->out.ses.sample_bytes)
@@ -342,12 +350,6 @@ static int run(struct mt_tracer *tr)
 		mt_err("load BPF programs: %s", strerror(-ret));
 		return -1;
 	}
-	tr->att.skel = tr->skel;
-	tr->att.no_cpu = o->no_cpu;
-	tr->att.no_cuda = o->no_cuda;
-	tr->att.no_python = o->no_python;
-	tr->att.trace_exceptions = o->exc_types != NULL;
-	tr->att.global = mt_tracer_family(o) || o->all;
 	/* with -q the attach notes still tell a script when tracing began */
 	tr->att.log = o->quiet || o->record ? stderr : tr->out;
 	tr->att.on_lib = mt_tracer_on_lib;
