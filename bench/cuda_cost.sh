@@ -23,6 +23,12 @@
 # The loop runs on the last CPU, the tracer on the others (taskset). Each
 # repetition's overheads (ms a step / the same repetition's bare ms a step
 # - 1) give its ratios; medians with their min-max over the repetitions.
+# Each repetition also measures a trap (bench/traps.sh, on the loop's
+# CPU). After the repetitions, one more run of each memtrace-bpf mode
+# counts, with kernel.bpf_stats_enabled on (put back after), each BPF
+# program's runs and time over the timed steps: traps and return probes
+# an event, the BPF time, and what that leaves of the time added (issue
+# 38, items 2 and 3). Those runs are not timed.
 #
 # Environment knobs: REPS (4), STEPS (timed steps of a traced run, 400),
 # BARE_STEPS (of a run without memtrace-bpf, bare and hist, 1200: their
@@ -67,6 +73,19 @@ fi
 A=$(nm -D --defined-only "$LIB" | awk -v s="$SYM_NEW" '$3 == s { print $1 }')
 FIRST_INSN=$(objdump -d --no-show-raw-insn --start-address=0x"$A" --stop-address=$((0x$A + 16)) "$LIB" |
 	awk -F'\t' '/^ *[0-9a-f]+:/ { print $2; exit }' | tr -s ' ' || true)
+# probed_insn SYMBOL: the instruction memtrace-bpf probes in SYMBOL of
+# $LIB, the one after a leading endbr64
+probed_insn() {
+	local a
+	a=$(nm -D --defined-only "$LIB" | awk -v s="$1" '$3 == s { print $1 }')
+	[ -n "$a" ] || return 0
+	objdump -d --no-show-raw-insn --start-address=0x"$a" --stop-address=$((0x$a + 16)) "$LIB" |
+		awk -F'\t' '/^ *[0-9a-f]+:/ { if ($2 ~ /^endbr64/) next; print $2; exit }' | tr -s ' '
+}
+PROBED_INSNS=""
+for s in "$SYM_NEW" _ZN3c1025ProfiledCPUMemoryReporter3NewEPvm _ZN3c1025ProfiledCPUMemoryReporter6DeleteEPv; do
+	PROBED_INSNS+="${PROBED_INSNS:+; }\`$s\`: \`$(probed_insn "$s" || true)\`"
+done
 TORCH_VER=$(dpkg-query --admindir="$CROOT/var/lib/dpkg" -W -f '${Version}' python3-torch-cuda 2>/dev/null || echo '?')
 PY_VER=$(chroot "$CROOT" /usr/bin/python3 -c 'import platform; print(platform.python_version())' 2>/dev/null || echo '?')
 
@@ -79,11 +98,21 @@ SDIR=$(mktemp -d "$CROOT/tmp/memtrace-cuda-cost.XXXXXX") || die "cannot stage in
 STAGE=${SDIR#"$CROOT"}
 on_exit() {
 	touch "$SDIR/go" "$SDIR/hold" 2>/dev/null || true
+	sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD" || true
 	[ "${KEEP:-0}" = 1 ] || rm -rf "$SDIR"
 }
 cp "$ROOT/bench/cuda_step.py" "$ROOT/tests/fixtures/mt_sync.py" "$SDIR/"
 RUNS=$WORK/runs.tsv
-printf 'mode\trep\tloop_s\tsteps\tallocs\tfrees\thistory\tevents\tc10\tlost\n' >"$RUNS"
+HEAD='mode\trep\tloop_s\tsteps\tallocs\tfrees\thistory\tevents\tc10\tlost\tminflt\n'
+# shellcheck disable=SC2059 # the format is ours
+printf "$HEAD" >"$RUNS"
+# the counting runs' rows, apart from the timed ones
+CRUNS=$WORK/count-runs.tsv
+# shellcheck disable=SC2059
+printf "$HEAD" >"$CRUNS"
+TRAPS=$WORK/traps.tsv
+printf 'rep\tbare\tpush\tnop5\tret\tsstep\n' >"$TRAPS"
+STATS_OLD=$(sysctl -n kernel.bpf_stats_enabled)
 T_START=$(date +%s)
 
 take_binary || die "cannot copy $MT"
@@ -96,9 +125,26 @@ field() {
 	sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"
 }
 
-# run_one MODE REP: one run of the step loop; a line of $RUNS
+# minflt PID: the process's minor page faults so far
+minflt() {
+	awk '{ sub(/^.*\) /, ""); print $8 }' "/proc/$1/stat"
+}
+
+# prog_stats TRACER FILE: each BPF program TRACER holds, as bpftool's JSON,
+# a line each (run_cnt and run_time_ns count while bpf_stats is on)
+prog_stats() {
+	local id
+	$PY "$ROOT/bench/bpfstats.py" "$1" | sed -n 's/^prog id=\([0-9]*\) .*/\1/p' |
+		while read -r id; do
+			bpftool -j prog show id "$id" && echo
+		done >"$2"
+}
+
+# run_one MODE REP [count]: one run of the step loop; a line of $RUNS, or
+# with count of $CRUNS, and the tracer's BPF programs' statistics before
+# and after the timed steps in the run's folder
 run_one() {
-	local m=$1 r=$2 d=$WORK/$1-$2 wl pid tp="" events=NA c10=NA lost=NA s res a f lib
+	local m=$1 r=$2 count=${3:-} d=$WORK/$1-$2 wl pid tp="" events=NA c10=NA lost=NA s res a f lib f0 f1
 	local -a args=(--steps "$STEPS")
 	case $m in
 	bare) args=(--steps "$BARE_STEPS") ;;
@@ -130,8 +176,12 @@ run_one() {
 	esac
 	check_probes "$m" "$pid" "$([ -n "$tp" ] && echo yes || echo no)"
 	sleep 0.5
+	[ -z "$count" ] || prog_stats "$tp" "$d/progs0.json"
+	f0=$(minflt "$pid")
 	touch "$SDIR/go"
 	wait_for "$d/wl.out" '^RESULT ' 600 "$wl" || die "$m: the step script failed: $(cat "$d/wl.err")"
+	f1=$(minflt "$pid")
+	[ -z "$count" ] || prog_stats "$tp" "$d/progs1.json"
 	if [ -n "$tp" ]; then
 		stop_tracer "$tp" "$m"
 		wait "$tp" || die "$m: memtrace-bpf failed: $(cat "$d/mt.err")"
@@ -145,9 +195,10 @@ run_one() {
 	touch "$SDIR/hold"
 	wait "$wl" || die "$m: the step script exited with $?: $(cat "$d/wl.err")"
 	res=$(grep '^RESULT ' "$d/wl.out")
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$r" \
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$r" \
 		"$(field "$res" loop_s)" "$(field "$res" steps)" "$(field "$res" allocs)" \
-		"$(field "$res" frees)" "$(field "$res" history)" "$events" "$c10" "$lost" >>"$RUNS"
+		"$(field "$res" frees)" "$(field "$res" history)" "$events" "$c10" "$lost" \
+		$((f1 - f0)) >>"$([ -n "$count" ] && echo "$CRUNS" || echo "$RUNS")"
 	printf 'cuda_cost: %-4s rep %s  %s ms/step  events %s  lost %s  (%ds)\n' \
 		"$m" "$r" "$(field "$res" ms_per_step)" "$events" "$lost" $(($(date +%s) - T_START))
 }
@@ -161,7 +212,16 @@ for ((r = 1; r <= REPS; r++)); do
 	for ((j = 0; j < ${#MODES[@]}; j++)); do
 		run_one "${MODES[$(((j + r - 1) % ${#MODES[@]}))]}" "$r"
 	done
+	t=$(PIN="${PIN_WL[*]}" "$ROOT/bench/traps.sh" "$WORK") || die "bench/traps.sh failed"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$(field "$t" bare)" "$(field "$t" push)" \
+		"$(field "$t" nop5)" "$(field "$t" ret)" "$(field "$t" sstep)" >>"$TRAPS"
+	echo "cuda_cost: traps rep $r: $t ns a call"
 done
+sysctl -qw kernel.bpf_stats_enabled=1
+for m in mtq mtn mts; do
+	run_one "$m" count count
+done
+sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD"
 T_END=$(date +%s)
 SUM1=$(standin_sum)
 
@@ -177,12 +237,13 @@ SUM1=$(standin_sum)
 	echo "standin=$SUM0$([ "$SUM0" = "$SUM1" ] || echo " then $SUM1: the stand-ins changed during the run")"
 	echo "probed=$SYM_NEW"
 	echo "first_insn=${FIRST_INSN:-?}"
+	echo "probed_insns=$PROBED_INSNS"
 	echo "reps=$REPS"
 	echo "steps=$STEPS"
 	echo "bare_steps=$BARE_STEPS"
 	echo "secs=$((T_END - T_START))"
 } >"$WORK/meta.txt"
-$PY "$ROOT/bench/cuda_cost_report.py" "$WORK/meta.txt" "$RUNS" >"$WORK/section.md"
+$PY "$ROOT/bench/cuda_cost_report.py" "$WORK/meta.txt" "$RUNS" "$TRAPS" "$CRUNS" "$WORK" >"$WORK/section.md"
 # shellcheck source=bench/section.sh
 . "$ROOT/bench/section.sh"
 put_section "$OUT" "Cost on a CUDA training step (stand-in)" "$WORK/section.md"

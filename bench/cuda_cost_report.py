@@ -1,16 +1,23 @@
 #!/usr/bin/python3
 """The section of bench/RESULTS.md that bench/cuda_cost.sh writes.
 
-Usage: cuda_cost_report.py META RUNS
+Usage: cuda_cost_report.py META RUNS TRAPS COUNT_RUNS WORK
 
 META: key=value lines (date, cores, cpu, kernel, pinning, load, tool,
 torch, standin, probed, first_insn, reps, steps, bare_steps, secs).  RUNS: tab-separated mode, rep,
 loop_s, steps, allocs, frees, history, events, c10, lost (NA where a mode
-has none).  A mode's overhead in a repetition is its time a step over that
-repetition's bare time a step, less one; ratios are taken per repetition,
-from its own overheads.
+has none), minflt (the loop's minor faults over the timed steps).  A
+mode's overhead in a repetition is its time a step over that repetition's
+bare time a step, less one; ratios are taken per repetition, from its own
+overheads.  TRAPS: rep, then bench/traps.sh's ns a call (bare, push,
+nop5, ret, sstep).  COUNT_RUNS: the rows of RUNS's form of the counting
+runs (rep "count"), whose folders WORK/MODE-count hold progs0.json and
+progs1.json, the tracer's BPF programs (bpftool's JSON, a line each)
+before and after the timed steps.
 """
 
+import json
+import os
 import statistics
 import sys
 
@@ -35,11 +42,74 @@ def times(x):
     return f"{x:.2f}"
 
 
+def progs(path):
+    """{name: (type, run_cnt, run_time_ns)} of a bpftool JSON-lines file"""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                p = json.loads(line)
+                out[p["name"]] = (p["type"], p.get("run_cnt", 0),
+                                  p.get("run_time_ns", 0))
+    return out
+
+
+def counted(work, m, row):
+    """a counting run's figures a step: events, traps (uprobe entries),
+    return probes, BPF µs, minor faults; runs a step by program"""
+    d = os.path.join(work, f"{m}-count")
+    p0, p1 = progs(os.path.join(d, "progs0.json")), progs(os.path.join(d, "progs1.json"))
+    steps = int(row["steps"])
+    delta = {n: (t, c - p0.get(n, (t, 0, 0))[1], ns - p0.get(n, (t, 0, 0))[2])
+             for n, (t, c, ns) in p1.items()}
+    traps = sum(c for n, (t, c, _) in delta.items()
+                if t == "kprobe" and n != "mt_exit")
+    rets = delta.get("mt_exit", ("kprobe", 0, 0))[1]
+    return {
+        "events": int(row["events"]) / steps,
+        "traps": traps / steps,
+        "rets": rets / steps,
+        "bpf_us": sum(ns for _, _, ns in delta.values()) / steps / 1e3,
+        "minflt": int(row["minflt"]) / steps,
+        "by": {n: c / steps for n, (_, c, _) in delta.items() if c},
+    }
+
+
+def trap_lines(put, traps):
+    """the trap table; returns the median µs of a push trap and of a
+    return probe's extra"""
+    col = {k: [(float(t[k]) - float(t["bare"])) / 1e3 for t in traps]
+           for k in ("push", "nop5", "ret", "sstep")}
+    extra = [(float(t["ret"]) - float(t["push"])) / 1e3 for t in traps]
+    us = lambda x: f"{x:.2f}"  # noqa: E731
+    put("A trap here, measured in each repetition by `bench/traps.sh` (the "
+        "loop's CPU; a function called 1 M times under an empty bpftrace "
+        "probe, timed in the process, less the bare call of "
+        + lib.med_range([float(t["bare"]) for t in traps],
+                        lambda x: f"{x:.1f}", " ns") + "), µs a hit, median "
+        "(min to max):")
+    put("")
+    put(lib.head("probed instruction", "µs a hit"))
+    put(lib.row(["`push` after `endbr64` (as in c10's reporters; emulated)",
+                 lib.med_range(col["push"], us)]))
+    put(lib.row(["5-byte nop (the optimized path)",
+                 lib.med_range(col["nop5"], us)]))
+    put(lib.row(["a return probe, beyond its entry's trap",
+                 lib.med_range(extra, us)]))
+    put(lib.row(["`endbr64` (single-stepped out of line)",
+                 lib.med_range(col["sstep"], us)]))
+    put("")
+    return statistics.median(col["push"]), statistics.median(extra)
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) != 6:
         raise SystemExit(__doc__)
     meta = lib.read_meta(sys.argv[1])
     runs = lib.by_mode_rep(lib.read_tsv(sys.argv[2]))
+    traps = lib.read_tsv(sys.argv[3])
+    crows = {r["mode"]: r for r in lib.read_tsv(sys.argv[4])}
+    work = sys.argv[5]
     reps = sorted(runs["bare"])
     ms = {m: {r: 1e3 * float(row["loop_s"]) / int(row["steps"])
               for r, row in v.items()} for m, v in runs.items()}
@@ -170,7 +240,79 @@ def main():
         "emulate a push, but single-step most others out of line, "
         "endbr64 among them, so memtrace-bpf probes the instruction after "
         "a leading endbr64 (README's Benchmark section has a check by "
-        "hand).")
+        "hand). The instructions probed in c10's reporters: "
+        f"{meta.get('probed_insns', '?')}.")
+    put("")
+    push, extra = trap_lines(put, traps)
+    added = {m: {r: 1e3 * (ms[m][r] - ms["bare"][r]) for r in reps
+                 if r in ms[m]} for m in MT if m in ms}
+    bare_flt = statistics.median(int(v["minflt"]) / int(v["steps"])
+                                 for v in runs["bare"].values())
+    cnt = {m: counted(work, m, crows[m]) for m in MT if m in crows}
+    put("Where the time goes: one more run of each mode, untimed, with "
+        "`kernel.bpf_stats_enabled` on, counts each of the tracer's BPF "
+        "programs' runs and time over the timed steps. A uprobe program's "
+        "run is a trap (`mt_exit`'s, a return probe's); every probe that "
+        "fires in these steps is on a push (the instructions above), so "
+        "none is single-stepped. Traps and return probes are priced at "
+        "this run's median trap; BPF is the programs' own time; the rest "
+        "is what the time added a step (the timed repetitions' median) "
+        "leaves: the ring buffer's reader on the other CPU, caches, the "
+        "tracer's wake-ups.")
+    put("")
+    put(lib.head("mode", "events a step", "traps a step (an event)",
+                 "return probes a step", "µs added a step",
+                 "traps × trap", "return probes × extra",
+                 "BPF (an event)", "the rest (an event)",
+                 "minor faults a step beyond bare"))
+    for m, c in cnt.items():
+        a = statistics.median(added[m].values())
+        t_us, r_us = c["traps"] * push, c["rets"] * extra
+        rest = a - t_us - r_us - c["bpf_us"]
+        put(lib.row([
+            NAMES[m], f"{c['events']:.1f}",
+            f"{c['traps']:.1f} ({c['traps'] / c['events']:.2f})",
+            f"{c['rets']:.1f}", f"{a:.0f}", f"{t_us:.0f}", f"{r_us:.0f}",
+            f"{c['bpf_us']:.0f} ({c['bpf_us'] / c['events']:.2f})",
+            f"{rest:.0f} ({rest / c['events']:.2f})",
+            f"{c['minflt'] - bare_flt:+.1f}"]))
+    put("")
+    put("Runs a step by program: " + "; ".join(
+        f"{NAMES[m]}: " + ", ".join(f"{n} {v:.1f}" for n, v in
+                                   sorted(c["by"].items()))
+        for m, c in cnt.items()) + ".")
+    put("")
+    # the goals of issue 38, item 3
+    per = {m: statistics.median(
+        1e3 * (ms[m][r] - ms["bare"][r]) /
+        (int(runs[m][r]["events"]) / int(runs[m][r]["steps"]))
+        for r in reps if r in ms[m] and runs[m][r]["events"] != "NA")
+        for m in MT if m in runs}
+    put(lib.head("goal (issue 38)", "measured", "met"))
+    if "mtq" in cnt:
+        tpe = cnt["mtq"]["traps"] / cnt["mtq"]["events"]
+        put(lib.row(["1.0 trap an allocator event (`-q`)", f"{tpe:.2f}",
+                     "met" if tpe <= 1.005 else "missed"]))
+    for m, slack in (("mtq", 1.0), ("mtn", 0.3)):
+        if m in per:
+            goal = push + slack
+            put(lib.row([f"{NAMES[m]}: ≤ one trap + {slack} µs an event "
+                         f"= {goal:.2f} µs", f"{per[m]:.2f} µs",
+                         "met" if per[m] <= goal else "missed"]))
+    if all(m in per for m in MT):
+        between = per["mtn"] <= per["mts"] <= per["mtq"]
+        put(lib.row(["`--sample-bytes` between `--no-python` and `-q`",
+                     f"{per['mtn']:.2f} ≤ {per['mts']:.2f} ≤ "
+                     f"{per['mtq']:.2f} µs", "met" if between else "missed"]))
+    if "hist" in over and "mtq" in over:
+        hm = statistics.median(over["hist"].values())
+        if hm > 0:
+            put(lib.row(["`-q` ≤ 1.2× the recorder where a trap costs ≤ "
+                         "1.4 µs", f"×{statistics.median(over['mtq'].values()) / hm:.2f}"
+                         f" with a trap of {push:.2f} µs",
+                         ("met" if statistics.median(over['mtq'].values()) / hm <= 1.2
+                          else "missed") if push <= 1.4 else
+                         "no goal: the trap costs more here"]))
     put("")
     put("Command (as root, in the tree): `bench/cuda_cost.sh` "
         f"(REPS={meta['reps']}, STEPS={meta['steps']}, "

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# What one uprobe trap costs on this machine, by the instruction it is put
+# on (issue 38, item 3): bench/traps.c, built here, called CALLS times bare
+# and under empty bpftrace probes, so that the only cost added is the
+# kernel's. Prints one line of nanoseconds a call:
+#
+#   bare=NS push=NS nop5=NS ret=NS sstep=NS
+#
+#   bare   no probe
+#   push   a uprobe on a push after endbr64, where memtrace-bpf probes
+#          c10's reporters: the kernel emulates the push
+#   nop5   a uprobe on a 5-byte nop: the kernel's optimized path, where it
+#          has one (6.18)
+#   ret    push, and a uretprobe at the same place
+#   sstep  a uprobe on the endbr64: single-stepped out of line
+#
+# A trap is the traced figure less bare. bench/cuda_cost.sh runs it in
+# each repetition. Usage: bench/traps.sh [DIR] (DIR: where to build, a
+# temporary folder by default). Environment: CALLS (1000000; bare 10x,
+# sstep a fifth), PIN (words put before each run, e.g. "taskset -c 1").
+# Run as root.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+CALLS=${CALLS:-1000000}
+[[ $CALLS =~ ^[1-9][0-9]*$ ]] || {
+	echo "traps: CALLS=$CALLS: a whole number above 0" >&2
+	exit 1
+}
+read -r -a PIN <<<"${PIN:-}"
+DIR=${1:-}
+if [ -z "$DIR" ]; then
+	DIR=$(mktemp -d)
+	trap 'rm -rf "$DIR"' EXIT
+fi
+command -v bpftrace >/dev/null || {
+	echo "traps: bpftrace missing (scripts/setup.sh installs it)" >&2
+	exit 1
+}
+BIN=$DIR/traps
+cc -O2 -Wall -Wextra -o "$BIN" bench/traps.c
+
+# under PROBES CALLS FUNCTION: ns a call with the bpftrace probes PROBES
+# (none: bare), the program's one line of output
+under() {
+	local probes=$1 n=$2 fn=$3 out
+	if [ -z "$probes" ]; then
+		out=$("${PIN[@]}" "$BIN" "$fn" "$n")
+	else
+		out=$("${PIN[@]}" bpftrace -e "$probes" -c "$BIN $fn $n" 2>/dev/null |
+			grep -E '^[0-9.]+$' || true)
+	fi
+	[ -n "$out" ] || {
+		echo "traps: no figure from $fn under '${probes:-no probe}'" >&2
+		exit 1
+	}
+	echo "$out"
+}
+
+echo "bare=$(under "" $((CALLS * 10)) push)" \
+	"push=$(under "uprobe:$BIN:tb_push_insn { }" "$CALLS" push)" \
+	"nop5=$(under "uprobe:$BIN:tb_nop5 { }" "$CALLS" nop5)" \
+	"ret=$(under "uprobe:$BIN:tb_push_insn { } uretprobe:$BIN:tb_push_insn { }" "$CALLS" push)" \
+	"sstep=$(under "uprobe:$BIN:tb_push { }" $((CALLS / 5)) push)"
