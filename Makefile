@@ -144,7 +144,7 @@ FUZZ_LIB := user/record/coder.c user/record/reader.c user/record/writer.c \
 	user/lib/escape.c
 FUZZ_LIB_record := $(FUZZ_LIB)
 FUZZ_LDLIBS_record := -lz
-FUZZ_LIB_elf := user/proc/elfsym.c user/proc/mapfile.c
+FUZZ_LIB_elf := user/proc/elfsym.c user/proc/mapfile.c user/proc/probepoint.c
 FUZZ_LDLIBS_elf := -lelf
 FUZZ_LIB_proc := user/proc/maps.c user/proc/procinfo.c user/proc/rank.c
 FUZZ_LIB_python := user/python/objects.c user/python/line.c \

@@ -5,8 +5,10 @@ Usage: probecheck.py PID LIBRARY SYMBOL...
 
 For each SYMBOL (a dynamic symbol of LIBRARY), find where LIBRARY is
 mapped in PID and read the byte where memtrace-bpf puts its uprobe from
-/proc/PID/mem: the function's first, or the one after its endbr64 (see
-mt_elf_probe_offset).  An attached uprobe on the int3 path shows 0xcc
+/proc/PID/mem: the function's first, or the one after its endbr64 (as
+mt_elf_probe_point places it in c10's reporters of torch 1.13 and 2.6,
+which the benches run; torch 2.14's go further, user/proc/probepoint.h).
+An attached uprobe on the int3 path shows 0xcc
 there; without one the function's own byte shows.  Output, one line per
 symbol:
 

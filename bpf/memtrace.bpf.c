@@ -330,8 +330,9 @@ fill(struct mt_event *e, struct pt_regs *ctx, __u64 cookie)
 	if (cookie & MT_F_SELFCALL)
 		e->caller = PT_REGS_IP(ctx);
 	else
-		bpf_probe_read_user(&e->caller, sizeof(e->caller),
-				    (void *)PT_REGS_SP(ctx));
+		bpf_probe_read_user(
+			&e->caller, sizeof(e->caller),
+			(void *)(PT_REGS_SP(ctx) + MT_COOKIE_SP(cookie)));
 	tv = cookie & MT_F_TVARS ?
 		     bpf_task_storage_get(&thread_vars, task, 0, 0) :
 		     NULL;

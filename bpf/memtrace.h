@@ -96,6 +96,14 @@ enum mt_kind {
 #define MT_F_NODEOUT (1ULL << 33)
 /* entry (dry run): only a cudaMemcpy(Async) whose arg 3 is device to host */
 #define MT_F_D2H (1ULL << 34)
+/*
+ * entry: the probe sits past the function's first instructions, which
+ * moved the stack pointer down by this many 8-byte words: the return
+ * address is that far above it (user/proc/probepoint.h)
+ */
+#define MT_F_SP_SHIFT 40
+#define MT_F_SP(bytes) ((__u64)((bytes) / 8) << MT_F_SP_SHIFT)
+#define MT_COOKIE_SP(c) ((((c) >> MT_F_SP_SHIFT) & 0xfff) * 8)
 
 /*
  * A ring buffer record holds 1 to MT_BATCH events back to back: each CPU

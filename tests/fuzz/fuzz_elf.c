@@ -2,9 +2,10 @@
 /*
  * libFuzzer target: any bytes, as the file a process maps, read by the ELF
  * symbol reader through a descriptor as the tracer does (a memfd is a
- * regular file): functions, data symbols and a wrapper's jump target.
- * Besides not crashing, it must keep its word: an error says why, and a
- * symbol found lies in the file's loaded bytes.
+ * regular file): functions, data symbols and a wrapper's jump target,
+ * and where a function found is probed. Besides not crashing, it must
+ * keep its word: an error says why, a symbol found lies in the file's
+ * loaded bytes, and a probe point lies in its function.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,9 +37,21 @@ static void check(int ret, const char *err, const struct mt_sym *out, size_t n,
 {
 	if (ret < 0 && !err[0])
 		abort();
-	for (size_t i = 0; !ret && i < n; i++)
-		if (out[i].vaddr && out[i].offset >= size)
+	for (size_t i = 0; !ret && i < n; i++) {
+		struct mt_probe_point p, r;
+
+		if (!out[i].vaddr)
+			continue;
+		if (out[i].offset >= size)
 			abort();
+		p = mt_elf_probe_point(memfd, out[i].offset, out[i].size,
+				       false);
+		r = mt_elf_probe_point(memfd, out[i].offset, out[i].size,
+				       true);
+		if ((out[i].size && p.off >= out[i].size) || r.sp ||
+		    p.sp > MT_PROBE_SP_MAX || p.sp % 8)
+			abort();
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -455,13 +455,13 @@ static void test_probe_offset(void **state)
 	(void)state;
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, code, sizeof(code)), sizeof(code));
-	assert_int_equal(mt_elf_probe_offset(fd, 0), 4);
-	assert_int_equal(mt_elf_probe_offset(fd, 6), 6);
-	assert_int_equal(mt_elf_probe_offset(fd, 10), 10);
-	assert_int_equal(mt_elf_probe_offset(fd, 1000), 1000);
+	assert_int_equal(mt_elf_probe_point(fd, 0, 0, false).off, 4);
+	assert_int_equal(mt_elf_probe_point(fd, 6, 0, false).off, 0);
+	assert_int_equal(mt_elf_probe_point(fd, 10, 0, false).off, 0);
+	assert_int_equal(mt_elf_probe_point(fd, 1000, 0, false).off, 0);
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(close(fd), 0);
-	assert_int_equal(mt_elf_probe_offset(fd, 0), 0);
+	assert_int_equal(mt_elf_probe_point(fd, 0, 0, false).off, 0);
 }
 
 int main(void);
@@ -513,7 +513,7 @@ static void test_self_symtab(void **state)
 static void test_no_names(void **state)
 {
 	static const char *const names[] = { "main" };
-	struct mt_sym out[1] = { { 0x1234, 0x5678 } };
+	struct mt_sym out[1] = { { 0x1234, 0x5678, 0x9a } };
 	char err[64] = "";
 
 	/* nothing asked, nothing written */

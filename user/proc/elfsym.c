@@ -4,6 +4,7 @@
 #include <libelf.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "proc/elfsym.h"
@@ -133,6 +134,7 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 			if (out[k].vaddr && (is_default[k] || !dflt))
 				continue;
 			out[k].vaddr = sym.st_value;
+			out[k].size = sym.st_size;
 			is_default[k] = dflt;
 		}
 	}
@@ -226,14 +228,27 @@ static size_t arg_move_len(const unsigned char *p, size_t n)
 
 static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
 
-__u64 mt_elf_probe_offset(int fd, __u64 off)
-{
-	unsigned char b[sizeof(endbr64)];
+/* the most of a function read to place its probe */
+#define PROBE_FN_MAX (64 * 1024)
 
-	if (pread(fd, b, sizeof(b), (off_t)off) == (ssize_t)sizeof(b) &&
-	    !memcmp(b, endbr64, sizeof(b)))
-		return off + sizeof(b);
-	return off;
+struct mt_probe_point mt_elf_probe_point(int fd, __u64 off, __u64 size,
+					 bool keep_sp)
+{
+	struct mt_probe_point p = { 0, 0 };
+	__u8 e[sizeof(endbr64)], *b;
+
+	if (!size || size > PROBE_FN_MAX) {
+		/* where the function ends is not known: its endbr64 only */
+		if (pread(fd, e, sizeof(e), (off_t)off) == (ssize_t)sizeof(e) &&
+		    !memcmp(e, endbr64, sizeof(e)))
+			p.off = sizeof(e);
+		return p;
+	}
+	b = malloc(size);
+	if (b && pread(fd, b, size, (off_t)off) == (ssize_t)size)
+		p = mt_probe_point(b, size, keep_sp);
+	free(b);
+	return p;
 }
 
 /* the executable section holding vaddr, with its bytes; NULL if none */

@@ -10,10 +10,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
+#include "proc/probepoint.h"
 
 struct mt_sym {
 	__u64 vaddr; /* st_value; 0 if not found */
 	__u64 offset; /* file offset, what a uprobe is placed at */
+	__u64 size; /* st_size; 0 where not known */
 };
 
 /*
@@ -54,17 +56,14 @@ int mt_elf_resolve_any_fd(int fd, const char *name, const char *const *names,
 			  size_t errlen);
 
 /*
- * Where a uprobe on the function at file offset off of the file open as fd
- * goes: past its endbr64 when it begins with one (a build with CET, as
- * Debian's torch 2.6), else off. The kernel emulates the push that
- * usually begins a function at a uprobe, but steps endbr64 out of line,
- * which made each hit about fifteen times dearer here (10.9 against 0.7 us
- * a call in a C loop, docs/BENCHMARK.md); endbr64 only marks where an
- * indirect call may land, so 4 bytes on the arguments, the stack and the
- * return address are as at the entry, for an entry probe and a return
- * probe alike. A file that cannot be read there keeps off.
+ * Where a uprobe on the function at file offset off, size bytes long, of
+ * the file open as fd goes (proc/probepoint.h), from off: a point the
+ * kernel emulates, past the instructions before it that leave the
+ * arguments alone. A size of 0 (not known) or above 64 KiB gives only a
+ * leading endbr64's skip; a file that cannot be read there, the entry.
  */
-__u64 mt_elf_probe_offset(int fd, __u64 off);
+struct mt_probe_point mt_elf_probe_point(int fd, __u64 off, __u64 size,
+					 bool keep_sp);
 
 /*
  * The function that the function named wrapper hands its call on to, in the

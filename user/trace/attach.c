@@ -12,6 +12,9 @@
 #include "memtrace.skel.h"
 
 #define MAX_NAMES 64
+_Static_assert(MT_COOKIE_SP(MT_F_SP(MT_PROBE_SP_MAX)) == MT_PROBE_SP_MAX,
+	       "a probe point's sp must fit its cookie");
+
 /* the probes that name backward's Nodes, where their TLS cannot */
 #define AUTOGRAD_FLAGS (MT_F_EDGE | MT_F_SETNODE)
 
@@ -186,12 +189,15 @@ static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 		const struct mt_kind_info *ki = mt_kind(kind_of[i]);
 		__u64 cookie =
 			kind_of[i] | ki->flags | mt_kind_sample_flags(ki);
-		__u64 off;
+		struct mt_probe_point pt;
 
 		if (!syms[i].vaddr ||
 		    (ki->fallback_of && found[ki->fallback_of]))
 			continue;
-		off = mt_elf_probe_offset(fd, syms[i].offset);
+		/* a return probe needs the return address at the stack top */
+		pt = mt_elf_probe_point(fd, syms[i].offset, syms[i].size,
+					ki->retprobe);
+		cookie |= MT_F_SP(pt.sp);
 		if (kind_of[i] == MT_K_LOADER && t->spawned)
 			cookie |= MT_F_STOP;
 		/* backward's Node comes with the autograd probes, on with Python */
@@ -200,13 +206,14 @@ static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 		/* the return probe first, so no entry waits for a return */
 		if (ki->retprobe) {
 			ret = attach_one(a, a->skel->progs.mt_exit, t->pid,
-					 file, off, cookie, true);
+					 file, syms[i].offset + pt.off, cookie,
+					 true);
 			if (ret)
 				goto fail;
 			probes++;
 		}
 		ret = attach_one(a, entry_prog(a->skel, cookie), t->pid, file,
-				 off, cookie, false);
+				 syms[i].offset + pt.off, cookie, false);
 		if (ret)
 			goto fail;
 		probes++;
