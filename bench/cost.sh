@@ -19,6 +19,10 @@
 # repetition's bare run) give its ratios; the ratios are reported as the
 # median with their min-max over the repetitions, and a goal is met when
 # every repetition meets it, not met when none does, else not resolved.
+# After the repetitions, one untimed run of each memtrace-bpf mode counts
+# with kernel.bpf_stats_enabled on (put back after) its BPF programs' runs
+# and time over the timed iterations (issue 38, item 2), set against the
+# empty anchor's trap.
 #
 # Environment knobs: REPS (9), ITERS (400 timed W2 iterations), OUT
 # (bench/RESULTS.md), MT (another memtrace-bpf binary), KEEP=1 keeps the
@@ -47,13 +51,21 @@ pin_cpus
 make_work cost || die "cannot make a work directory"
 RUNS=$WORK/runs.tsv
 printf 'mode\trep\tloop_s\tevents\tlost\n' >"$RUNS"
+CRUNS=$WORK/count-runs.tsv
+printf 'mode\trep\tloop_s\tevents\tlost\n' >"$CRUNS"
+STATS_OLD=$(sysctl -n kernel.bpf_stats_enabled)
+on_exit() {
+	sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD" || true
+}
 T_START=$(date +%s)
 
 take_binary || die "cannot copy $MT"
 
-# run_one MODE REP: one W2 run; a line of $RUNS
+# run_one MODE REP [count]: one W2 run; a line of $RUNS, or with count of
+# $CRUNS, and the tracer's BPF programs' statistics before and after the
+# timed iterations in the run's folder
 run_one() {
-	local m=$1 r=$2 d=$WORK/$1-$2 wl pid tp="" events=NA lost=NA s loop
+	local m=$1 r=$2 count=${3:-} d=$WORK/$1-$2 wl pid tp="" events=NA lost=NA s loop
 	mkdir -p "$d"
 	rm -f "$WORK/go" "$WORK/hold"
 	# shellcheck disable=SC2086
@@ -90,8 +102,10 @@ run_one() {
 	[ -z "$tp" ] || KIDS+=("$tp")
 	check_probes "$m" "$pid" "$([ "$m" = bare ] && echo no || echo yes)"
 	sleep 0.5
+	[ -z "$count" ] || prog_stats "$tp" "$d/progs0.json"
 	touch "$WORK/go"
 	wait_for "$d/wl.out" '^RESULT ' 600 "$wl" || die "$m: workload failed: $(cat "$d/wl.err")"
+	[ -z "$count" ] || prog_stats "$tp" "$d/progs1.json"
 	if [ -n "$tp" ]; then
 		stop_tracer "$tp" "$m"
 		# bpftrace 0.17 exits 1 on a tracefs detach warning
@@ -114,7 +128,8 @@ run_one() {
 		rm -f "$d/rec.mtb"
 		;;
 	esac
-	printf '%s\t%s\t%s\t%s\t%s\n' "$m" "$r" "$loop" "$events" "$lost" >>"$RUNS"
+	printf '%s\t%s\t%s\t%s\t%s\n' "$m" "$r" "$loop" "$events" "$lost" \
+		>>"$([ -n "$count" ] && echo "$CRUNS" || echo "$RUNS")"
 	printf 'cost: %-7s rep %s  loop %6ss  events %s  lost %s  (%ds)\n' \
 		"$m" "$r" "$loop" "$events" "$lost" $(($(date +%s) - T_START))
 }
@@ -128,6 +143,11 @@ for ((r = 1; r <= REPS; r++)); do
 		run_one "${MODES[$(((j + r - 1) % ${#MODES[@]}))]}" "$r"
 	done
 done
+sysctl -qw kernel.bpf_stats_enabled=1
+for m in mtq mtn mts; do
+	run_one "$m" count count
+done
+sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD"
 T_END=$(date +%s)
 
 {
@@ -141,7 +161,7 @@ T_END=$(date +%s)
 	echo "w2_args=$W2"
 	echo "secs=$((T_END - T_START))"
 } >"$WORK/meta.txt"
-$PY "$ROOT/bench/cost_report.py" "$WORK/meta.txt" "$RUNS" >"$WORK/section.md"
+$PY "$ROOT/bench/cost_report.py" "$WORK/meta.txt" "$RUNS" "$CRUNS" "$WORK" >"$WORK/section.md"
 # shellcheck source=bench/section.sh
 . "$ROOT/bench/section.sh"
 put_section "$OUT" "Cost against bpftrace anchors (W2)" "$WORK/section.md"

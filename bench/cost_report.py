@@ -1,14 +1,18 @@
 #!/usr/bin/python3
 """The section of bench/RESULTS.md that bench/cost.sh writes.
 
-Usage: cost_report.py META RUNS
+Usage: cost_report.py META RUNS COUNT_RUNS WORK
 
 META: key=value lines (date, cores, pinning, load, tool, bpftrace, reps,
 w2_args, secs).  RUNS: tab-separated mode, rep, loop_s, events, lost.  A mode's
 overhead in a repetition is its loop time over that repetition's bare loop
 time, less one; a ratio is taken per repetition, from its own overheads.
+COUNT_RUNS: the rows of RUNS's form of the counting runs (rep "count"),
+whose folders WORK/MODE-count hold the tracer's BPF programs before and
+after the timed iterations (lib.bpf_runs).
 """
 
+import os
 import statistics
 import sys
 
@@ -35,8 +39,45 @@ GOALS = [
 ]
 
 
+def account(put, loops, events, crows, work):
+    """Where an event's added time goes, from the counting runs: the
+    empty anchor's µs added an event is the trap"""
+    reps = sorted(loops["bare"])
+    ev = statistics.median(events["mtq"])
+
+    def added(m):
+        """µs added an event, median over the repetitions"""
+        return statistics.median(1e6 * (loops[m][r] - loops["bare"][r]) / ev
+                                 for r in reps if r in loops[m])
+
+    trap = added("empty")
+    put("")
+    put("Where an event's time goes: one more run of each memtrace-bpf "
+        "mode, untimed, with `kernel.bpf_stats_enabled` on, counts its BPF "
+        "programs' runs and time over the timed iterations. A uprobe "
+        "program's run is a trap (`mt_exit`'s, a return probe's; W2's "
+        "probes, on New and Delete, are all on pushes, none single-"
+        f"stepped). The trap is the empty anchor's µs added an event in "
+        f"the timed repetitions, {trap:.2f} µs (its BPF program is empty); "
+        "the rest is what the mode's added time (the same repetitions' "
+        "median) leaves.")
+    put("")
+    put(lib.head("mode", "traps an event", "return probes an event",
+                 "µs added an event", "traps × trap", "BPF", "the rest"))
+    for row in crows:
+        m = row["mode"]
+        b = lib.bpf_runs(os.path.join(work, f"{m}-count"))
+        n = int(row["events"])
+        a = added(m)
+        t = b["traps"] / n * trap
+        bpf = b["bpf_ns"] / n / 1e3
+        put(lib.row([NAMES[m], f"{b['traps'] / n:.2f}",
+                     f"{b['rets'] / n:.2f}", f"{a:.2f}", f"{t:.2f}",
+                     f"{bpf:.2f}", f"{a - t - bpf:.2f}"]))
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) != 5:
         raise SystemExit(__doc__)
     meta = lib.read_meta(sys.argv[1])
     loops, events, lost = {}, {}, {}
@@ -133,6 +174,7 @@ def main():
                      "ratio, median (min–max)"))
         for a, rs in rows:
             put(f"| {NAMES[a]} | {spread(rs)} |")
+    account(put, loops, events, lib.read_tsv(sys.argv[3]), sys.argv[4])
     lost_any = sum(sum(v) for v in lost.values())
     put("")
     put(f"Events lost by memtrace-bpf over all its runs: {lost_any}.")

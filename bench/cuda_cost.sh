@@ -111,7 +111,7 @@ CRUNS=$WORK/count-runs.tsv
 # shellcheck disable=SC2059
 printf "$HEAD" >"$CRUNS"
 TRAPS=$WORK/traps.tsv
-printf 'rep\tbare\tpush\tnop5\tret\tsstep\n' >"$TRAPS"
+printf 'rep\tbare\tpush\tnop5\tnop1\tret\tsstep\n' >"$TRAPS"
 STATS_OLD=$(sysctl -n kernel.bpf_stats_enabled)
 T_START=$(date +%s)
 
@@ -123,21 +123,6 @@ SUM0=$(standin_sum)
 # field LINE KEY: the value of KEY= in LINE
 field() {
 	sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"
-}
-
-# minflt PID: the process's minor page faults so far
-minflt() {
-	awk '{ sub(/^.*\) /, ""); print $8 }' "/proc/$1/stat"
-}
-
-# prog_stats TRACER FILE: each BPF program TRACER holds, as bpftool's JSON,
-# a line each (run_cnt and run_time_ns count while bpf_stats is on)
-prog_stats() {
-	local id
-	$PY "$ROOT/bench/bpfstats.py" "$1" | sed -n 's/^prog id=\([0-9]*\) .*/\1/p' |
-		while read -r id; do
-			bpftool -j prog show id "$id" && echo
-		done >"$2"
 }
 
 # run_one MODE REP [count]: one run of the step loop; a line of $RUNS, or
@@ -213,8 +198,8 @@ for ((r = 1; r <= REPS; r++)); do
 		run_one "${MODES[$(((j + r - 1) % ${#MODES[@]}))]}" "$r"
 	done
 	t=$(PIN="${PIN_WL[*]}" "$ROOT/bench/traps.sh" "$WORK") || die "bench/traps.sh failed"
-	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$(field "$t" bare)" "$(field "$t" push)" \
-		"$(field "$t" nop5)" "$(field "$t" ret)" "$(field "$t" sstep)" >>"$TRAPS"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$(field "$t" bare)" "$(field "$t" push)" \
+		"$(field "$t" nop5)" "$(field "$t" nop1)" "$(field "$t" ret)" "$(field "$t" sstep)" >>"$TRAPS"
 	echo "cuda_cost: traps rep $r: $t ns a call"
 done
 sysctl -qw kernel.bpf_stats_enabled=1

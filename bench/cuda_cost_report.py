@@ -10,13 +10,12 @@ has none), minflt (the loop's minor faults over the timed steps).  A
 mode's overhead in a repetition is its time a step over that repetition's
 bare time a step, less one; ratios are taken per repetition, from its own
 overheads.  TRAPS: rep, then bench/traps.sh's ns a call (bare, push,
-nop5, ret, sstep).  COUNT_RUNS: the rows of RUNS's form of the counting
+nop5, nop1, ret, sstep).  COUNT_RUNS: the rows of RUNS's form of the counting
 runs (rep "count"), whose folders WORK/MODE-count hold progs0.json and
 progs1.json, the tracer's BPF programs (bpftool's JSON, a line each)
 before and after the timed steps.
 """
 
-import json
 import os
 import statistics
 import sys
@@ -42,36 +41,18 @@ def times(x):
     return f"{x:.2f}"
 
 
-def progs(path):
-    """{name: (type, run_cnt, run_time_ns)} of a bpftool JSON-lines file"""
-    out = {}
-    with open(path) as f:
-        for line in f:
-            if line.strip():
-                p = json.loads(line)
-                out[p["name"]] = (p["type"], p.get("run_cnt", 0),
-                                  p.get("run_time_ns", 0))
-    return out
-
-
 def counted(work, m, row):
     """a counting run's figures a step: events, traps (uprobe entries),
     return probes, BPF µs, minor faults; runs a step by program"""
-    d = os.path.join(work, f"{m}-count")
-    p0, p1 = progs(os.path.join(d, "progs0.json")), progs(os.path.join(d, "progs1.json"))
+    b = lib.bpf_runs(os.path.join(work, f"{m}-count"))
     steps = int(row["steps"])
-    delta = {n: (t, c - p0.get(n, (t, 0, 0))[1], ns - p0.get(n, (t, 0, 0))[2])
-             for n, (t, c, ns) in p1.items()}
-    traps = sum(c for n, (t, c, _) in delta.items()
-                if t == "kprobe" and n != "mt_exit")
-    rets = delta.get("mt_exit", ("kprobe", 0, 0))[1]
     return {
         "events": int(row["events"]) / steps,
-        "traps": traps / steps,
-        "rets": rets / steps,
-        "bpf_us": sum(ns for _, _, ns in delta.values()) / steps / 1e3,
+        "traps": b["traps"] / steps,
+        "rets": b["rets"] / steps,
+        "bpf_us": b["bpf_ns"] / steps / 1e3,
         "minflt": int(row["minflt"]) / steps,
-        "by": {n: c / steps for n, (_, c, _) in delta.items() if c},
+        "by": {n: c / steps for n, c in b["by"].items()},
     }
 
 
@@ -79,7 +60,7 @@ def trap_lines(put, traps):
     """the trap table; returns the median µs of a push trap and of a
     return probe's extra"""
     col = {k: [(float(t[k]) - float(t["bare"])) / 1e3 for t in traps]
-           for k in ("push", "nop5", "ret", "sstep")}
+           for k in ("push", "nop5", "nop1", "ret", "sstep")}
     extra = [(float(t["ret"]) - float(t["push"])) / 1e3 for t in traps]
     us = lambda x: f"{x:.2f}"  # noqa: E731
     put("A trap here, measured in each repetition by `bench/traps.sh` (the "
@@ -94,6 +75,8 @@ def trap_lines(put, traps):
                  lib.med_range(col["push"], us)]))
     put(lib.row(["5-byte nop (the optimized path)",
                  lib.med_range(col["nop5"], us)]))
+    put(lib.row(["1-byte nop (a USDT site, as PyTorch's `pytorch:malloc`)",
+                 lib.med_range(col["nop1"], us)]))
     put(lib.row(["a return probe, beyond its entry's trap",
                  lib.med_range(extra, us)]))
     put(lib.row(["`endbr64` (single-stepped out of line)",

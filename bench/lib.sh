@@ -171,3 +171,18 @@ wait_for() {
 	cat "$file" >&2 2>/dev/null || true
 	return 1
 }
+
+# minflt PID: the process's minor page faults so far
+minflt() {
+	awk '{ sub(/^.*\) /, ""); print $8 }' "/proc/$1/stat"
+}
+
+# prog_stats TRACER FILE: each BPF program TRACER holds, as bpftool's JSON,
+# a line each (run_cnt and run_time_ns count while bpf_stats is on)
+prog_stats() {
+	local id
+	$PY "$ROOT/bench/bpfstats.py" "$1" | sed -n 's/^prog id=\([0-9]*\) .*/\1/p' |
+		while read -r id; do
+			bpftool -j prog show id "$id" && echo
+		done >"$2"
+}

@@ -6,7 +6,7 @@
  *
  * Usage: traps FUNCTION CALLS
  *
- * Calls FUNCTION (push, nop5) CALLS times through a pointer the compiler
+ * Calls FUNCTION (push, nop5, nop1) CALLS times through a pointer the compiler
  * cannot see through, and prints the nanoseconds a call took, timed in
  * the process. The functions are written in assembly so that the probed
  * instruction is known:
@@ -18,6 +18,8 @@
  *   out of line instead.
  * - tb_nop5: a 5-byte nop, which kernels with optimized uprobes (6.18)
  *   turn into a call to a trampoline after its first hit.
+ * - tb_nop1: a 1-byte nop, what a USDT probe site (sys/sdt.h) is, such as
+ *   PyTorch's pytorch:malloc and pytorch:free.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 
 void tb_push(void);
 void tb_nop5(void);
+void tb_nop1(void);
 
 __asm__(".text\n"
 	".globl tb_push\n.type tb_push,@function\ntb_push:\n"
@@ -39,7 +42,11 @@ __asm__(".text\n"
 	".globl tb_nop5\n.type tb_nop5,@function\ntb_nop5:\n"
 	"	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
 	"	ret\n"
-	".size tb_nop5,.-tb_nop5\n");
+	".size tb_nop5,.-tb_nop5\n"
+	".globl tb_nop1\n.type tb_nop1,@function\ntb_nop1:\n"
+	"	nop\n"
+	"	ret\n"
+	".size tb_nop1,.-tb_nop1\n");
 
 static double now_ns(void)
 {
@@ -61,7 +68,7 @@ int main(int argc, char **argv)
 	double t;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: traps push|nop5 CALLS\n");
+		fprintf(stderr, "usage: traps push|nop5|nop1 CALLS\n");
 		return 2;
 	}
 	n = strtol(argv[2], &end, 10);
@@ -74,8 +81,10 @@ int main(int argc, char **argv)
 		fn = tb_push;
 	} else if (!strcmp(argv[1], "nop5")) {
 		fn = tb_nop5;
+	} else if (!strcmp(argv[1], "nop1")) {
+		fn = tb_nop1;
 	} else {
-		fprintf(stderr, "traps: %s: push or nop5\n", argv[1]);
+		fprintf(stderr, "traps: %s: push, nop5 or nop1\n", argv[1]);
 		return 2;
 	}
 	f = fn;

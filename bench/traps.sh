@@ -4,13 +4,14 @@
 # and under empty bpftrace probes, so that the only cost added is the
 # kernel's. Prints one line of nanoseconds a call:
 #
-#   bare=NS push=NS nop5=NS ret=NS sstep=NS
+#   bare=NS push=NS nop5=NS nop1=NS ret=NS sstep=NS
 #
 #   bare   no probe
 #   push   a uprobe on a push after endbr64, where memtrace-bpf probes
 #          c10's reporters: the kernel emulates the push
 #   nop5   a uprobe on a 5-byte nop: the kernel's optimized path, where it
 #          has one (6.18)
+#   nop1   a uprobe on a 1-byte nop, a USDT site (pytorch:malloc)
 #   ret    push, and a uretprobe at the same place
 #   sstep  a uprobe on the endbr64: single-stepped out of line
 #
@@ -60,5 +61,6 @@ under() {
 echo "bare=$(under "" $((CALLS * 10)) push)" \
 	"push=$(under "uprobe:$BIN:tb_push_insn { }" "$CALLS" push)" \
 	"nop5=$(under "uprobe:$BIN:tb_nop5 { }" "$CALLS" nop5)" \
+	"nop1=$(under "uprobe:$BIN:tb_nop1 { }" "$CALLS" nop1)" \
 	"ret=$(under "uprobe:$BIN:tb_push_insn { } uretprobe:$BIN:tb_push_insn { }" "$CALLS" push)" \
 	"sstep=$(under "uprobe:$BIN:tb_push { }" $((CALLS / 5)) push)"
