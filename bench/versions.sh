@@ -27,7 +27,7 @@ ROOTS=${MT_ROOTS:-/var/cache/memtrace-bpf/roots}
 	exit 1
 }
 W=$(mktemp -d)
-trap 'rm -rf "$W"; rm -f "${STAGED[@]}"' EXIT
+trap '[ "${KEEP:-0}" = 1 ] || rm -rf "$W"; rm -f "${STAGED[@]}"' EXIT
 STAGED=()
 
 # stacks: name, root (empty: the host), python
@@ -36,7 +36,7 @@ for r in trixie sid; do
 	d=$(find "$ROOTS" -maxdepth 1 -name "$r-*" -type d | head -1)
 	[ -n "$d" ] || continue
 	py=$([ "$r" = sid ] && echo python3.14 || echo python3)
-	v=$(chroot "$d" "$py" -c 'import torch, platform; print(torch.__version__.split("+")[0] + "/" + platform.python_version())' 2>/dev/null) || continue
+	v=$(unshare -m sh -c "mount -t proc proc '$d/proc' && exec chroot '$d' $py -c 'import torch, platform; print(torch.__version__.split(\"+\")[0] + \"/\" + platform.python_version())'" 2>/dev/null | tail -1) || continue
 	STACKS+=("$v|$d|$py")
 	cp bench/versions_loop.py "$d/tmp/mt-versions-loop.py"
 	STAGED+=("$d/tmp/mt-versions-loop.py")
