@@ -104,6 +104,44 @@ static int attach_one(struct mt_attacher *a, struct bpf_program *prog, int pid,
 	return err;
 }
 
+/* a probe attach_fd places: the entry, and where ret the return too */
+struct probe {
+	const char *name; /* its symbol, for messages */
+	__u64 off, cookie;
+	struct bpf_program *entry;
+	bool ret; /* mt_exit at its return */
+};
+
+/* the probes of p, n of them, each through its own perf uprobe */
+static int place_each(struct mt_attacher *a, int pid, const struct probe *p,
+		      size_t n, const char *file, const char *path, char *err,
+		      size_t errlen)
+{
+	int ret, probes = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		/* the return probe first, so no entry waits for a return */
+		if (p[i].ret) {
+			ret = attach_one(a, a->skel->progs.mt_exit, pid, file,
+					 p[i].off, p[i].cookie, true);
+			if (ret)
+				goto fail;
+			probes++;
+		}
+		ret = attach_one(a, p[i].entry, pid, file, p[i].off,
+				 p[i].cookie, false);
+		if (ret)
+			goto fail;
+		probes++;
+		continue;
+fail:
+		snprintf(err, errlen, "attach %s in %s: %s", p[i].name, path,
+			 strerror(-ret));
+		return ret;
+	}
+	return probes;
+}
+
 /*
  * A kind none of whose names the file has, found through the exported
  * wrapper that jumps to it (the probe table's .wrapper) into *sym. Where the
@@ -139,10 +177,11 @@ static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 	const char *names[MAX_NAMES];
 	unsigned int kind_of[MAX_NAMES];
 	struct mt_sym syms[MAX_NAMES];
+	struct probe plan[MAX_NAMES];
 	bool found[MT_K_MAX] = { false };
 	char file[64];
-	size_t n = 0;
-	int ret, probes = 0;
+	size_t n = 0, np = 0;
+	int ret;
 	/* backward's Nodes read from libtorch_cpu's TLS: no trap at each */
 	bool tls = !only && lib == MT_LIB_TORCH_CPU && a->node_tls &&
 		   a->node_tls(a->ctx, t, fd, path);
@@ -184,39 +223,24 @@ static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_kind_info *ki = mt_kind(kind_of[i]);
-		__u64 cookie =
-			kind_of[i] | ki->flags | mt_kind_sample_flags(ki);
-		__u64 off;
+		struct probe *p = &plan[np];
 
 		if (!syms[i].vaddr ||
 		    (ki->fallback_of && found[ki->fallback_of]))
 			continue;
-		off = mt_elf_probe_offset(fd, syms[i].offset);
+		p->name = names[i];
+		p->off = mt_elf_probe_offset(fd, syms[i].offset);
+		p->cookie = kind_of[i] | ki->flags | mt_kind_sample_flags(ki);
 		if (kind_of[i] == MT_K_LOADER && t->spawned)
-			cookie |= MT_F_STOP;
+			p->cookie |= MT_F_STOP;
 		/* backward's Node comes with the autograd probes, on with Python */
 		if (ki->devsrc == MT_DS_THREAD || !a->no_python)
-			cookie |= MT_F_TVARS;
-		/* the return probe first, so no entry waits for a return */
-		if (ki->retprobe) {
-			ret = attach_one(a, a->skel->progs.mt_exit, t->pid,
-					 file, off, cookie, true);
-			if (ret)
-				goto fail;
-			probes++;
-		}
-		ret = attach_one(a, entry_prog(a->skel, cookie), t->pid, file,
-				 off, cookie, false);
-		if (ret)
-			goto fail;
-		probes++;
-		continue;
-fail:
-		snprintf(err, errlen, "attach %s in %s: %s", names[i], path,
-			 strerror(-ret));
-		return ret;
+			p->cookie |= MT_F_TVARS;
+		p->entry = entry_prog(a->skel, p->cookie);
+		p->ret = ki->retprobe;
+		np++;
 	}
-	return probes;
+	return place_each(a, t->pid, plan, np, file, path, err, errlen);
 }
 
 int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
