@@ -9,8 +9,9 @@ the target. Each repetition runs `MT -q -p PID -d 10ms` once per binary
 
 - under `strace -f -ttt -T -e trace=execve,bpf,perf_event_open,exit_group`:
   the verifier's time for each program (its BPF_PROG_LOAD), the time from
-  the exec to the last probe attached (the start) and from there to the
-  exit (10 ms of tracing, the report, removing the probes);
+  the exec to the last probe attached (the start: its perf_event_open, or
+  its uprobe_multi link's BPF_LINK_CREATE) and from there to the exit
+  (10 ms of tracing, the report, removing the probes);
 - plain: the wall time of the whole run.
 
 strace slows the syscalls it stops at, not the verifier's work inside one.
@@ -28,6 +29,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# a uprobe_multi link made (attach type 48, which strace may not name)
+UPROBE_MULTI = re.compile(
+    r"bpf\(BPF_LINK_CREATE, .*attach_type=(0x30|BPF_TRACE_UPROBE_MULTI)\b.*\) = \d")
 TARGET = "import torch, time; x = torch.ones(10); print('up', flush=True); time.sleep(3600)"
 
 
@@ -47,7 +51,7 @@ def traced_run(mt, pid):
             t, call = float(m.group(1)), m.group(2)
             if call == "execve" and t0 is None:
                 t0 = t
-            elif call == "perf_event_open":
+            elif call == "perf_event_open" or UPROBE_MULTI.search(line):
                 attached = t
             elif call == "exit_group":
                 end = t

@@ -97,3 +97,64 @@ expected_c10() {
 	! grep -q '^# unseen frees_before_attach=' "$TRACE"
 	! grep -q 'came after later ones' "$BATS_TEST_TMPDIR/trace.err"
 }
+
+# uprobe_links PID: "TYPE COUNT" of each uprobe link the tracer PID holds
+# (its fdinfo): uprobe_multi with its offsets' count, perf with 1
+uprobe_links() {
+	local f
+	for f in /proc/"$1"/fdinfo/*; do
+		awk '
+			/^link_type:/ { type = $2 }
+			/^uprobe_cnt:/ { cnt = $2 }
+			/^event_type:/ { event = $2 }
+			END {
+				if (type == "uprobe_multi") print type " " cnt
+				else if (type == "perf" && (event == "uprobe" || event == "uretprobe")) print type " 1"
+			}' "$f" 2>/dev/null
+	done
+}
+
+@test "uprobe_multi links (kernel 6.12+): a link per program holds a file's probes; other threads' events as perf uprobes see them" {
+	[ "$(nproc)" -ge 2 ] || skip "needs two CPUs"
+	local major minor want got tid ftid probes
+	IFS=. read -r major minor _ <<<"$(uname -r)"
+	# before 6.12 a pid's probes stay perf uprobes (user/trace/umulti.c)
+	want=perf
+	if [ "$major" -gt 6 ] || { [ "$major" -eq 6 ] && [ "$minor" -ge 12 ]; }; then
+		want=uprobe_multi
+	fi
+	for multi in 1 0; do
+		[ "$multi" = 0 ] && want=perf
+		fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/cross_cpu.py" --n 500
+		MEMTRACE_BPF_UPROBE_MULTI=$multi trace 1 --keys -p "$fx_PID"
+		# the loader is attached last: every link is made by then
+		wait_for "$BATS_TEST_TMPDIR/trace.out" '^# attach .*lib=.*/ld-linux[^/]* probes='
+		probes=$(sed -nE 's/^# attach .* probes=([0-9]+)$/\1/p' "$BATS_TEST_TMPDIR/trace.out" | awk '{ n += $1 } END { print n + 0 }')
+		uprobe_links "$MT_PID" >"$BATS_TEST_TMPDIR/links.$multi"
+		release fx
+		finish
+		[ "$MT_STATUS" -eq 0 ]
+		grep -q '^done n=500$' "$BATS_TEST_TMPDIR/fx.out"
+		echo "MEMTRACE_BPF_UPROBE_MULTI=$multi: probes=$probes in all, want $want links:"
+		cat "$BATS_TEST_TMPDIR/links.$multi"
+		# every link of the wanted type, and together they hold the probes
+		[ "$probes" -ge 3 ]
+		[ -z "$(grep -v "^$want " "$BATS_TEST_TMPDIR/links.$multi")" ]
+		[ "$(awk '{ n += $2 } END { print n + 0 }' "$BATS_TEST_TMPDIR/links.$multi")" -eq "$probes" ]
+		if [ "$want" = uprobe_multi ]; then
+			[ "$(wc -l <"$BATS_TEST_TMPDIR/links.$multi")" -lt "$probes" ]
+		fi
+		# the tensors are made on one thread and freed on another, neither
+		# the process's main thread: each event carries its own tid
+		events c10:cpu_alloc | grep ' size=7919 ' | awk '{ print $2 }' | sort | uniq -c >"$BATS_TEST_TMPDIR/alloc.$multi"
+		events c10:cpu_free | grep ' size=7919 ' | awk '{ print $2 }' | sort | uniq -c >"$BATS_TEST_TMPDIR/free.$multi"
+		cat "$BATS_TEST_TMPDIR/alloc.$multi" "$BATS_TEST_TMPDIR/free.$multi"
+		read -r got tid <"$BATS_TEST_TMPDIR/alloc.$multi"
+		[ "$got" -eq 500 ] && [ "$tid" != "$fx_PID/$fx_PID" ]
+		read -r got ftid <"$BATS_TEST_TMPDIR/free.$multi"
+		[ "$got" -eq 500 ] && [ "$ftid" != "$fx_PID/$fx_PID" ] && [ "$ftid" != "$tid" ]
+		# the model's other tensors: as many either way
+		events c10:cpu_alloc | grep -vc ' size=7919 ' >"$BATS_TEST_TMPDIR/others.$multi" || true
+	done
+	diff "$BATS_TEST_TMPDIR/others.1" "$BATS_TEST_TMPDIR/others.0"
+}

@@ -6,12 +6,16 @@
 #include <bpf/libbpf.h>
 #include "lib/err.h"
 #include "lib/escape.h"
+#include "lib/grow.h"
 #include "trace/attach.h"
 #include "proc/elfsym.h"
 #include "proc/mapfile.h"
+#include "trace/umulti.h"
 #include "memtrace.skel.h"
 
 #define MAX_NAMES 64
+/* "0": perf uprobes even where uprobe_multi links serve (tests, bench) */
+#define MULTI_ENV "MEMTRACE_BPF_UPROBE_MULTI"
 _Static_assert(MT_COOKIE_SP(MT_F_SP(MT_PROBE_SP_MAX)) == MT_PROBE_SP_MAX,
 	       "a probe point's sp must fit its cookie");
 
@@ -107,6 +111,119 @@ static int attach_one(struct mt_attacher *a, struct bpf_program *prog, int pid,
 	return err;
 }
 
+/* a probe attach_fd places: the entry, and where ret the return too */
+struct probe {
+	const char *name; /* its symbol, for messages */
+	__u64 off, cookie;
+	struct bpf_program *entry;
+	bool ret; /* mt_exit at its return */
+};
+
+/* the probes of p, n of them, each through its own perf uprobe */
+static int place_each(struct mt_attacher *a, int pid, const struct probe *p,
+		      size_t n, const char *file, const char *path, char *err,
+		      size_t errlen)
+{
+	int ret, probes = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		/* the return probe first, so no entry waits for a return */
+		if (p[i].ret) {
+			ret = attach_one(a, a->skel->progs.mt_exit, pid, file,
+					 p[i].off, p[i].cookie, true);
+			if (ret)
+				goto fail;
+			probes++;
+		}
+		ret = attach_one(a, p[i].entry, pid, file, p[i].off,
+				 p[i].cookie, false);
+		if (ret)
+			goto fail;
+		probes++;
+		continue;
+fail:
+		snprintf(err, errlen, "attach %s in %s: %s", p[i].name, path,
+			 strerror(-ret));
+		return ret;
+	}
+	return probes;
+}
+
+/*
+ * One uprobe_multi link of prog on the probes of p it serves: where
+ * returns, the returns of those that have one (prog is mt_exit); else the entries
+ * whose program prog is. Returns the number of probes placed (0: prog
+ * serves none), or -errno with err set: the kernel does not say which
+ * offset it refused, so err names the link's first symbol and its count.
+ */
+static int link_multi(struct mt_attacher *a, int pid, struct bpf_program *prog,
+		      bool returns, const struct probe *p, size_t n,
+		      const char *file, const char *path, char *err,
+		      size_t errlen)
+{
+	__u64 offs[MAX_NAMES], cookies[MAX_NAMES];
+	const char *first = NULL;
+	__u32 cnt = 0;
+	int fd;
+
+	for (size_t i = 0; i < n; i++) {
+		if (returns ? !p[i].ret : p[i].entry != prog)
+			continue;
+		if (!cnt)
+			first = p[i].name;
+		offs[cnt] = p[i].off;
+		cookies[cnt++] = p[i].cookie;
+	}
+	if (!cnt)
+		return 0;
+	/* room for the fd before the link: a link made is never lost */
+	fd = mt_grow((void **)&a->mfds, &a->mcap, a->nmfds + 1,
+		     sizeof(*a->mfds));
+	/* pid 0: every process that maps the file */
+	if (!fd)
+		fd = mt_umulti_link(bpf_program__fd(prog), file, offs, cookies,
+				    cnt, returns, a->global ? 0 : pid);
+	if (fd < 0) {
+		if (cnt > 1)
+			snprintf(err, errlen, "attach %s and %u more in %s: %s",
+				 first, cnt - 1, path, strerror(-fd));
+		else
+			snprintf(err, errlen, "attach %s in %s: %s", first,
+				 path, strerror(-fd));
+		return fd;
+	}
+	a->mfds[a->nmfds++] = fd;
+	return (int)cnt;
+}
+
+/*
+ * The probes of p, n of them, through one uprobe_multi link per program:
+ * a link's close waits once for the probes' handlers, where each perf
+ * uprobe's waits for its own (~0.1 s a probe at the tracer's exit)
+ */
+static int place_multi(struct mt_attacher *a, int pid, const struct probe *p,
+		       size_t n, const char *file, const char *path, char *err,
+		       size_t errlen)
+{
+	/* the returns first, so no entry waits for a return */
+	int ret, probes = link_multi(a, pid, a->skel->progs.mt_exit, true, p, n,
+				     file, path, err, errlen);
+
+	for (size_t i = 0; i < n && probes >= 0; i++) {
+		size_t j = 0;
+
+		/* each entry program once, at its first probe */
+		while (j < i && p[j].entry != p[i].entry)
+			j++;
+		if (j < i)
+			continue;
+		ret = link_multi(a, pid, p[i].entry, false, p, n, file, path,
+				 err, errlen);
+		probes = ret < 0 ? ret : probes + ret;
+	}
+	return probes;
+}
+
 /*
  * A kind none of whose names the file has, found through the exported
  * wrapper that jumps to it (the probe table's .wrapper) into *sym. Where the
@@ -142,10 +259,11 @@ static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 	const char *names[MAX_NAMES];
 	unsigned int kind_of[MAX_NAMES];
 	struct mt_sym syms[MAX_NAMES];
+	struct probe plan[MAX_NAMES] = { 0 }; /* gcc cannot tell np guards it */
 	bool found[MT_K_MAX] = { false };
 	char file[64];
-	size_t n = 0;
-	int ret, probes = 0;
+	size_t n = 0, np = 0;
+	int ret;
 	/* backward's Nodes read from libtorch_cpu's TLS: no trap at each */
 	bool tls = !only && lib == MT_LIB_TORCH_CPU && a->node_tls &&
 		   a->node_tls(a->ctx, t, fd, path);
@@ -187,8 +305,7 @@ static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_kind_info *ki = mt_kind(kind_of[i]);
-		__u64 cookie =
-			kind_of[i] | ki->flags | mt_kind_sample_flags(ki);
+		struct probe *p = &plan[np];
 		struct mt_probe_point pt;
 
 		if (!syms[i].vaddr ||
@@ -197,33 +314,23 @@ static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 		/* a return probe needs the return address at the stack top */
 		pt = mt_elf_probe_point(fd, syms[i].offset, syms[i].size,
 					ki->retprobe);
-		cookie |= MT_F_SP(pt.sp);
+		p->name = names[i];
+		p->off = syms[i].offset + pt.off;
+		p->cookie = kind_of[i] | ki->flags | mt_kind_sample_flags(ki) |
+			    MT_F_SP(pt.sp);
 		if (kind_of[i] == MT_K_LOADER && t->spawned)
-			cookie |= MT_F_STOP;
+			p->cookie |= MT_F_STOP;
 		/* backward's Node comes with the autograd probes, on with Python */
 		if (ki->devsrc == MT_DS_THREAD || !a->no_python)
-			cookie |= MT_F_TVARS;
-		/* the return probe first, so no entry waits for a return */
-		if (ki->retprobe) {
-			ret = attach_one(a, a->skel->progs.mt_exit, t->pid,
-					 file, syms[i].offset + pt.off, cookie,
-					 true);
-			if (ret)
-				goto fail;
-			probes++;
-		}
-		ret = attach_one(a, entry_prog(a->skel, cookie), t->pid, file,
-				 syms[i].offset + pt.off, cookie, false);
-		if (ret)
-			goto fail;
-		probes++;
-		continue;
-fail:
-		snprintf(err, errlen, "attach %s in %s: %s", names[i], path,
-			 strerror(-ret));
-		return ret;
+			p->cookie |= MT_F_TVARS;
+		p->entry = entry_prog(a->skel, p->cookie);
+		p->ret = ki->retprobe;
+		np++;
 	}
-	return probes;
+	if (a->multi)
+		return place_multi(a, t->pid, plan, np, file, path, err,
+				   errlen);
+	return place_each(a, t->pid, plan, np, file, path, err, errlen);
 }
 
 int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
@@ -331,18 +438,49 @@ int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 	return newlibs;
 }
 
-int mt_attach_choose_progs(const struct mt_attacher *a)
+/*
+ * a->multi, by the switch and the kernel; -v says which, and why not
+ * uprobe_multi links
+ */
+static void choose_multi(struct mt_attacher *a)
+{
+	const char *env = getenv(MULTI_ENV);
+	char why[128];
+
+	if (env && !strcmp(env, "0")) {
+		a->multi = false;
+		snprintf(why, sizeof(why), "%s=0", MULTI_ENV);
+	} else {
+		/* pid 0 (a->global) filters nothing: no pid filter fix needed */
+		a->multi = mt_umulti_usable(!a->global, why, sizeof(why));
+	}
+	if (!a->verbose)
+		return;
+	if (a->multi)
+		fprintf(stderr, "memtrace-bpf: uprobes: uprobe_multi links\n");
+	else
+		fprintf(stderr, "memtrace-bpf: uprobes: perf links (%s)\n",
+			why);
+}
+
+int mt_attach_choose_progs(struct mt_attacher *a)
 {
 	struct bpf_program *p;
 	int ret = 0;
 
+	choose_multi(a);
 	for (p = bpf_object__next_program(a->skel->obj, NULL); p;
 	     p = bpf_object__next_program(a->skel->obj, p)) {
 		const char *sec = bpf_program__section_name(p);
 
-		if (!ret && (!strncmp(sec, "uprobe", 6) ||
-			     !strncmp(sec, "uretprobe", 9)))
-			ret = bpf_program__set_autoload(p, false);
+		if (ret ||
+		    (strncmp(sec, "uprobe", 6) && strncmp(sec, "uretprobe", 9)))
+			continue;
+		ret = bpf_program__set_autoload(p, false);
+		/* a uprobe_multi link takes only a program loaded for one */
+		if (!ret && a->multi)
+			ret = bpf_program__set_expected_attach_type(
+				p, (enum bpf_attach_type)MT_UMULTI_ATTACH_TYPE);
 	}
 	for (unsigned int k = 1; k < MT_K_MAX && !ret; k++) {
 		const struct mt_kind_info *ki = mt_kind(k);
@@ -367,4 +505,10 @@ void mt_attach_destroy(struct mt_attacher *a)
 	free(a->links);
 	a->links = NULL;
 	a->nlinks = a->cap = 0;
+	/* the last reference: the close removes the link's probes */
+	for (size_t i = 0; i < a->nmfds; i++)
+		close(a->mfds[i]);
+	free(a->mfds);
+	a->mfds = NULL;
+	a->nmfds = a->mcap = 0;
 }

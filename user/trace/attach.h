@@ -15,8 +15,17 @@ struct bpf_link;
 
 struct mt_attacher {
 	struct memtrace_bpf *skel;
-	struct bpf_link **links;
+	struct bpf_link **links; /* perf uprobes, one a probe */
 	size_t nlinks, cap;
+	/*
+	 * multi (chosen by mt_attach_choose_progs): the probes go on through
+	 * uprobe_multi links, one per program, file and entry or return,
+	 * whose fds mfds holds (trace/umulti.h)
+	 */
+	bool multi;
+	int *mfds;
+	size_t nmfds, mcap;
+	bool verbose; /* -v: say which of the two the probes use */
 	bool no_cpu, no_cuda;
 	bool no_python; /* the autograd probes serve the attribution only */
 	bool trace_exceptions; /* probe CPython's _PyErr_SetObject */
@@ -73,10 +82,12 @@ int mt_attach_autograd(struct mt_attacher *a, struct mt_target *t,
 /*
  * Before the skeleton's load: load only the uprobe programs that a kind
  * the options want attaches (the filters of options not asked for were
- * 0.2 s of the verifier's work at each start). Returns 0, or -errno after
- * mt_err().
+ * 0.2 s of the verifier's work at each start), and choose a->multi, for
+ * which they are loaded otherwise. MEMTRACE_BPF_UPROBE_MULTI=0 in the
+ * environment keeps the perf uprobes (an internal switch, for tests and
+ * benchmarks). Returns 0, or -errno after mt_err().
  */
-int mt_attach_choose_progs(const struct mt_attacher *a);
+int mt_attach_choose_progs(struct mt_attacher *a);
 
 void mt_attach_destroy(struct mt_attacher *a);
 

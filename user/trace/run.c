@@ -340,6 +340,7 @@ static int run(struct mt_tracer *tr)
 	tr->att.no_python = o->no_python;
 	tr->att.trace_exceptions = o->exc_types != NULL;
 	tr->att.global = mt_tracer_family(o) || o->all;
+	tr->att.verbose = o->verbose;
 	if (!ret && mt_attach_choose_progs(&tr->att))
 		return -1;
 	if (!ret)
