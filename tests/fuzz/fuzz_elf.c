@@ -46,8 +46,7 @@ static void check(int ret, const char *err, const struct mt_sym *out, size_t n,
 			abort();
 		p = mt_elf_probe_point(memfd, out[i].offset, out[i].size,
 				       false);
-		r = mt_elf_probe_point(memfd, out[i].offset, out[i].size,
-				       true);
+		r = mt_elf_probe_point(memfd, out[i].offset, out[i].size, true);
 		if ((out[i].size && p.off >= out[i].size) || r.sp ||
 		    p.sp > MT_PROBE_SP_MAX || p.sp % 8)
 			abort();
