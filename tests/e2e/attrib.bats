@@ -225,6 +225,56 @@ backward_modules() {
 	backward_modules | diff - "$BATS_TEST_TMPDIR/tls.modules"
 }
 
+@test "--children: backward's Node read from TLS too, the file probed for every process without the autograd probes" {
+	HELD=1 fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" --steps 2
+	trace 1 --keys --children "$fx_PID"
+	release fx
+	settle fx '^root '
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	MODEL=$BATS_TEST_TMPDIR/fx.out
+	grep -E '^# (autograd|attach .*libtorch_cpu)' "$TRACE"
+	grep -q "^# autograd pid=$fx_PID mode=tls\$" "$TRACE"
+	grep -q "^# attach pid=$fx_PID lib=.*/libtorch_cpu\.so\.[0-9.]* probes=0\$" "$TRACE"
+	assert_grads
+}
+
+@test "-f: two processes mapping the same libtorch_cpu, each reads its own TLS and names its own backward" {
+	local d=$BATS_TEST_TMPDIR pid n=0 i
+	TRACE=$d/trace.out
+	# both held at their exit, so that their frames are named while they
+	# live (names are read from the process after the event)
+	MT_HOLD=$d/hold "$MT" --keys -f -o "$TRACE" -- sh -c "
+		'$TORCH_PY' '$ROOT/tests/fixtures/attrib_model.py' --steps 2 >'$d/a.out' &
+		'$TORCH_PY' '$ROOT/tests/fixtures/attrib_model.py' --steps 2 >'$d/b.out'
+		wait" 2>"$d/trace.err" &
+	MT_PID=$!
+	wait_for "$d/a.out" '^root ' 120
+	wait_for "$d/b.out" '^root ' 120
+	for ((i = 0; i < 50; i++)); do
+		n=$(wc -c <"$TRACE")
+		sleep 0.2
+		[ "$(wc -c <"$TRACE")" -ne "$n" ] || break
+	done
+	touch "$d/hold"
+	wait "$MT_PID"
+	grep -E '^# (autograd|attach .*libtorch_cpu)' "$TRACE"
+	# the file attached once, for both, without the autograd probes
+	[ "$(grep -c '^# attach pid=[0-9]* lib=.*/libtorch_cpu\.so\.[0-9.]* probes=0$' "$TRACE")" -eq 1 ]
+	[ "$(grep -c '^# autograd pid=[0-9]* mode=tls$' "$TRACE")" -eq 2 ]
+	! grep -q '^# autograd pid=[0-9]* mode=probes' "$TRACE"
+	n=0
+	for pid in $(sed -n 's/^# autograd pid=\([0-9]*\) mode=tls$/\1/p' "$TRACE"); do
+		while read -r _ name bytes; do
+			line=$(grep -E "^[^#	]* $pid/[0-9]+ .*: c10:cpu_alloc: .* size=$bytes .* phase=backward " "$TRACE" | head -1)
+			echo "pid $pid grad $name: $line"
+			[[ "$line" == *" module=$name node=AddmmBackward0" ]]
+			n=$((n + 1))
+		done < <(grep '^weight ' "$d/a.out" | grep -v ' head ')
+	done
+	[ "$n" -ge 4 ]
+}
+
 @test "a libtorch_cpu whose TLS cannot be read after all gets the autograd probes late, and names backward with them" {
 	rm -f "$BATS_TEST_TMPDIR/fx.hold"
 	: >"$BATS_TEST_TMPDIR/trace.out"

@@ -40,12 +40,13 @@ static bool kind_wanted(const struct mt_attacher *a,
 	return !a->no_cuda;
 }
 
-static bool global_has(const struct mt_attacher *a, __u64 dev, __u64 inode)
+/* the index of the file probed for every process, or -1 */
+static int global_file(const struct mt_attacher *a, __u64 dev, __u64 inode)
 {
 	for (size_t i = 0; i < a->ngfiles; i++)
 		if (a->gfiles[i].dev == dev && a->gfiles[i].inode == inode)
-			return true;
-	return false;
+			return (int)i;
+	return -1;
 }
 
 static int push_link(struct mt_attacher *a, struct bpf_link *l)
@@ -250,11 +251,12 @@ static int resolve_wrapped(int fd, const char *path,
  * call path; only: just the kinds with one of these flags (0: all). The
  * symbols are read through fd, and the uprobes are placed through
  * /proc/self/fd/FD: the kernel resolves that to fd's own inode, so what
- * is probed is what was read, whatever is at path now.
+ * is probed is what was read, whatever is at path now. *autograd (may be
+ * NULL) is set when the autograd probes are among them.
  */
 static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 		     enum mt_lib lib, int fd, const char *path, __u64 only,
-		     char *err, size_t errlen)
+		     bool *autograd, char *err, size_t errlen)
 {
 	const char *names[MAX_NAMES];
 	unsigned int kind_of[MAX_NAMES];
@@ -325,6 +327,8 @@ static int attach_fd(struct mt_attacher *a, struct mt_target *t,
 			p->cookie |= MT_F_TVARS;
 		p->entry = entry_prog(a->skel, p->cookie);
 		p->ret = ki->retprobe;
+		if (autograd && (ki->flags & AUTOGRAD_FLAGS))
+			*autograd = true;
 		np++;
 	}
 	if (a->multi)
@@ -344,7 +348,7 @@ int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
 		mt_err("%s", err);
 		return fd;
 	}
-	ret = attach_fd(a, t, lib, fd, path, 0, err, sizeof(err));
+	ret = attach_fd(a, t, lib, fd, path, 0, NULL, err, sizeof(err));
 	close(fd);
 	if (ret < 0)
 		mt_err("%s", err);
@@ -354,16 +358,61 @@ int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
 /* attach_fd for the file t maps at m, opened through the mapping itself */
 static int attach_mapping(struct mt_attacher *a, struct mt_target *t,
 			  enum mt_lib lib, const struct mt_mapping *m,
-			  __u64 only, char *err, size_t errlen)
+			  __u64 only, bool *autograd, char *err, size_t errlen)
 {
 	int fd = mt_mapfile_open(t->pid, m, err, errlen);
 	int ret;
 
 	if (fd < 0)
 		return fd;
-	ret = attach_fd(a, t, lib, fd, m->path, only, err, errlen);
+	ret = attach_fd(a, t, lib, fd, m->path, only, autograd, err, errlen);
 	close(fd);
 	return ret;
+}
+
+/*
+ * The autograd probes on the libtorch_cpu t maps at m; once for all
+ * where the file is probed for every process (--children, --all): g, its
+ * index there, else -1. Returns the number of probes attached, or -errno
+ * with err set.
+ */
+static int autograd_probes(struct mt_attacher *a, struct mt_target *t,
+			   const struct mt_mapping *m, int g, char *err,
+			   size_t errlen)
+{
+	bool on = false;
+	int ret;
+
+	if (g >= 0 && a->gautograd[g])
+		return 0;
+	ret = attach_mapping(a, t, MT_LIB_TORCH_CPU, m, AUTOGRAD_FLAGS, &on,
+			     err, errlen);
+	if (ret >= 0 && g >= 0)
+		a->gautograd[g] = on;
+	return ret;
+}
+
+/*
+ * A process found mapping a libtorch_cpu already probed for every
+ * process: its backward Nodes are read from its own TLS where they can
+ * be, else the file gets the autograd probes, once for all. 0, or -errno
+ * with err set.
+ */
+static int global_torch(struct mt_attacher *a, struct mt_target *t,
+			const struct mt_mapping *m, int g, char *err,
+			size_t errlen)
+{
+	int fd, ret = 0;
+
+	if (a->no_python || !a->node_tls)
+		return 0;
+	fd = mt_mapfile_open(t->pid, m, err, errlen);
+	if (fd < 0)
+		return fd;
+	if (!a->node_tls(a->ctx, t, fd, m->path))
+		ret = autograd_probes(a, t, m, g, err, errlen);
+	close(fd);
+	return ret < 0 ? ret : 0;
 }
 
 int mt_attach_autograd(struct mt_attacher *a, struct mt_target *t,
@@ -373,8 +422,11 @@ int mt_attach_autograd(struct mt_attacher *a, struct mt_target *t,
 		const struct mt_mapping *m = &t->maps.v[i];
 
 		if (m->path && !strcmp(m->path, path))
-			return attach_mapping(a, t, MT_LIB_TORCH_CPU, m,
-					      AUTOGRAD_FLAGS, err, errlen);
+			return autograd_probes(
+				a, t, m,
+				a->global ? global_file(a, m->dev, m->inode) :
+					    -1,
+				err, errlen);
 	}
 	snprintf(err, errlen, "pid %d no longer maps %s", t->pid, path);
 	return -ENOENT;
@@ -393,7 +445,8 @@ int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 	}
 	for (size_t i = 0; i < t->maps.n; i++) {
 		const struct mt_mapping *m = &t->maps.v[i];
-		int lib;
+		bool autograd = false;
+		int lib, g;
 
 		if (!m->path || m->path[0] != '/')
 			continue;
@@ -401,13 +454,18 @@ int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 		if (lib < 0 || mt_target_has_file(t, m->dev, m->inode) ||
 		    (lib == MT_LIB_PYTHON && !a->trace_exceptions))
 			continue;
-		if (t->nfiles < MT_MAX_FILES &&
-		    global_has(a, m->dev, m->inode)) {
+		g = global_file(a, m->dev, m->inode);
+		if (t->nfiles < MT_MAX_FILES && g >= 0) {
 			/* its probes are on already, for every process */
 			t->files[t->nfiles++] =
 				(struct mt_file_id){ .dev = m->dev,
 						     .inode = m->inode };
 			t->libs |= 1u << lib;
+			ret = lib == MT_LIB_TORCH_CPU ?
+				      global_torch(a, t, m, g, err, errlen) :
+				      0;
+			if (ret < 0)
+				return ret;
 			continue;
 		}
 		if (t->nfiles == MT_MAX_FILES) {
@@ -417,14 +475,17 @@ int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 				 t->pid, MT_MAX_FILES);
 			return -E2BIG;
 		}
-		ret = attach_mapping(a, t, (enum mt_lib)lib, m, 0, err, errlen);
+		ret = attach_mapping(a, t, (enum mt_lib)lib, m, 0, &autograd,
+				     err, errlen);
 		if (ret < 0)
 			return ret;
 		t->files[t->nfiles++] =
 			(struct mt_file_id){ .dev = m->dev, .inode = m->inode };
 		t->libs |= 1u << lib;
-		if (a->global && a->ngfiles < MT_MAX_GLOBAL_FILES)
+		if (a->global && a->ngfiles < MT_MAX_GLOBAL_FILES) {
+			a->gautograd[a->ngfiles] = autograd;
 			a->gfiles[a->ngfiles++] = t->files[t->nfiles - 1];
+		}
 		if (a->log) {
 			struct mt_esc e = { 0 };
 

@@ -37,15 +37,18 @@ struct mt_attacher {
 	 */
 	bool global;
 	struct mt_file_id gfiles[MT_MAX_GLOBAL_FILES];
+	/* the file's autograd probes are on, for every process */
+	bool gautograd[MT_MAX_GLOBAL_FILES];
 	size_t ngfiles;
 	FILE *log; /* "# attach" lines; NULL for none */
 	/* told of each library attached (a record keeps them); may be NULL */
 	void (*on_lib)(void *ctx, const struct mt_target *t,
 		       const struct mt_mapping *m, int probes);
 	/*
-	 * libtorch_cpu, open as fd, is about to be attached for t: true when
-	 * backward's Nodes are read from its threads' TLS instead of probed
-	 * (the autograd probes then stay off); may be NULL
+	 * libtorch_cpu, open as fd, is about to be attached for t, or t maps
+	 * one probed for every process already: true when backward's Nodes
+	 * are read from t's threads' TLS instead of probed (the autograd
+	 * probes then stay off); may be NULL
 	 */
 	bool (*node_tls)(void *ctx, const struct mt_target *t, int fd,
 			 const char *path);
@@ -67,14 +70,17 @@ int mt_attach_lib(struct mt_attacher *a, struct mt_target *t, enum mt_lib lib,
  * (proc/mapfile.h), in a container or chroot too. Returns the number of
  * libraries newly attached, or -errno with why in err: a buffer, as a
  * process found exiting (ESRCH) or gone is passed over without a word.
+ * A libtorch_cpu probed already for every process (--children, --all) is
+ * still shown to node_tls for each process that maps it.
  */
 int mt_attach_scan(struct mt_attacher *a, struct mt_target *t, char *err,
 		   size_t errlen);
 
 /*
  * The autograd probes that node_tls left off, on the libtorch_cpu t maps
- * at path (its TLS could not be read after all). Returns the number of
- * probes attached, or -errno with err set.
+ * at path (its TLS could not be read after all); where that file is
+ * probed for every process, once for all. Returns the number of probes
+ * attached (0: on already), or -errno with err set.
  */
 int mt_attach_autograd(struct mt_attacher *a, struct mt_target *t,
 		       const char *path, char *err, size_t errlen);

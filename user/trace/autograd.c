@@ -175,8 +175,6 @@ static const char *probes_why(struct mt_tracer *tr, int fd, const char *path,
 
 	if (tr->conf->module_log)
 		return "--module-log times every Node";
-	if (tr->att.global)
-		return "the probes serve every process (--children, --all)";
 	if (force && !strcmp(force, "probes"))
 		return FORCE_ENV "=probes";
 	if (mt_node_tls_find_fd(fd, path, found, err, errlen))
