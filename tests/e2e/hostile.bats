@@ -31,17 +31,19 @@ child_pid() {
 }
 
 @test "-- COMMAND: a tracer killed with SIGKILL never leaves its command stopped" {
-	local try delay i s
+	local try delay i s killed=0
 	# import torch maps dozens of libraries: the command is stopped at
 	# each load until the tracer attaches, so a kill falls inside a stop
 	for try in 1 2 3 4 5; do
-		delay=$(awk -v t="$try" 'BEGIN { printf "%.2f", 0.3 + t * 0.25 }')
+		delay=$(awk -v t="$try" 'BEGIN { printf "%.2f", t * 0.1 }')
 		"$MT" --keys -q -- "$TORCH_PY" -c 'import torch; print("DONE")' \
 			>"$BATS_TEST_TMPDIR/cmd.out" 2>"$BATS_TEST_TMPDIR/trace.err" &
 		MT_PID=$!
 		child_pid "$MT_PID" python3
 		sleep "$delay"
-		kill -9 "$MT_PID"
+		# a tracer done already (it traces the import in well under a
+		# second) is no kill: counted, and most tries must kill
+		! kill -9 "$MT_PID" 2>/dev/null || killed=$((killed + 1))
 		wait "$MT_PID" 2>/dev/null || true
 		# the command goes on and finishes
 		for ((i = 0; i < 600; i++)); do
@@ -54,6 +56,8 @@ child_pid() {
 		grep -qx DONE "$BATS_TEST_TMPDIR/cmd.out"
 		CMD_PID=
 	done
+	echo "$killed of 5 tries killed a running tracer"
+	[ "$killed" -ge 3 ]
 }
 
 # A command that says READY, then at the file "load" dlopens the library
