@@ -226,8 +226,6 @@ static size_t arg_move_len(const unsigned char *p, size_t n)
 	return 0;
 }
 
-static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
-
 /* the most of a function read to place its probe */
 #define PROBE_FN_MAX (64 * 1024)
 
@@ -235,12 +233,12 @@ struct mt_probe_point mt_elf_probe_point(int fd, __u64 off, __u64 size,
 					 bool keep_sp)
 {
 	struct mt_probe_point p = { 0, 0 };
-	__u8 e[sizeof(endbr64)], *b;
+	__u8 e[sizeof(mt_endbr64)], *b;
 
 	if (!size || size > PROBE_FN_MAX) {
 		/* where the function ends is not known: its endbr64 only */
 		if (pread(fd, e, sizeof(e), (off_t)off) == (ssize_t)sizeof(e) &&
-		    !memcmp(e, endbr64, sizeof(e)))
+		    !memcmp(e, mt_endbr64, sizeof(e)))
 			p.off = sizeof(e);
 		return p;
 	}
@@ -272,7 +270,7 @@ static Elf_Data *text_at(Elf *elf, __u64 vaddr, GElf_Shdr *sh)
  * Where the wrapper at vaddr jumps: after endbr64 and argument moves, a
  * jmp rel32 to the start of a function in the same section. A jump into
  * the PLT (another section) or, in a build that marks function entries
- * with endbr64, to a place without one (inside a function) is refused,
+ * with mt_endbr64, to a place without one (inside a function) is refused,
  * as is any other code: a wrong probe would be worse than none.
  */
 static int tail_target(Elf *elf, __u64 vaddr, __u64 *target)
@@ -293,9 +291,10 @@ static int tail_target(Elf *elf, __u64 vaddr, __u64 *target)
 	n = sh.sh_addr + sh.sh_size - vaddr;
 	if (n > 64)
 		n = 64;
-	marked = n >= sizeof(endbr64) && !memcmp(p, endbr64, sizeof(endbr64));
+	marked = n >= sizeof(mt_endbr64) &&
+		 !memcmp(p, mt_endbr64, sizeof(mt_endbr64));
 	if (marked)
-		i = sizeof(endbr64);
+		i = sizeof(mt_endbr64);
 	while ((len = arg_move_len(p + i, n - i)))
 		i += len;
 	if (n - i < 5 || p[i] != 0xe9)
@@ -306,8 +305,8 @@ static int tail_target(Elf *elf, __u64 vaddr, __u64 *target)
 	if (t < sh.sh_addr || t >= sh.sh_addr + sh.sh_size)
 		return -ENOEXEC;
 	if (marked &&
-	    (sh.sh_addr + sh.sh_size - t < sizeof(endbr64) ||
-	     memcmp(text + (t - sh.sh_addr), endbr64, sizeof(endbr64))))
+	    (sh.sh_addr + sh.sh_size - t < sizeof(mt_endbr64) ||
+	     memcmp(text + (t - sh.sh_addr), mt_endbr64, sizeof(mt_endbr64))))
 		return -ENOEXEC;
 	*target = t;
 	return 0;

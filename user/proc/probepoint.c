@@ -9,7 +9,7 @@
 /* registers by number (REX.R or REX.B as bit 3) */
 enum { RAX = 0, R10 = 10, R11 = 11 };
 
-static const __u8 endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+const __u8 mt_endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
 
 static __s32 s32_at(const __u8 *p)
 {
@@ -122,8 +122,9 @@ struct mt_probe_point mt_probe_point(const __u8 *code, size_t len, bool keep_sp)
 {
 	struct mt_probe_point entry = { 0, 0 }, p = { 0, 0 };
 
-	if (len > sizeof(endbr64) && !memcmp(code, endbr64, sizeof(endbr64)))
-		entry.off = p.off = sizeof(endbr64);
+	if (len > sizeof(mt_endbr64) &&
+	    !memcmp(code, mt_endbr64, sizeof(mt_endbr64)))
+		entry.off = p.off = sizeof(mt_endbr64);
 	for (int i = 0; i < WALK_INSNS && p.off < WALK_BYTES; i++) {
 		const __u8 *c = code + p.off;
 		size_t n = len - p.off, step;

@@ -15,6 +15,12 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+/*
+ * endbr64, which CET builds begin functions with: it marks where an
+ * indirect branch may land, and the kernel single-steps it
+ */
+extern const __u8 mt_endbr64[4];
+
 /* the most a point's sp may be: what a cookie carries (memtrace.h) */
 #define MT_PROBE_SP_MAX (0xfff * 8)
 

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "proc/elfsym.h"
+#include "proc/probepoint.h"
 #include "python/nodetls.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -42,8 +43,6 @@ static const char *const copy_slices[] = {
 	"_ZN5torch8autograd10CopySlicesC1ERKN2at6TensorENS2_14TensorGeometryESt10unique_ptrINS0_8ViewFuncESt14default_deleteIS8_EESt10shared_ptrINS0_4NodeEE",
 	"_ZN5torch8autograd10CopySlicesC1ERKN2at6TensorENS2_14TensorGeometryESt10unique_ptrINS0_8ViewFuncESt14default_deleteIS8_EEN3c1013intrusive_ptrINS0_4NodeENSC_6detail34intrusive_target_default_null_typeISE_EEEE",
 };
-
-static const __u8 endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
 
 /* the file, mapped, and where its loadable segments put their bytes */
 struct image {
@@ -78,14 +77,14 @@ static const __u8 *at(const struct image *im, __u64 va, size_t len)
 	return NULL;
 }
 
-/* the code at va past its endbr64, len bytes; NULL if not in the file */
+/* the code at va past its mt_endbr64, len bytes; NULL if not in the file */
 static const __u8 *code_at(const struct image *im, __u64 *va, size_t len)
 {
-	const __u8 *c = at(im, *va, len + sizeof(endbr64));
+	const __u8 *c = at(im, *va, len + sizeof(mt_endbr64));
 
-	if (c && !memcmp(c, endbr64, sizeof(endbr64))) {
-		c += sizeof(endbr64);
-		*va += sizeof(endbr64);
+	if (c && !memcmp(c, mt_endbr64, sizeof(mt_endbr64))) {
+		c += sizeof(mt_endbr64);
+		*va += sizeof(mt_endbr64);
 	}
 	return c;
 }
@@ -317,12 +316,12 @@ static bool calls_gai(const struct image *im, __u64 target, __u64 gai)
 
 	if (target == gai)
 		return true;
-	/* [endbr64] [bnd] jmp *disp32(%rip) */
-	c = at(im, target, sizeof(endbr64) + 7);
+	/* [mt_endbr64] [bnd] jmp *disp32(%rip) */
+	c = at(im, target, sizeof(mt_endbr64) + 7);
 	if (!c)
 		return false;
-	if (!memcmp(c, endbr64, sizeof(endbr64)))
-		i = sizeof(endbr64);
+	if (!memcmp(c, mt_endbr64, sizeof(mt_endbr64)))
+		i = sizeof(mt_endbr64);
 	if (c[i] == 0xf2)
 		i++;
 	if (c[i] != 0xff || c[i + 1] != 0x25)

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "proc/elfsym.h"
+#include "proc/probepoint.h"
 #include "python/layout.h"
 #include "python/objects.h"
 #include "python/tls.h"
@@ -35,8 +36,6 @@
 #define ANY (-1)
 /* thread states checked at most */
 #define THREADS_CHECKED 64
-
-static const __u8 endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
 
 /*
  * glibc x86-64 pthread_getspecific, first-level keys:
@@ -59,7 +58,7 @@ static const short gilstate_tls[] = {
 };
 
 /*
- * Match pattern at the start of code (after an endbr64), storing the
+ * Match pattern at the start of code (after an mt_endbr64), storing the
  * captured bytes in order. Returns the number captured, or -1.
  */
 static int match(const __u8 *code, size_t len, const short *pat, size_t n,
@@ -67,8 +66,9 @@ static int match(const __u8 *code, size_t len, const short *pat, size_t n,
 {
 	size_t at = 0, k = 0;
 
-	if (len >= sizeof(endbr64) && !memcmp(code, endbr64, sizeof(endbr64)))
-		at = sizeof(endbr64);
+	if (len >= sizeof(mt_endbr64) &&
+	    !memcmp(code, mt_endbr64, sizeof(mt_endbr64)))
+		at = sizeof(mt_endbr64);
 	if (at + n > len)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
