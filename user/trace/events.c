@@ -207,10 +207,10 @@ static const struct {
 };
 
 /*
- * An event of a process's own (a library load, fork, exec or exit) or of
- * a feature's probes, handled whole: false for an allocator call
+ * An event of a process's own (a library load, fork, exec or exit),
+ * handled whole: false for any other
  */
-static bool handled_whole(struct mt_tracer *tr, const struct mt_event *ev)
+static bool process_event(struct mt_tracer *tr, const struct mt_event *ev)
 {
 	for (size_t i = 0; i < sizeof(process_kinds) / sizeof(process_kinds[0]);
 	     i++) {
@@ -219,7 +219,7 @@ static bool handled_whole(struct mt_tracer *tr, const struct mt_event *ev)
 			return true;
 		}
 	}
-	return mt_features_probe(tr, ev);
+	return false;
 }
 
 int mt_tracer_on_event(void *ctx, void *data, size_t len)
@@ -234,7 +234,7 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 	struct mt_event copy;
 	bool default0;
 
-	if (len < sizeof(*ev) || handled_whole(tr, ev))
+	if (len < sizeof(*ev) || process_event(tr, ev))
 		return 0;
 	t = mt_tracer_find(tr, ev->pid);
 	/* --all: a process that mapped an attached library since the scan */
@@ -245,6 +245,9 @@ int mt_tracer_on_event(void *ctx, void *data, size_t len)
 		mt_tracer_read_rank(tr, t);
 	/* a backward event read from TLS: its Node's origin found */
 	ev = mt_autograd_event(tr, t, ev, &copy);
+	/* a feature's probe (a dry run's host read): handled whole */
+	if (mt_features_probe(tr, ev))
+		return 0;
 	default0 = t && t->proc.spawned;
 	if (!mt_decode(ev, default0 ? 0 : -1, &r))
 		return 0;
