@@ -304,3 +304,20 @@ backward_modules() {
 	grep -q "^# attach pid=$fx_PID lib=.*/libtorch_cpu\.so\.[0-9.]* probes=0\$" "$TRACE"
 	assert_grads
 }
+
+@test "a process gone before the tracer names its frames: its events are counted as unread, not left unnamed without a word" {
+	fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" --steps 2
+	trace 1 -p "$fx_PID"
+	# the tracer paused while the model runs and exits: the names it reads
+	# from the process afterwards are gone with it
+	kill -STOP "$MT_PID"
+	release fx
+	wait_for "$BATS_TEST_TMPDIR/fx.out" '^root ' 120
+	while kill -0 "$fx_PID" 2>/dev/null; do sleep 0.05; done
+	kill -CONT "$MT_PID"
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	grep -q '^python3 .* phase=other module=-$' "$TRACE"
+	grep -qE "^(Unseen    |          ) [0-9]+ events' Python stacks could not all be read when named \\(their process had exited, or the code was freed\\)" "$TRACE"
+	! grep -q '^Unseen     nothing' "$TRACE"
+}

@@ -930,6 +930,13 @@ static void headline_unseen(const struct report *rp)
 			"(its first moments): their lines and modules are "
 			"unknown",
 			(uint64_t)end->unseen.stacks_early);
+	if (end->unseen.stacks_unread)
+		unseen_line(rp, &label,
+			    "%" PRIu64 " events' Python stacks could not all "
+			    "be read when named (their process had exited, or "
+			    "the code was freed): frames say [unknown], and "
+			    "their modules and phases may be missing",
+			    (uint64_t)end->unseen.stacks_unread);
 	if (end->unseen.nodes)
 		unseen_line(
 			rp, &label,

@@ -704,6 +704,9 @@ void mt_summary_print(struct mt_summary *s, const struct mt_livetable *live,
 	if (end->unseen.stacks_early)
 		fprintf(out, "# unseen stacks_before_walker=%" PRIu64 "\n",
 			(uint64_t)end->unseen.stacks_early);
+	if (end->unseen.stacks_unread)
+		fprintf(out, "# unseen stacks_unread=%" PRIu64 "\n",
+			(uint64_t)end->unseen.stacks_unread);
 	if (end->unseen.nodes)
 		fprintf(out,
 			"# unseen backward_forward_before_attach=%" PRIu64

@@ -30,6 +30,12 @@ struct mt_unseen {
 	 */
 	__u64 children;
 	__u32 first_child;
+	/*
+	 * events whose Python stack could not all be read when named: its
+	 * process had exited (names are read from the live process after
+	 * the event), or its code was freed
+	 */
+	__u64 stacks_unread;
 };
 
 #endif /* __UNSEEN_H */

@@ -322,6 +322,14 @@ static const char *module_name(struct mt_pystacks *ps, struct mt_py *py,
 	return mt_intern(ps->pool, full);
 }
 
+/* an object that is no longer there to read (0 is none) */
+static bool unreadable(struct mt_py *py, __u64 addr)
+{
+	__u64 v;
+
+	return addr && mt_py_read(py, addr, &v, sizeof(v));
+}
+
 static struct mt_pyresolved *resolve(struct mt_pystacks *ps, struct mt_py *py,
 				     __u32 pid, const struct mt_pystack *st,
 				     bool truncated)
@@ -349,6 +357,7 @@ static struct mt_pyresolved *resolve(struct mt_pystacks *ps, struct mt_py *py,
 			snprintf(buf, sizeof(buf), "[unknown] (code 0x%llx)",
 				 (unsigned long long)f->code);
 			r->frames[i] = mt_intern(ps->pool, buf);
+			r->unread = true;
 			continue;
 		}
 		snprintf(buf, sizeof(buf), "%s (%s:%d)", qual,
@@ -369,6 +378,9 @@ static struct mt_pyresolved *resolve(struct mt_pystacks *ps, struct mt_py *py,
 		if (!mt_py_is_module_call(py, st->frames[i].code))
 			continue;
 		self = mt_py_module_self(py, st->frames[i].local0);
+		/* the module call's self is gone with the process */
+		if (!self && unreadable(py, st->frames[i].local0))
+			r->unread = true;
 		/* a frame caught before self is stored holds something else */
 		if (!self || !mt_py_is_module(py, self))
 			continue;

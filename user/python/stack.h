@@ -31,6 +31,12 @@ struct mt_pyresolved {
 	const char *phase;
 	const char *module; /* "-" when no module runs */
 	bool truncated;
+	/*
+	 * part of it could not be read from the process when it was named
+	 * (the process had exited, or the code was freed): frames say
+	 * [unknown], and its module and phase may be missing
+	 */
+	bool unread;
 	int depth;
 	__u64 frames_hash; /* mt_frames_hash() of frames */
 	const char *frames[]; /* innermost first */

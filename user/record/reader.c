@@ -351,6 +351,9 @@ static int read_end(struct mt_reader *r, struct cur *c)
 			    !get_varint(c, &first) || first > INT_MAX))
 		return fail(r, "bad end block");
 	e->unseen.first_child = (__u32)first;
+	/* later still: stacks not all readable when named */
+	if (cur_left(c) && !get_varint(c, &e->unseen.stacks_unread))
+		return fail(r, "bad end block");
 	/* !(x >= 0) is also true of a NaN */
 	if (!(e->seconds >= 0) || e->seconds > (double)MAX_SECONDS)
 		return fail(r, "end block: %g s traced is no duration",
@@ -358,6 +361,7 @@ static int read_end(struct mt_reader *r, struct cur *c)
 	if (too_many(e->lost, e->seconds) ||
 	    too_many(e->unseen.stacks_lost, e->seconds) ||
 	    too_many(e->unseen.stacks_early, e->seconds) ||
+	    too_many(e->unseen.stacks_unread, e->seconds) ||
 	    too_many(e->unseen.nodes, e->seconds) ||
 	    too_many(e->unseen.children, e->seconds))
 		return fail(r,

@@ -496,6 +496,7 @@ static int write_end(struct mt_recorder *w, const struct mt_rec_end *end)
 	put_varint(&body, end->unseen.node_bytes);
 	put_varint(&body, end->unseen.children);
 	put_varint(&body, end->unseen.first_child);
+	put_varint(&body, end->unseen.stacks_unread);
 	w->out.len = 0;
 	err = put_block(&w->out, B_END, 1, &body);
 	free(body.p);

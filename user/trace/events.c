@@ -89,6 +89,8 @@ static const struct mt_pyresolved *attribute(struct mt_tracer *tr,
 	/* a walk BPF dropped (its buffers shared) carries no MT_EV_PY */
 	if ((ev->flags & MT_EV_PY_LOST) || ((ev->flags & MT_EV_PY) && !pr))
 		tr->unseen.stacks_lost++;
+	if (pr && pr->unread)
+		tr->unseen.stacks_unread++;
 	phase = mt_phase_of_thread(ev->comm);
 	if (!phase)
 		phase = pr ? pr->phase : "other";
