@@ -258,6 +258,30 @@ loop_py() {
 	! grep -q 'flight: dumped' "$BATS_TEST_TMPDIR/fl.out"
 }
 
+@test "flight: a process killed before any event is dumped, and its dump's report says how it died" {
+	local pid
+	DIR=$BATS_TEST_TMPDIR/dumps
+	mkdir "$DIR"
+	# torch imported, then nothing allocated: a window with no event
+	"$TORCH_PY" -c 'import os, time, torch; print(os.getpid(), flush=True); time.sleep(600)' \
+		>"$BATS_TEST_TMPDIR/idle.out" &
+	LOOP_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/idle.out" '^[0-9]+$' 60
+	pid=$(head -1 "$BATS_TEST_TMPDIR/idle.out")
+	"$MT" record --flight 10s -o "$DIR" -p "$pid" >"$BATS_TEST_TMPDIR/fl.out" 2>&1 &
+	FL_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/fl.out" '^# python pid=' 60
+	kill -TERM "$pid"
+	wait "$FL_PID"
+	FL_PID=
+	cat "$BATS_TEST_TMPDIR/fl.out"
+	run "$MT" report -i "$(dump_of signal)"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q '^memtrace-bpf report: [0-9.]* s traced, 0 events, 0 lost$' <<<"$output"
+	grep -qx "Died       pid $pid: killed by SIGTERM (Terminated)" <<<"$output"
+}
+
 @test "flight: --trace-exceptions: a raised OutOfMemoryError dumps a second later, naming its line" {
 	DIR=$BATS_TEST_TMPDIR/dumps
 	mkdir "$DIR"

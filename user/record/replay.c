@@ -156,6 +156,8 @@ static int replay(struct replay *rp)
 	ret = mt_rec_iter_run(&rp->it, rp->ses->sites, on_event, rp);
 	if (ret)
 		return ret;
+	/* header lines after the last event, or of a record with none */
+	apply_meta(rp);
 	/* read to the end without passing --at: there is no such moment */
 	if (c->at >= 0 && !rp->stopped && rp->at > rp->last - rp->first) {
 		mt_err("--at %g is past the end of the trace (%.3f s from its "
