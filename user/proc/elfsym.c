@@ -280,7 +280,6 @@ static int tail_target(Elf *elf, __u64 vaddr, __u64 *target)
 	bool marked;
 	GElf_Shdr sh;
 	Elf_Data *d;
-	__s32 rel;
 	__u64 t;
 
 	d = text_at(elf, vaddr, &sh);
@@ -299,9 +298,7 @@ static int tail_target(Elf *elf, __u64 vaddr, __u64 *target)
 		i += len;
 	if (n - i < 5 || p[i] != 0xe9)
 		return -ENOEXEC;
-	rel = (__s32)((__u32)p[i + 1] | (__u32)p[i + 2] << 8 |
-		      (__u32)p[i + 3] << 16 | (__u32)p[i + 4] << 24);
-	t = vaddr + i + 5 + (__u64)(__s64)rel;
+	t = vaddr + i + 5 + (__u64)(__s64)mt_code_s32(p + i + 1);
 	if (t < sh.sh_addr || t >= sh.sh_addr + sh.sh_size)
 		return -ENOEXEC;
 	if (marked &&

@@ -11,14 +11,6 @@ enum { RAX = 0, R10 = 10, R11 = 11 };
 
 const __u8 mt_endbr64[4] = { 0xf3, 0x0f, 0x1e, 0xfa };
 
-static __s32 s32_at(const __u8 *p)
-{
-	__s32 v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
 /* a register the function may write before its point: no argument's */
 static bool scratch(unsigned int reg)
 {
@@ -62,8 +54,8 @@ static size_t passed(const __u8 *c, size_t n, __u32 *sp)
 		return 4;
 	}
 	if (n >= 7 && rex == 0x48 && c[1] == 0x81 && c[2] == 0xec &&
-	    s32_at(c + 3) > 0) {
-		*sp += (__u32)s32_at(c + 3); /* sub $imm32,%rsp */
+	    mt_code_s32(c + 3) > 0) {
+		*sp += (__u32)mt_code_s32(c + 3); /* sub $imm32,%rsp */
 		return 7;
 	}
 	/* mov disp32(%rip),%reg */
@@ -106,10 +98,10 @@ static bool lands_in(const __u8 *c, size_t len, size_t from, size_t to)
 		    i + 2 <= len)
 			t = (__s64)i + 2 + (__s8)c[i + 1];
 		else if ((c[i] == 0xe8 || c[i] == 0xe9) && i + 5 <= len)
-			t = (__s64)i + 5 + s32_at(c + i + 1);
+			t = (__s64)i + 5 + mt_code_s32(c + i + 1);
 		else if (c[i] == 0x0f && i + 6 <= len && c[i + 1] >= 0x80 &&
 			 c[i + 1] <= 0x8f)
-			t = (__s64)i + 6 + s32_at(c + i + 2);
+			t = (__s64)i + 6 + mt_code_s32(c + i + 2);
 		else
 			continue;
 		if (t > 0 && t <= (__s64)to)

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <linux/types.h>
 
 /*
@@ -20,6 +21,15 @@
  * indirect branch may land, and the kernel single-steps it
  */
 extern const __u8 mt_endbr64[4];
+
+/* the signed 32-bit displacement or immediate in x86-64 code at p */
+static inline __s32 mt_code_s32(const __u8 *p)
+{
+	__s32 v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
 
 /* the most a point's sp may be: what a cookie carries (memtrace.h) */
 #define MT_PROBE_SP_MAX (0xfff * 8)

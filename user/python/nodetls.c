@@ -53,14 +53,6 @@ struct image {
 	size_t nload;
 };
 
-static __s32 s32_at(const __u8 *p)
-{
-	__s32 v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
 /* the file's code at vaddr, len bytes of it, or NULL */
 static const __u8 *at(const struct image *im, __u64 va, size_t len)
 {
@@ -105,7 +97,7 @@ static size_t tls_call(const __u8 *c, size_t len, __u64 va, __u64 *got)
 
 		if (memcmp(c + i, lea_rdi, sizeof(lea_rdi)))
 			continue;
-		*got = va + i + 7 + (__s64)s32_at(c + i + 3);
+		*got = va + i + 7 + (__s64)mt_code_s32(c + i + 3);
 		/* general-dynamic: data16 lea; data16 data16 rex.W call */
 		if (i && c[i - 1] == 0x66 && !memcmp(c + call, gd_pad, 3))
 			call += 3;
@@ -124,7 +116,7 @@ static bool accessor_slot(const struct image *im, __u64 fn, __u64 *slot)
 	for (size_t i = 0; c && i + 6 <= FN_BYTES; i++) {
 		/* call *disp32(%rip) */
 		if (c[i] == 0xff && c[i + 1] == 0x15) {
-			*slot = fn + i + 6 + (__s64)s32_at(c + i + 2);
+			*slot = fn + i + 6 + (__s64)mt_code_s32(c + i + 2);
 			return true;
 		}
 	}
@@ -159,13 +151,14 @@ static int store_in(const struct image *im, __u64 lo, __u64 hi, __u64 slot,
 			/* mov %reg,disp32(%rip) into slot */
 			if (c[i] != 0x48 || c[i + 1] != 0x89 ||
 			    (modrm & 0xc7) != 0x05 ||
-			    from + i + 7 + (__s64)s32_at(c + i + 3) != slot)
+			    from + i + 7 + (__s64)mt_code_s32(c + i + 3) !=
+				    slot)
 				continue;
 			/* lea disp32(%rip),%reg just before, same reg */
 			if (c[i - 7] != 0x48 || c[i - 6] != 0x8d ||
 			    c[i - 5] != modrm)
 				continue;
-			a = from + i + (__s64)s32_at(c + i - 4);
+			a = from + i + (__s64)mt_code_s32(c + i - 4);
 			if (found && a != *acc)
 				return -1;
 			*acc = a;
@@ -246,13 +239,13 @@ static bool accessor_imm(const __u8 *c, size_t from, __u64 *imm)
 		    c[e - 2] == 0xc4)
 			e -= 4;
 		if (e >= from + 6 && c[e - 6] == 0x48 && c[e - 5] == 0x05) {
-			*imm = (__u64)(__s64)s32_at(c + e - 4);
+			*imm = (__u64)(__s64)mt_code_s32(c + e - 4);
 			return true;
 		}
 		/* mod 10, reg rax, no SIB */
 		if (e >= from + 7 && c[e - 7] == 0x48 && c[e - 6] == 0x8d &&
 		    (c[e - 5] & 0xf8) == 0x80 && (c[e - 5] & 7) != 4) {
-			*imm = (__u64)(__s64)s32_at(c + e - 4);
+			*imm = (__u64)(__s64)mt_code_s32(c + e - 4);
 			return true;
 		}
 		return false;
@@ -271,7 +264,7 @@ static bool peek_imm(const __u8 *c, size_t after, __u64 *imm)
 	}
 	if (c[after + 2] != 0x80)
 		return false;
-	*imm = (__u64)(__s64)s32_at(c + after + 3);
+	*imm = (__u64)(__s64)mt_code_s32(c + after + 3);
 	return true;
 }
 
@@ -326,7 +319,7 @@ static bool calls_gai(const struct image *im, __u64 target, __u64 gai)
 		i++;
 	if (c[i] != 0xff || c[i + 1] != 0x25)
 		return false;
-	sym = slot_symbol(im, target + i + 6 + (__s64)s32_at(c + i + 2));
+	sym = slot_symbol(im, target + i + 6 + (__s64)mt_code_s32(c + i + 2));
 	return sym && mt_elf_name_matches(sym, get_and_increment);
 }
 
@@ -337,7 +330,7 @@ static bool seq_nr_off(const struct image *im, __u64 ctor, __u64 gai,
 	const __u8 *c = code_at(im, &ctor, CTOR_BYTES);
 
 	for (size_t i = 0; c && i + 9 <= CTOR_BYTES; i++) {
-		__u64 target = ctor + i + 5 + (__s64)s32_at(c + i + 1);
+		__u64 target = ctor + i + 5 + (__s64)mt_code_s32(c + i + 1);
 
 		if (c[i] != 0xe8 || !calls_gai(im, target, gai))
 			continue;

@@ -153,14 +153,12 @@ static bool key_slot(const struct mt_py *py, const struct mt_maps *maps,
 static bool gilstate_slot(const struct mt_py *py, __u64 fn, __s64 *off)
 {
 	__u8 code[CODE_BYTES], cap[4];
-	__s32 disp;
 
 	if (!fn || mt_py_read(py, fn, code, sizeof(code)) ||
 	    match(code, sizeof(code), gilstate_tls, ARRAY_SIZE(gilstate_tls),
 		  cap, sizeof(cap)) != 4)
 		return false;
-	memcpy(&disp, cap, sizeof(disp));
-	*off = disp;
+	*off = mt_code_s32(cap);
 	return true;
 }
 
