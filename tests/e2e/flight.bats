@@ -31,6 +31,27 @@ lines_of() {
 	"$MT" script -i "$1" | awk '/^[^#\t]/ { print $4 + 0, $2, $5, $6, $7 }'
 }
 
+# flight_p OUT CMD...: CMD, a Python that prints its pid first, in the
+# background with its output in OUT; once it has, a flight recorder (10 s,
+# dumps in $DIR) attached to it with -p, its lines in fl.out. Sets pid,
+# LOOP_PID (for teardown, should the test fail) and FL_PID.
+flight_p() {
+	local out=$1
+	shift
+	# emptied here: the redirections below run in the background, and an
+	# earlier round's lines, read before them, gave a later round the pid
+	# of the first (once under load: "invalid pid list: ''")
+	: >"$out"
+	: >"$BATS_TEST_TMPDIR/fl.out"
+	"$@" >"$out" &
+	LOOP_PID=$!
+	wait_for "$out" '^[0-9]+$' 60
+	pid=$(head -1 "$out")
+	"$MT" record --flight 10s -o "$DIR" -p "$pid" >"$BATS_TEST_TMPDIR/fl.out" 2>&1 &
+	FL_PID=$!
+	wait_for "$BATS_TEST_TMPDIR/fl.out" '^# python pid=' 60
+}
+
 # the one dump in $DIR whose name ends in -TAG.mtb
 dump_of() {
 	local f
@@ -221,21 +242,9 @@ loop_py() {
 		    time.sleep(0.001)
 	EOF
 	for how in TERM itself; do
-		# emptied here: the redirections below run in the background,
-		# and the first round's lines, read before them, gave the
-		# second round a pid of the first (once under load: "invalid
-		# pid list: ''")
-		: >"$BATS_TEST_TMPDIR/loop.out"
-		: >"$BATS_TEST_TMPDIR/fl.out"
-		"$TORCH_PY" "$BATS_TEST_TMPDIR/loop.py" "$BATS_TEST_TMPDIR/stop" \
-			>"$BATS_TEST_TMPDIR/loop.out" &
-		# teardown's to end if the round fails: it would run forever
-		LOOP_PID=$!
-		wait_for "$BATS_TEST_TMPDIR/loop.out" '^[0-9]+$' 60
-		pid=$(head -1 "$BATS_TEST_TMPDIR/loop.out")
-		"$MT" record --flight 10s -o "$DIR" -p "$pid" >"$BATS_TEST_TMPDIR/fl.out" 2>&1 &
-		FL_PID=$!
-		wait_for "$BATS_TEST_TMPDIR/fl.out" '^# python pid=' 60
+		# the loop runs forever: teardown ends it if the round fails
+		flight_p "$BATS_TEST_TMPDIR/loop.out" "$TORCH_PY" \
+			"$BATS_TEST_TMPDIR/loop.py" "$BATS_TEST_TMPDIR/stop"
 		if [ "$how" = TERM ]; then
 			kill -TERM "$pid"
 		else
@@ -263,14 +272,8 @@ loop_py() {
 	DIR=$BATS_TEST_TMPDIR/dumps
 	mkdir "$DIR"
 	# torch imported, then nothing allocated: a window with no event
-	"$TORCH_PY" -c 'import os, time, torch; print(os.getpid(), flush=True); time.sleep(600)' \
-		>"$BATS_TEST_TMPDIR/idle.out" &
-	LOOP_PID=$!
-	wait_for "$BATS_TEST_TMPDIR/idle.out" '^[0-9]+$' 60
-	pid=$(head -1 "$BATS_TEST_TMPDIR/idle.out")
-	"$MT" record --flight 10s -o "$DIR" -p "$pid" >"$BATS_TEST_TMPDIR/fl.out" 2>&1 &
-	FL_PID=$!
-	wait_for "$BATS_TEST_TMPDIR/fl.out" '^# python pid=' 60
+	flight_p "$BATS_TEST_TMPDIR/idle.out" "$TORCH_PY" -c \
+		'import os, time, torch; print(os.getpid(), flush=True); time.sleep(600)'
 	kill -TERM "$pid"
 	wait "$FL_PID"
 	FL_PID=
