@@ -178,13 +178,16 @@ static int find_version(struct mt_py *py, const char *path,
  * 3.13+: the first Python frame of each thread that runs one must hold a
  * code object where the offsets say (through the tag bits of 3.14+).
  */
-static bool frames_hold_code(const struct mt_py *py, __u64 ts)
+static bool frames_hold_code(const struct mt_py *py)
 {
 	const struct layout *lay = py->lay;
 	__u64 mask = lay->tagged ? ~3ULL : ~0ULL;
+	struct py_threads w;
 
-	for (int i = 0; ts && i < CHECK_THREADS; i++) {
-		__u64 f, exe, type;
+	if (py_threads_first(py, &w))
+		return false;
+	for (int i = 0; w.ts && i < CHECK_THREADS; i++) {
+		__u64 ts = w.ts, f, exe, type;
 		__u8 owner = 0;
 		int k;
 
@@ -203,7 +206,7 @@ static bool frames_hold_code(const struct mt_py *py, __u64 ts)
 		     rd_u64(py, (exe & mask) + OB_TYPE, &type) ||
 		     type != py->code_type))
 			return false;
-		if (rd_u64(py, ts + TS_NEXT, &ts))
+		if (py_threads_next(py, &w))
 			return false;
 	}
 	return true;
@@ -249,7 +252,7 @@ static int check_layout(struct mt_py *py, __u32 *key, char *err, size_t errlen)
 			py->pid, lay->minor);
 		return -EPROTO;
 	}
-	if (lay->minor >= 13 && !frames_hold_code(py, ts)) {
+	if (lay->minor >= 13 && !frames_hold_code(py)) {
 		snprintf(
 			err, errlen,
 			"process %d: CPython 3.%u frames hold no code object where _Py_DebugOffsets say",
@@ -281,18 +284,18 @@ static bool frame_fits(const struct mt_pyconf *c)
 static bool datastack_holds(const struct mt_py *py)
 {
 	const struct layout *lay = py->lay;
-	__u64 interp, ts, ds[3], size;
+	struct py_threads w;
+	__u64 ds[3], size;
 
-	if (rd_u64(py, py->runtime + lay->rt_interp_head, &interp) ||
-	    rd_u64(py, interp + lay->is_threads_head, &ts))
+	if (py_threads_first(py, &w))
 		return false;
-	for (int i = 0; ts && i < CHECK_THREADS; i++) {
-		if (mt_py_read(py, ts + lay->ts_chunk, ds, sizeof(ds)))
+	for (int i = 0; w.ts && i < CHECK_THREADS; i++) {
+		if (mt_py_read(py, w.ts + lay->ts_chunk, ds, sizeof(ds)))
 			return false;
 		if (ds[0] && (rd_u64(py, ds[0] + 8, &size) || ds[1] <= ds[0] ||
 			      ds[1] > ds[2] || ds[2] != ds[0] + size))
 			return false;
-		if (rd_u64(py, ts + TS_NEXT, &ts))
+		if (py_threads_next(py, &w))
 			return false;
 	}
 	return true;

@@ -4,6 +4,7 @@
  * and their lines, strings, dicts and instance dicts, nn.Module children,
  * type names, and the frames of a thread.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -832,53 +833,79 @@ static int frames_of(const struct mt_py *py, __u64 ts,
 	return ret ? ret : (int)n;
 }
 
-/* the first interpreter's first thread state, into *ts (0: none) */
-static int first_thread(const struct mt_py *py, __u64 *ts)
+/* times a walk over the thread states starts again from the head */
+#define THREAD_RESTARTS 4
+
+int py_threads_first(const struct mt_py *py, struct py_threads *w)
 {
-	__u64 interp;
 	int ret;
 
-	ret = rd_u64(py, py->runtime + py->lay->rt_interp_head, &interp);
+	w->ts = 0;
+	w->restarts = 0;
+	ret = rd_u64(py, py->runtime + py->lay->rt_interp_head, &w->interp);
 	if (!ret)
-		ret = rd_u64(py, interp + py->lay->is_threads_head, ts);
+		ret = rd_u64(py, w->interp + py->lay->is_threads_head, &w->ts);
 	return ret;
+}
+
+/*
+ * The state's next and interp fields are read together: a state freed and
+ * made again for a new thread (calloc) reads as the list's end, next 0,
+ * until it is linked at the head, and its interp 0 tells that apart.
+ */
+int py_threads_next(const struct mt_py *py, struct py_threads *w)
+{
+	__u64 link[2], back;
+
+	static_assert(TS_INTERP == TS_NEXT + 8, "next, then interp");
+	if (!mt_py_read(py, w->ts + TS_NEXT, link, sizeof(link)) &&
+	    link[1] == w->interp &&
+	    (!link[0] ||
+	     (!rd_u64(py, link[0] + TS_INTERP, &back) && back == w->interp))) {
+		w->ts = link[0];
+		return 0;
+	}
+	if (++w->restarts > THREAD_RESTARTS)
+		return -ESTALE;
+	return rd_u64(py, w->interp + py->lay->is_threads_head, &w->ts);
 }
 
 int mt_py_thread_frames(struct mt_py *py, __u64 thread_id,
 			struct mt_pyframe *frames, size_t max, __u64 *tstate)
 {
-	__u64 ts, id = 0;
+	struct py_threads w;
+	__u64 id = 0;
 	int ret, i;
 
-	ret = first_thread(py, &ts);
-	for (i = 0; !ret && ts && i < LIST_MAX; i++) {
-		ret = rd_u64(py, ts + py->lay->ts_thread_id, &id);
+	ret = py_threads_first(py, &w);
+	for (i = 0; !ret && w.ts && i < LIST_MAX; i++) {
+		ret = rd_u64(py, w.ts + py->lay->ts_thread_id, &id);
 		if (ret || id == thread_id)
 			break;
-		ret = rd_u64(py, ts + TS_NEXT, &ts);
+		ret = py_threads_next(py, &w);
 	}
 	if (ret)
 		return ret;
-	if (!ts || id != thread_id)
+	if (!w.ts || id != thread_id)
 		return -ESRCH;
-	*tstate = ts;
-	return frames_of(py, ts, frames, max);
+	*tstate = w.ts;
+	return frames_of(py, w.ts, frames, max);
 }
 
 void mt_py_warm(struct mt_py *py)
 {
 	struct mt_pyframe frames[WARM_FRAMES];
 	struct code_entry *e;
-	__u64 ts;
+	struct py_threads w;
 	int n, i;
 
-	if (first_thread(py, &ts))
+	if (py_threads_first(py, &w))
 		return;
-	for (i = 0; ts && i < WARM_THREADS; i++) {
-		n = frames_of(py, ts, frames, WARM_FRAMES);
+	for (i = 0; w.ts && i < WARM_THREADS; i++) {
+		n = frames_of(py, w.ts, frames, WARM_FRAMES);
 		for (int k = 0; k < n; k++)
 			code_get(py, frames[k].code, &e);
-		if (rd_u64(py, ts + TS_NEXT, &ts))
+		if (py_threads_next(py, &w))
 			return;
 	}
 }

@@ -89,6 +89,31 @@ int mt_py_read_mem(const struct mt_py *py, __u64 addr, void *buf, size_t len);
  */
 int mt_py_read_cstr(const struct mt_py *py, __u64 addr, char *out, size_t cap);
 
+/*
+ * A walk over the first interpreter's thread states. A thread that exits
+ * while the list is read is unlinked and freed under the walk, and its
+ * next field then holds the allocator's bookkeeping (glibc's tcache keeps
+ * a key there), or the memory is zeroed again for a new thread's state:
+ * every state left and reached must point back at the interpreter, and
+ * where one does not the walk starts again from the head, a few times at
+ * most. Callers bound the steps they take.
+ */
+struct py_threads {
+	__u64 interp;
+	__u64 ts; /* the state reached; 0: the end */
+	unsigned int restarts;
+};
+
+/* At the first thread state (ts 0: none). Returns 0 or -EFAULT. */
+int py_threads_first(const struct mt_py *py, struct py_threads *w);
+
+/*
+ * At the next thread state (ts 0: the end), or at the head again where the
+ * list changed under the walk. Returns 0, -EFAULT, or -ESTALE when it kept
+ * changing.
+ */
+int py_threads_next(const struct mt_py *py, struct py_threads *w);
+
 /* the small reads every walk makes: inline, as before the split */
 static inline int rd_u64(const struct mt_py *py, __u64 addr, __u64 *v)
 {

@@ -170,21 +170,21 @@ static bool gilstate_slot(const struct mt_py *py, __u64 fn, __s64 *off)
 static bool slot_holds(const struct mt_py *py, __s64 off)
 {
 	const struct layout *lay = py->lay;
-	__u64 interp, ts, self, slot;
+	struct py_threads w;
+	__u64 self, slot;
 	int found = 0;
 
-	if (rd_u64(py, py->runtime + lay->rt_interp_head, &interp) ||
-	    rd_u64(py, interp + lay->is_threads_head, &ts))
+	if (py_threads_first(py, &w))
 		return false;
-	for (int i = 0; ts && i < THREADS_CHECKED; i++) {
-		if (rd_u64(py, ts + lay->ts_thread_id, &self))
+	for (int i = 0; w.ts && i < THREADS_CHECKED; i++) {
+		if (rd_u64(py, w.ts + lay->ts_thread_id, &self))
 			return false;
 		if (!rd_u64(py, self + (__u64)off, &slot) && slot) {
-			if (slot != ts)
+			if (slot != w.ts)
 				return false;
 			found++;
 		}
-		if (rd_u64(py, ts + TS_NEXT, &ts))
+		if (py_threads_next(py, &w))
 			return false;
 	}
 	return found > 0;
