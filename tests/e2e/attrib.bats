@@ -225,6 +225,18 @@ backward_modules() {
 	backward_modules | diff - "$BATS_TEST_TMPDIR/tls.modules"
 }
 
+@test "a record keeps how backward's Nodes were named, and its report says it" {
+	local d=$BATS_TEST_TMPDIR
+	"$MT" record -o "$d/r.mtb" -- "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" \
+		--steps 1 >"$d/fx.out" 2>"$d/rec.err"
+	cat "$d/rec.err"
+	pid=$(sed -n 's/^# autograd pid=\([0-9]*\) mode=tls$/\1/p' "$d/rec.err")
+	[ -n "$pid" ]
+	"$MT" report -i "$d/r.mtb" >"$d/report.out"
+	grep '^# record autograd: ' "$d/report.out"
+	grep -q "^# record autograd: pid=$pid mode=tls\$" "$d/report.out"
+}
+
 @test "--children: backward's Node read from TLS too, the file probed for every process without the autograd probes" {
 	HELD=1 fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" --steps 2
 	trace 1 --keys --children "$fx_PID"

@@ -23,6 +23,7 @@
 #include "python/nodetls.h"
 #include "python/pyproc.h"
 #include "trace/autograd.h"
+#include "trace/sink.h"
 #include "trace/tracer.h"
 
 /*
@@ -46,12 +47,22 @@ struct mt_autograd {
 	struct mt_nodeseq seq; /* (counter, stack) of forward allocations */
 };
 
-/* the line that says how t's backward Nodes are named */
-static void say(struct mt_tracer *tr, int pid, const char *mode,
-		const char *why)
+/*
+ * the line that says how t's backward Nodes are named, in the log and in
+ * t's record (where a report of it says it again)
+ */
+static void say(struct mt_tracer *tr, const struct mt_traced *t,
+		const char *mode, const char *why)
 {
+	struct mt_sink *k = mt_tracer_sink(tr, t);
+	int pid = t->proc.pid;
 	struct mt_esc e = { 0 };
 
+	if (why)
+		mt_sink_meta(k, "autograd", "pid=%d mode=%s why=%s", pid, mode,
+			     why);
+	else
+		mt_sink_meta(k, "autograd", "pid=%d mode=%s", pid, mode);
 	if (!tr->att.log)
 		return;
 	if (why)
@@ -110,7 +121,7 @@ static void fall_back(struct mt_tracer *tr, struct mt_traced *t,
 	char err[512];
 	int ret;
 
-	say(tr, t->proc.pid, "probes", why);
+	say(tr, t, "probes", why);
 	ret = mt_attach_autograd(&tr->att, &t->proc, ag->path, err,
 				 sizeof(err));
 	if (ret < 0)
@@ -154,7 +165,7 @@ static const char *place(struct mt_tracer *tr, struct mt_traced *t)
 	if (ret)
 		return "no room in BPF's map";
 	ag->placed = true;
-	say(tr, t->proc.pid, "tls", NULL);
+	say(tr, t, "tls", NULL);
 	return NULL;
 }
 
@@ -207,7 +218,7 @@ bool mt_autograd_choose(void *ctx, const struct mt_target *pt, int fd,
 		}
 	}
 	if (why) {
-		say(tr, t->proc.pid, "probes", why);
+		say(tr, t, "probes", why);
 		return false;
 	}
 	t->autograd->found = found;
@@ -218,7 +229,7 @@ bool mt_autograd_choose(void *ctx, const struct mt_target *pt, int fd,
 	if (!why)
 		return true;
 	/* the attach about to be done places the probes */
-	say(tr, t->proc.pid, "probes", why);
+	say(tr, t, "probes", why);
 	mt_autograd_forget(tr, t);
 	return false;
 }
