@@ -111,7 +111,7 @@ CRUNS=$WORK/count-runs.tsv
 # shellcheck disable=SC2059
 printf "$HEAD" >"$CRUNS"
 TRAPS=$WORK/traps.tsv
-printf 'rep\tbare\tpush\tnop5\tnop1\tret\tsstep\n' >"$TRAPS"
+printf 'rep\tbare\tpush\tnop5\tnop1\tret\tsstep\tread\n' >"$TRAPS"
 STATS_OLD=$(sysctl -n kernel.bpf_stats_enabled)
 T_START=$(date +%s)
 
@@ -198,8 +198,9 @@ for ((r = 1; r <= REPS; r++)); do
 		run_one "${MODES[$(((j + r - 1) % ${#MODES[@]}))]}" "$r"
 	done
 	t=$(PIN="${PIN_WL[*]}" "$ROOT/bench/traps.sh" "$WORK") || die "bench/traps.sh failed"
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$(field "$t" bare)" "$(field "$t" push)" \
-		"$(field "$t" nop5)" "$(field "$t" nop1)" "$(field "$t" ret)" "$(field "$t" sstep)" >>"$TRAPS"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$(field "$t" bare)" "$(field "$t" push)" \
+		"$(field "$t" nop5)" "$(field "$t" nop1)" "$(field "$t" ret)" "$(field "$t" sstep)" \
+		"$(field "$t" read)" >>"$TRAPS"
 	echo "cuda_cost: traps rep $r: $t ns a call"
 done
 sysctl -qw kernel.bpf_stats_enabled=1

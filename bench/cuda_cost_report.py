@@ -10,7 +10,7 @@ has none), minflt (the loop's minor faults over the timed steps).  A
 mode's overhead in a repetition is its time a step over that repetition's
 bare time a step, less one; ratios are taken per repetition, from its own
 overheads.  TRAPS: rep, then bench/traps.sh's ns a call (bare, push,
-nop5, nop1, ret, sstep).  COUNT_RUNS: the rows of RUNS's form of the counting
+nop5, nop1, ret, sstep; read: ns a read).  COUNT_RUNS: the rows of RUNS's form of the counting
 runs (rep "count"), whose folders WORK/MODE-count hold progs0.json and
 progs1.json, the tracer's BPF programs (bpftool's JSON, a line each)
 before and after the timed steps.
@@ -81,6 +81,11 @@ def trap_lines(put, traps):
                  lib.med_range(extra, us)]))
     put(lib.row(["`endbr64` (single-stepped out of line)",
                  lib.med_range(col["sstep"], us)]))
+    put(lib.row(["a read of 8 bytes of user memory in the probe's program "
+                 "(`bpf_probe_read_user`, as each read of the Python walk), "
+                 "beyond its trap",
+                 lib.med_range([float(t["read"]) / 1e3 for t in traps],
+                               us)]))
     put("")
     return statistics.median(col["push"]), statistics.median(extra)
 

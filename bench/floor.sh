@@ -49,13 +49,14 @@ batch|np|e->ts = bpf_ktime_get_ns();|if (cookie != ~0ULL) return NULL;|the event
 ts|np|e->pid = task->tgid;|if (cookie != ~0ULL) return NULL;|bpf_ktime_get_ns, the event's time stamp
 task|np|tv = cookie & MT_F_TVARS ?|if (cookie != ~0ULL) return NULL;|ids from the task_struct, bpf_get_smp_processor_id, the argument registers, the caller (the probe's ip: no user read)
 full|np|-|-|the rest of fill: the MT_F_TVARS check (no lookup for New/Delete), the defaults of the thread's vars, the thread's name
-py-entry|q|w.c = bpf_map_lookup_elem(&pyconf, &ev->pid);|if (ev->pid != 1) return;|the event as with --no-python, up to walk_python's pyconf lookup
+q-event|q|if (walk)|if (ev->pid != 1) return;|the event as with --no-python, in -q: entry_event returns before the walk and backward's Node
+py-entry|q|w.c = bpf_map_lookup_elem(&pyconf, &ev->pid);|if (ev->pid != 1) return;|walk_python returns before its pyconf lookup; node_tls, after it, reads backward's Node from libtorch_cpu's TLS: the process's nodetls (hash map lookup by pid), the thread's vars (task storage), one user read (the Node)
 py-conf|q|tstate = thread_state(w.c);|if (ev->pid != 1) return;|the process's pyconf (hash map lookup by pid)
 py-ts|q|w.st = bpf_map_lookup_elem(&scratch, &zero);|if (ev->pid != 1) return;|thread_state: the thread state's pointer from its TLS slot, one user read
 py-bufs|q|if (!read_tstate(&w, tstate))|if (ev->pid != 1) return;|the per-CPU scratch stack, bulk buffer and walk generation lookups
 py-tstate|q|copy_stack(w.bulk);|if (ev->pid != 1) return;|read_tstate: the thread state's frame pointer and data stack (chunk, top, limit) in one user read; on 3.11 and 3.12 the current frame through the _PyCFrame, one more
 py-copy|q|w.max = w.c->max_depth < MT_MAX_FRAMES ? w.c->max_depth : MT_MAX_FRAMES;|if (ev->pid != 1) return;|copy_stack: the top of the data stack's chunk, up to MT_BULK bytes, in one user read
-py-stacks|q|if (bpf_map_lookup_elem(&stacks, &w.hash))|if (ev->pid != 1) return;|the frame walk: bpf_loop over the frames in the copy, a read only for a frame outside it (3.12+: a copy of the C stack at the first entry frame), the hash
+py-stacks|q|if (bpf_map_lookup_elem(&stacks, &w.hash))|if (ev->pid != 1) return;|the frame walk: bpf_loop over the frames in the copy, a read only for a frame outside it (3.12+: a copy of the C stack at the first entry frame), the hash; and, the stack named, node_tls's second user read (the sequence counter, outside backward)
 full|q|-|-|the stacks map: the lookup of the stack's id, and its store when the stack is new"
 
 need_root "uprobes and bpf_stats need it"

@@ -4,7 +4,7 @@
 # and under empty bpftrace probes, so that the only cost added is the
 # kernel's. Prints one line of nanoseconds a call:
 #
-#   bare=NS push=NS nop5=NS nop1=NS ret=NS sstep=NS
+#   bare=NS push=NS nop5=NS nop1=NS ret=NS sstep=NS read=NS
 #
 #   bare   no probe
 #   push   a uprobe on a push after endbr64, where memtrace-bpf probes
@@ -14,6 +14,9 @@
 #   nop1   a uprobe on a 1-byte nop, a USDT site (pytorch:malloc)
 #   ret    push, and a uretprobe at the same place
 #   sstep  a uprobe on the endbr64: single-stepped out of line
+#   read   push, its program reading 8 bytes of the caller's stack 8
+#          times (bpf_probe_read_user, what each read of memtrace-bpf's
+#          Python walk is); the figure is one read's, less push, over 8
 #
 # A trap is the traced figure less bare. bench/cuda_cost.sh runs it in
 # each repetition. Usage: bench/traps.sh [DIR] (DIR: where to build, a
@@ -58,9 +61,22 @@ under() {
 	echo "$out"
 }
 
+# eight reads, summed and used, so that none is left out; the $ are
+# bpftrace's variables, not the shell's
+# shellcheck disable=SC2016
+reads='$s = reg("sp"); $t = 0;'
+for i in 0 1 2 3 4 5 6 7; do
+	reads+=" \$t = \$t + *(uint64 *)uptr(\$s + $((i * 8)));"
+done
+# shellcheck disable=SC2016
+reads+=' if ($t == 1) { printf("\n"); }'
+push=$(under "uprobe:$BIN:tb_push_insn { }" "$CALLS" push)
+read8=$(under "uprobe:$BIN:tb_push_insn { $reads }" "$CALLS" push)
+
 echo "bare=$(under "" $((CALLS * 10)) push)" \
-	"push=$(under "uprobe:$BIN:tb_push_insn { }" "$CALLS" push)" \
+	"push=$push" \
 	"nop5=$(under "uprobe:$BIN:tb_nop5 { }" "$CALLS" nop5)" \
 	"nop1=$(under "uprobe:$BIN:tb_nop1 { }" "$CALLS" nop1)" \
 	"ret=$(under "uprobe:$BIN:tb_push_insn { } uretprobe:$BIN:tb_push_insn { }" "$CALLS" push)" \
-	"sstep=$(under "uprobe:$BIN:tb_push { }" $((CALLS / 5)) push)"
+	"sstep=$(under "uprobe:$BIN:tb_push { }" $((CALLS / 5)) push)" \
+	"read=$(awk -v a="$read8" -v b="$push" 'BEGIN { printf "%.1f", (a - b) / 8 }')"
