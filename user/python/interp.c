@@ -173,12 +173,14 @@ static int find_version(struct mt_py *py, const char *path,
 /* thread states and frames followed when checking a layout */
 #define CHECK_THREADS 64
 #define CHECK_FRAMES 16
+/* times a check that a thread's exit can fail is made */
+#define CHECK_TRIES 3
 
 /*
  * 3.13+: the first Python frame of each thread that runs one must hold a
  * code object where the offsets say (through the tag bits of 3.14+).
  */
-static bool frames_hold_code(const struct mt_py *py)
+static bool frames_hold_code_once(const struct mt_py *py)
 {
 	const struct layout *lay = py->lay;
 	__u64 mask = lay->tagged ? ~3ULL : ~0ULL;
@@ -210,6 +212,19 @@ static bool frames_hold_code(const struct mt_py *py)
 			return false;
 	}
 	return true;
+}
+
+/*
+ * A thread that exits while its frames are checked leaves freed frames
+ * behind its state: the check is made again before the layout is refused.
+ */
+static bool frames_hold_code(const struct mt_py *py)
+{
+	for (int i = 0; i < CHECK_TRIES; i++) {
+		if (frames_hold_code_once(py))
+			return true;
+	}
+	return false;
 }
 
 /*
