@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <bpf/libbpf.h>
 #include "lib/err.h"
 #include "lib/escape.h"
@@ -177,6 +178,35 @@ void mt_autograd_place(struct mt_tracer *tr, struct mt_traced *t)
 		fall_back(tr, t, why);
 }
 
+/*
+ * The libtorch_cpu open as fd decoded into lib, unless lib holds that
+ * file already (the same inode, size and time). Returns the decode's
+ * result, lib->ret.
+ */
+static int find(struct mt_autograd_lib *lib, int fd, const char *path)
+{
+	struct stat st;
+
+	if (fstat(fd, &st)) {
+		lib->known = false;
+	} else if (lib->known && lib->dev == st.st_dev &&
+		   lib->ino == st.st_ino && lib->size == st.st_size &&
+		   lib->mtime.tv_sec == st.st_mtim.tv_sec &&
+		   lib->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+		return lib->ret;
+	} else {
+		lib->known = true;
+		lib->dev = st.st_dev;
+		lib->ino = st.st_ino;
+		lib->size = st.st_size;
+		lib->mtime = st.st_mtim;
+	}
+	lib->err[0] = '\0';
+	lib->ret = mt_node_tls_find_fd(fd, path, &lib->found, lib->err,
+				       sizeof(lib->err));
+	return lib->ret;
+}
+
 /* why t's backward Nodes are probed, or NULL: read from their TLS */
 static const char *probes_why(struct mt_tracer *tr, int fd, const char *path,
 			      struct mt_node_tls *found, char *err,
@@ -188,8 +218,11 @@ static const char *probes_why(struct mt_tracer *tr, int fd, const char *path,
 		return "--module-log times every Node";
 	if (force && !strcmp(force, "probes"))
 		return FORCE_ENV "=probes";
-	if (mt_node_tls_find_fd(fd, path, found, err, errlen))
+	if (find(&tr->ag_lib, fd, path)) {
+		snprintf(err, errlen, "%s", tr->ag_lib.err);
 		return err;
+	}
+	*found = tr->ag_lib.found;
 	return NULL;
 }
 

@@ -7,11 +7,29 @@
 #define __TRACE_AUTOGRAD_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 #include "memtrace.h"
 #include "proc/target.h"
+#include "python/nodetls.h"
 
 struct mt_tracer;
 struct mt_traced;
+
+/*
+ * The libtorch_cpu last decoded, by file: the ranks of a job map the same
+ * one, and each decode reads its code again (12 to 30 ms, 60 to 80 the
+ * first time: torch 1.13 to 2.14)
+ */
+struct mt_autograd_lib {
+	bool known;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int ret; /* mt_node_tls_find_fd's */
+	struct mt_node_tls found;
+	char err[256];
+};
 
 /*
  * The attacher's node_tls: libtorch_cpu, open as fd, comes for pt. True

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <linux/types.h>
 #include "trace/attach.h"
+#include "trace/autograd.h"
 #include "trace/feature.h"
 #include "memtrace.h"
 #include "trace/sink.h"
@@ -73,6 +74,7 @@ struct mt_tracer {
 	struct mt_strpool *frames; /* stack lines, module and phase names */
 	struct mt_pystacks *stacks;
 	struct mt_nodes *nodes;
+	struct mt_autograd_lib ag_lib; /* autograd.c */
 	/* each feature's state, NULL for those off (feature.h) */
 	void *feat[MT_MAX_FEATURES];
 	/* a feature shows its own view: the shared sink prints no summary */
