@@ -13,6 +13,10 @@
 #   mtq    memtrace-bpf -q -p PID (every Python stack walked)
 #   mtn    memtrace-bpf -q --no-python
 #   mts    memtrace-bpf -q --sample-bytes 512K
+#   flt    memtrace-bpf record --flight 10m -o DIR --flight-at-end: the
+#          flight recorder with its defaults (stacks sampled by bytes,
+#          512 KiB), its window longer than the run; the dump at the end
+#          gives the events and the c10 counts
 #   hist   no tracer; the step script's --history: PyTorch's own in-process
 #          recorder, torch.cuda.memory._record_memory_history(stacks=
 #          "python"), the tool people use instead
@@ -47,7 +51,7 @@ REPS=${REPS:-4}
 STEPS=${STEPS:-400}
 BARE_STEPS=${BARE_STEPS:-1200}
 OUT=${OUT:-$ROOT/bench/RESULTS.md}
-MODES=(bare mtq mtn mts hist)
+MODES=(bare mtq mtn mts flt hist)
 STANDIN=$ROOT/scripts/cuda-standin.sh
 
 need_root "uprobes and the root's chroot need it"
@@ -153,12 +157,20 @@ run_one() {
 		KIDS+=("$tp")
 		# c10's reporters (the allocator's block events) and the runtime;
 		# the tool attaches every library in one pass before it traces
+		;;
+	flt)
+		"${PIN_TOOL[@]}" "$MT" record --flight 10m -o "$d/dumps" --flight-at-end \
+			-p "$pid" >"$d/mt.out" 2>"$d/mt.err" &
+		tp=$!
+		KIDS+=("$tp")
+		;;
+	esac
+	if [ -n "$tp" ]; then
 		for lib in libc10 libcudart; do
 			wait_for "$d/mt.err" "^# attach pid=$pid lib=.*/$lib\.so" 60 "$tp" ||
 				die "$m: memtrace-bpf did not attach to $lib"
 		done
-		;;
-	esac
+	fi
 	check_probes "$m" "$pid" "$([ -n "$tp" ] && echo yes || echo no)"
 	sleep 0.5
 	[ -z "$count" ] || prog_stats "$tp" "$d/progs0.json"
@@ -170,6 +182,12 @@ run_one() {
 	if [ -n "$tp" ]; then
 		stop_tracer "$tp" "$m"
 		wait "$tp" || die "$m: memtrace-bpf failed: $(cat "$d/mt.err")"
+		if [ "$m" = flt ]; then
+			# the window outlasted the run: its dump at the end holds
+			# every event from attach to stop, as -q's summary counts
+			s=$(ls "$d"/dumps/flight-*-end.mtb) || die "$m: no dump at the end: $(tail -5 "$d/mt.err")"
+			"$MT" report --keys -i "$s" >"$d/mt.out" || die "$m: the dump's report failed"
+		fi
 		s=$(grep '^# summary ' "$d/mt.out") || die "$m: no summary line"
 		events=$(field "$s" events)
 		lost=$(field "$s" lost)
@@ -204,7 +222,7 @@ for ((r = 1; r <= REPS; r++)); do
 	echo "cuda_cost: traps rep $r: $t ns a call"
 done
 sysctl -qw kernel.bpf_stats_enabled=1
-for m in mtq mtn mts; do
+for m in mtq mtn mts flt; do
 	run_one "$m" count count
 done
 sysctl -qw kernel.bpf_stats_enabled="$STATS_OLD"

@@ -1080,7 +1080,7 @@ static void churn(const char *python, unsigned int minor)
 {
 	char *argv[] = {
 		(char *)python, "-c",
-		"import sys, threading, time\n"
+		"import threading, time\n"
 		"def churn():\n"
 		"    while True:\n"
 		"        ts = [threading.Thread(target=int) for _ in range(8)]\n"
