@@ -159,6 +159,7 @@ run_one() {
 		# the tool attaches every library in one pass before it traces
 		;;
 	flt)
+		mkdir -p "$d/dumps"
 		"${PIN_TOOL[@]}" "$MT" record --flight 10m -o "$d/dumps" --flight-at-end \
 			-p "$pid" >"$d/mt.out" 2>"$d/mt.err" &
 		tp=$!
