@@ -237,6 +237,19 @@ backward_modules() {
 	grep -q "^# record autograd: pid=$pid mode=tls\$" "$d/report.out"
 }
 
+@test "a second thread making Nodes is said: its numbers overlap the first's; one under no_grad is not" {
+	local d=$BATS_TEST_TMPDIR
+	"$MT" record -o "$d/r.mtb" -- "$TORCH_PY" "$ROOT/tests/fixtures/forward_threads.py" grad 2>"$d/grad.err"
+	cat "$d/grad.err"
+	grep -q '^# autograd pid=[0-9]* mode=tls$' "$d/grad.err"
+	grep -q "^# autograd pid=[0-9]* forward_threads=[0-9]*,[0-9]*: .* may be named after another thread's module (--module-log " "$d/grad.err"
+	"$MT" report -i "$d/r.mtb" | grep -q '^# record autograd: pid=[0-9]* forward_threads=[0-9]*,[0-9]*$'
+	"$MT" -q -- "$TORCH_PY" "$ROOT/tests/fixtures/forward_threads.py" nograd 2>"$d/nograd.err"
+	cat "$d/nograd.err"
+	grep -q '^# autograd pid=[0-9]* mode=tls$' "$d/nograd.err"
+	! grep -q 'forward_threads=' "$d/nograd.err"
+}
+
 @test "--children: backward's Node read from TLS too, the file probed for every process without the autograd probes" {
 	HELD=1 fixture fx "$TORCH_PY" "$ROOT/tests/fixtures/attrib_model.py" --steps 2
 	trace 1 --keys --children "$fx_PID"
