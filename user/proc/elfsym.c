@@ -270,7 +270,7 @@ static Elf_Data *text_at(Elf *elf, __u64 vaddr, GElf_Shdr *sh)
  * Where the wrapper at vaddr jumps: after endbr64 and argument moves, a
  * jmp rel32 to the start of a function in the same section. A jump into
  * the PLT (another section) or, in a build that marks function entries
- * with mt_endbr64, to a place without one (inside a function) is refused,
+ * with endbr64, to a place without one (inside a function) is refused,
  * as is any other code: a wrong probe would be worse than none.
  */
 static int tail_target(Elf *elf, __u64 vaddr, __u64 *target)

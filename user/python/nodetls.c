@@ -69,7 +69,7 @@ static const __u8 *at(const struct image *im, __u64 va, size_t len)
 	return NULL;
 }
 
-/* the code at va past its mt_endbr64, len bytes; NULL if not in the file */
+/* the code at va past its endbr64, len bytes; NULL if not in the file */
 static const __u8 *code_at(const struct image *im, __u64 *va, size_t len)
 {
 	const __u8 *c = at(im, *va, len + sizeof(mt_endbr64));
@@ -309,7 +309,7 @@ static bool calls_gai(const struct image *im, __u64 target, __u64 gai)
 
 	if (target == gai)
 		return true;
-	/* [mt_endbr64] [bnd] jmp *disp32(%rip) */
+	/* [endbr64] [bnd] jmp *disp32(%rip) */
 	c = at(im, target, sizeof(mt_endbr64) + 7);
 	if (!c)
 		return false;

@@ -58,7 +58,7 @@ static const short gilstate_tls[] = {
 };
 
 /*
- * Match pattern at the start of code (after an mt_endbr64), storing the
+ * Match pattern at the start of code (after an endbr64), storing the
  * captured bytes in order. Returns the number captured, or -1.
  */
 static int match(const __u8 *code, size_t len, const short *pat, size_t n,
