@@ -237,9 +237,8 @@ struct mt_probe_point mt_elf_probe_point(int fd, __u64 off, __u64 size,
 
 	if (!size || size > PROBE_FN_MAX) {
 		/* where the function ends is not known: its endbr64 only */
-		if (pread(fd, e, sizeof(e), (off_t)off) == (ssize_t)sizeof(e) &&
-		    !memcmp(e, mt_endbr64, sizeof(e)))
-			p.off = sizeof(e);
+		if (pread(fd, e, sizeof(e), (off_t)off) == (ssize_t)sizeof(e))
+			p.off = mt_endbr64_at(e, sizeof(e));
 		return p;
 	}
 	b = malloc(size);
@@ -276,7 +275,7 @@ static Elf_Data *text_at(Elf *elf, __u64 vaddr, GElf_Shdr *sh)
 static int tail_target(Elf *elf, __u64 vaddr, __u64 *target)
 {
 	const unsigned char *text, *p;
-	size_t n, i = 0, len;
+	size_t n, i, len;
 	bool marked;
 	GElf_Shdr sh;
 	Elf_Data *d;
@@ -290,10 +289,8 @@ static int tail_target(Elf *elf, __u64 vaddr, __u64 *target)
 	n = sh.sh_addr + sh.sh_size - vaddr;
 	if (n > 64)
 		n = 64;
-	marked = n >= sizeof(mt_endbr64) &&
-		 !memcmp(p, mt_endbr64, sizeof(mt_endbr64));
-	if (marked)
-		i = sizeof(mt_endbr64);
+	i = mt_endbr64_at(p, n);
+	marked = i > 0;
 	while ((len = arg_move_len(p + i, n - i)))
 		i += len;
 	if (n - i < 5 || p[i] != 0xe9)
@@ -301,9 +298,8 @@ static int tail_target(Elf *elf, __u64 vaddr, __u64 *target)
 	t = vaddr + i + 5 + (__u64)(__s64)mt_code_s32(p + i + 1);
 	if (t < sh.sh_addr || t >= sh.sh_addr + sh.sh_size)
 		return -ENOEXEC;
-	if (marked &&
-	    (sh.sh_addr + sh.sh_size - t < sizeof(mt_endbr64) ||
-	     memcmp(text + (t - sh.sh_addr), mt_endbr64, sizeof(mt_endbr64))))
+	if (marked && !mt_endbr64_at(text + (t - sh.sh_addr),
+				     sh.sh_addr + sh.sh_size - t))
 		return -ENOEXEC;
 	*target = t;
 	return 0;

@@ -114,9 +114,8 @@ struct mt_probe_point mt_probe_point(const __u8 *code, size_t len, bool keep_sp)
 {
 	struct mt_probe_point entry = { 0, 0 }, p = { 0, 0 };
 
-	if (len > sizeof(mt_endbr64) &&
-	    !memcmp(code, mt_endbr64, sizeof(mt_endbr64)))
-		entry.off = p.off = sizeof(mt_endbr64);
+	if (len > sizeof(mt_endbr64))
+		entry.off = p.off = mt_endbr64_at(code, len);
 	for (int i = 0; i < WALK_INSNS && p.off < WALK_BYTES; i++) {
 		const __u8 *c = code + p.off;
 		size_t n = len - p.off, step;

@@ -22,6 +22,15 @@
  */
 extern const __u8 mt_endbr64[4];
 
+/* the length of the endbr64 that the n bytes of code begin with: 4, or 0 */
+static inline size_t mt_endbr64_at(const __u8 *code, size_t n)
+{
+	if (n < sizeof(mt_endbr64) ||
+	    memcmp(code, mt_endbr64, sizeof(mt_endbr64)))
+		return 0;
+	return sizeof(mt_endbr64);
+}
+
 /* the signed 32-bit displacement or immediate in x86-64 code at p */
 static inline __s32 mt_code_s32(const __u8 *p)
 {

@@ -73,12 +73,13 @@ static const __u8 *at(const struct image *im, __u64 va, size_t len)
 static const __u8 *code_at(const struct image *im, __u64 *va, size_t len)
 {
 	const __u8 *c = at(im, *va, len + sizeof(mt_endbr64));
+	size_t skip;
 
-	if (c && !memcmp(c, mt_endbr64, sizeof(mt_endbr64))) {
-		c += sizeof(mt_endbr64);
-		*va += sizeof(mt_endbr64);
-	}
-	return c;
+	if (!c)
+		return NULL;
+	skip = mt_endbr64_at(c, len + sizeof(mt_endbr64));
+	*va += skip;
+	return c + skip;
 }
 
 /*
@@ -305,7 +306,7 @@ static bool calls_gai(const struct image *im, __u64 target, __u64 gai)
 {
 	const __u8 *c;
 	const char *sym;
-	size_t i = 0;
+	size_t i;
 
 	if (target == gai)
 		return true;
@@ -313,8 +314,7 @@ static bool calls_gai(const struct image *im, __u64 target, __u64 gai)
 	c = at(im, target, sizeof(mt_endbr64) + 7);
 	if (!c)
 		return false;
-	if (!memcmp(c, mt_endbr64, sizeof(mt_endbr64)))
-		i = sizeof(mt_endbr64);
+	i = mt_endbr64_at(c, sizeof(mt_endbr64) + 7);
 	if (c[i] == 0xf2)
 		i++;
 	if (c[i] != 0xff || c[i + 1] != 0x25)

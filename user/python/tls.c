@@ -64,11 +64,8 @@ static const short gilstate_tls[] = {
 static int match(const __u8 *code, size_t len, const short *pat, size_t n,
 		 __u8 *cap, size_t ncap)
 {
-	size_t at = 0, k = 0;
+	size_t at = mt_endbr64_at(code, len), k = 0;
 
-	if (len >= sizeof(mt_endbr64) &&
-	    !memcmp(code, mt_endbr64, sizeof(mt_endbr64)))
-		at = sizeof(mt_endbr64);
 	if (at + n > len)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
