@@ -1105,9 +1105,15 @@ static void churn(const char *python, unsigned int minor)
 	assert_true(record(&c, "TH", 0, buf, sizeof(buf), f, 2));
 	py = open_child(&c);
 	assert_int_equal(mt_py_conf(py)->minor, minor);
-	for (int i = 0; i < 20000; i++)
-		fails += mt_py_thread_frames(py, num(f[1]), fr, ARRAY_SIZE(fr),
-					     &tstate) <= 0;
+	for (int i = 0; i < 20000; i++) {
+		int n = mt_py_thread_frames(py, num(f[1]), fr, ARRAY_SIZE(fr),
+					    &tstate);
+
+		if (n <= 0) {
+			print_message("%s: walk %d: %d\n", python, i, n);
+			fails++;
+		}
+	}
 	mt_py_close(py);
 	for (int i = 0; i < 300; i++) {
 		if (mt_py_open(c.pid, &py, err, sizeof(err))) {

@@ -24,6 +24,7 @@
 enum dbg_val {
 	V_INTERP_HEAD, /* runtime_state.interpreters_head */
 	V_THREADS_HEAD, /* interpreter_state.threads_head */
+	V_TS_PREV,
 	V_TS_NEXT,
 	V_TS_INTERP,
 	V_TS_FRAME, /* thread_state.current_frame */
@@ -61,6 +62,7 @@ enum dbg_val {
 static const char *const val_names[V_N] = {
 	[V_INTERP_HEAD] = "runtime_state.interpreters_head",
 	[V_THREADS_HEAD] = "interpreter_state.threads_head",
+	[V_TS_PREV] = "thread_state.prev",
 	[V_TS_NEXT] = "thread_state.next",
 	[V_TS_INTERP] = "thread_state.interp",
 	[V_TS_FRAME] = "thread_state.current_frame",
@@ -107,7 +109,8 @@ static const struct dbg_pos positions[] = {
 		.size = 584,
 		.at = {
 			[V_INTERP_HEAD] = 0x28, [V_THREADS_HEAD] = 0x48,
-			[V_TS_NEXT] = 0xa8, [V_TS_INTERP] = 0xb0,
+			[V_TS_PREV] = 0xa0, [V_TS_NEXT] = 0xa8,
+			[V_TS_INTERP] = 0xb0,
 			[V_TS_FRAME] = 0xb8, [V_TS_THREAD_ID] = 0xc0,
 			[V_TS_CHUNK] = 0xd0,
 			[V_F_BACK] = 0xe8, [V_F_CODE] = 0xf0,
@@ -129,7 +132,8 @@ static const struct dbg_pos positions[] = {
 		.size = 760,
 		.at = {
 			[V_INTERP_HEAD] = 0x28, [V_THREADS_HEAD] = 0x48,
-			[V_TS_NEXT] = 0xc0, [V_TS_INTERP] = 0xc8,
+			[V_TS_PREV] = 0xb8, [V_TS_NEXT] = 0xc0,
+			[V_TS_INTERP] = 0xc8,
 			[V_TS_FRAME] = 0xd0, [V_TS_THREAD_ID] = 0xd8,
 			[V_TS_CHUNK] = 0xe8,
 			[V_F_BACK] = 0x100, [V_F_CODE] = 0x108,
@@ -151,7 +155,8 @@ static const struct dbg_pos positions[] = {
 		.size = 888,
 		.at = {
 			[V_INTERP_HEAD] = 0x28, [V_THREADS_HEAD] = 0x48,
-			[V_TS_NEXT] = 0xc0, [V_TS_INTERP] = 0xc8,
+			[V_TS_PREV] = 0xb8, [V_TS_NEXT] = 0xc0,
+			[V_TS_INTERP] = 0xc8,
 			[V_TS_FRAME] = 0xd0, [V_TS_THREAD_ID] = 0xf0,
 			[V_TS_CHUNK] = 0x100,
 			[V_F_BACK] = 0x140, [V_F_CODE] = 0x148,
@@ -176,19 +181,13 @@ static const struct {
 	enum dbg_val v;
 	__u64 want;
 } constants[] = {
-	{ V_TS_NEXT, TS_NEXT },
-	{ V_TS_INTERP, TS_INTERP },
-	{ V_OB_TYPE, OB_TYPE },
-	{ V_TP_NAME, TP_NAME },
-	{ V_TP_FLAGS, TP_FLAGS },
-	{ V_TP_BASICSIZE, TP_BASICSIZE },
-	{ V_TP_DICTOFFSET, TP_DICTOFFSET },
-	{ V_DICT_KEYS, DICT_KEYS },
-	{ V_DICT_VALUES, DICT_VALUES },
-	{ V_BYTES_SIZE, BYTES_SIZE },
-	{ V_BYTES_DATA, BYTES_DATA },
-	{ V_STR_STATE, STR_STATE },
-	{ V_STR_LENGTH, STR_LENGTH },
+	{ V_TS_PREV, TS_PREV },		  { V_TS_NEXT, TS_NEXT },
+	{ V_TS_INTERP, TS_INTERP },	  { V_OB_TYPE, OB_TYPE },
+	{ V_TP_NAME, TP_NAME },		  { V_TP_FLAGS, TP_FLAGS },
+	{ V_TP_BASICSIZE, TP_BASICSIZE }, { V_TP_DICTOFFSET, TP_DICTOFFSET },
+	{ V_DICT_KEYS, DICT_KEYS },	  { V_DICT_VALUES, DICT_VALUES },
+	{ V_BYTES_SIZE, BYTES_SIZE },	  { V_BYTES_DATA, BYTES_DATA },
+	{ V_STR_STATE, STR_STATE },	  { V_STR_LENGTH, STR_LENGTH },
 };
 
 static const struct dbg_pos *positions_of(unsigned int minor)

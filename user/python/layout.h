@@ -28,6 +28,7 @@
 #define TP_FLAGS 168
 #define TP_DICTOFFSET 288
 #define TYPE_HDR 296
+#define TS_PREV 0
 #define TS_NEXT 8
 #define TS_INTERP 16
 #define DICT_KEYS 32

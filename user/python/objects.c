@@ -6,6 +6,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -848,22 +849,45 @@ int py_threads_first(const struct mt_py *py, struct py_threads *w)
 	return ret;
 }
 
+/* a thread state's links, read together */
+struct ts_links {
+	__u64 prev, next, interp;
+};
+
+static_assert(TS_PREV == offsetof(struct ts_links, prev) &&
+		      TS_NEXT == offsetof(struct ts_links, next) &&
+		      TS_INTERP == offsetof(struct ts_links, interp),
+	      "prev, next, interp");
+
 /*
- * The state's next and interp fields are read together: a state freed and
- * made again for a new thread (calloc) reads as the list's end, next 0,
- * until it is linked at the head, and its interp 0 tells that apart.
+ * A state freed and made again for a new thread is filled (its interp
+ * too) before it is linked at the head, and reads meanwhile as the list's
+ * end: the next state must point back at the one left, and the end is
+ * the end only where the last state is still linked from its prev (or
+ * from the head).
  */
 int py_threads_next(const struct mt_py *py, struct py_threads *w)
 {
-	__u64 link[2], back;
+	struct ts_links cur, next;
+	__u64 back;
 
-	static_assert(TS_INTERP == TS_NEXT + 8, "next, then interp");
-	if (!mt_py_read(py, w->ts + TS_NEXT, link, sizeof(link)) &&
-	    link[1] == w->interp &&
-	    (!link[0] ||
-	     (!rd_u64(py, link[0] + TS_INTERP, &back) && back == w->interp))) {
-		w->ts = link[0];
-		return 0;
+	if (!mt_py_read(py, w->ts, &cur, sizeof(cur)) &&
+	    cur.interp == w->interp) {
+		if (cur.next &&
+		    !mt_py_read(py, cur.next, &next, sizeof(next)) &&
+		    next.prev == w->ts && next.interp == w->interp) {
+			w->ts = cur.next;
+			return 0;
+		}
+		if (!cur.next &&
+		    !rd_u64(py,
+			    cur.prev ? cur.prev + TS_NEXT :
+				       w->interp + py->lay->is_threads_head,
+			    &back) &&
+		    back == w->ts) {
+			w->ts = 0;
+			return 0;
+		}
 	}
 	if (++w->restarts > THREAD_RESTARTS)
 		return -ESTALE;

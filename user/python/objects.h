@@ -93,10 +93,10 @@ int mt_py_read_cstr(const struct mt_py *py, __u64 addr, char *out, size_t cap);
  * A walk over the first interpreter's thread states. A thread that exits
  * while the list is read is unlinked and freed under the walk, and its
  * next field then holds the allocator's bookkeeping (glibc's tcache keeps
- * a key there), or the memory is zeroed again for a new thread's state:
- * every state left and reached must point back at the interpreter, and
- * where one does not the walk starts again from the head, a few times at
- * most. Callers bound the steps they take.
+ * a key there), or the memory is made again for a new thread's state:
+ * every state left and reached must point back at the interpreter and at
+ * each other, and where one does not the walk starts again from the head,
+ * a few times at most. Callers bound the steps they take.
  */
 struct py_threads {
 	__u64 interp;
