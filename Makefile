@@ -111,11 +111,17 @@ $(OUTPUT)/asan/%.o: user/%.S $(STANDIN_LIBS) | $(OUTPUT)
 $(OUTPUT)/asan/test_%: tests/unit/test_%.c $(ASAN_LIBS)
 	$(CC) -O1 -g $(ASAN) $(USER_CFLAGS) $(DEPFLAGS) -I$(CUDA_HOME)/include $< $(ASAN_LIBS) $(LIBS) -lcmocka -o $@
 
-unit: $(addprefix $(OUTPUT)/,$(UNIT_TESTS))
-	@set -e; for t in $^; do echo "== $$t"; $$t; done
+# libtorch_cpu's shapes in a small library, for the finder's test (and a
+# fuzz seed), on a machine without Debian's roots
+NODETLS_SEED := $(OUTPUT)/nodetls_seed.so
+$(NODETLS_SEED): tests/fuzz/nodetls_seed.S | $(OUTPUT)
+	$(CC) -shared -nostdlib -fPIC $< -o $@
 
-unit-asan: $(addprefix $(OUTPUT)/asan/,$(UNIT_TESTS))
-	@set -e; for t in $^; do echo "== $$t (asan/ubsan)"; \
+unit: $(addprefix $(OUTPUT)/,$(UNIT_TESTS)) $(NODETLS_SEED)
+	@set -e; for t in $(filter %/test_%,$^); do echo "== $$t"; $$t; done
+
+unit-asan: $(addprefix $(OUTPUT)/asan/,$(UNIT_TESTS)) $(NODETLS_SEED)
+	@set -e; for t in $(filter %/test_%,$^); do echo "== $$t (asan/ubsan)"; \
 		ASAN_OPTIONS=detect_leaks=1 $$t; done
 
 # the viewers' own checkers the export tests run (npm, into .output/npm)
@@ -144,7 +150,8 @@ FUZZ_LIB := user/record/coder.c user/record/reader.c user/record/writer.c \
 	user/lib/escape.c
 FUZZ_LIB_record := $(FUZZ_LIB)
 FUZZ_LDLIBS_record := -lz
-FUZZ_LIB_elf := user/proc/elfsym.c user/proc/mapfile.c user/proc/probepoint.c
+FUZZ_LIB_elf := user/proc/elfsym.c user/proc/mapfile.c user/proc/probepoint.c \
+	user/python/nodetls.c
 FUZZ_LDLIBS_elf := -lelf
 FUZZ_LIB_proc := user/proc/maps.c user/proc/procinfo.c user/proc/rank.c
 FUZZ_LIB_python := user/python/objects.c user/python/line.c \
@@ -177,12 +184,13 @@ $(FUZZ_DIR)/seeds-record.stamp: $(FUZZ_DIR)/seeds
 	touch $@
 
 # besides the system's files, a wrapper that jumps to the function it
-# wraps, as mt_elf_tail_target_fd follows
-$(FUZZ_DIR)/seeds-elf.stamp: tests/fuzz/elf_seed.c $(FUZZ_ELF_SEEDS)
+# wraps, as mt_elf_tail_target_fd follows, and libtorch_cpu's shapes
+$(FUZZ_DIR)/seeds-elf.stamp: tests/fuzz/elf_seed.c $(NODETLS_SEED) $(FUZZ_ELF_SEEDS)
 	rm -rf $(FUZZ_DIR)/seeds-elf
 	mkdir -p $(FUZZ_DIR)/seeds-elf
 	$(CC) -O2 -fPIC -shared -fcf-protection=full $< \
 		-o $(FUZZ_DIR)/seeds-elf/wrapper.so
+	cp $(NODETLS_SEED) $(FUZZ_DIR)/seeds-elf/
 	$(if $(FUZZ_ELF_SEEDS),cp $(FUZZ_ELF_SEEDS) $(FUZZ_DIR)/seeds-elf/)
 	touch $@
 

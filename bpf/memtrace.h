@@ -178,9 +178,11 @@ struct mt_hold {
 /*
  * Read from libtorch_cpu's thread-locals (struct mt_node_tlsconf):
  * MT_EV_SEQ_NODE, in backward: node and node_vt are the Node the thread
- * evaluates, seq its sequence_nr_; MT_EV_SEQ_CTR, at a walked allocation
+ * evaluates, seq its sequence_nr_ and seq_thread its thread_id_, the
+ * forward thread that made it; MT_EV_SEQ_CTR, at a walked allocation
  * outside backward: seq is the thread's sequence counter, the number the
- * next Node made will take
+ * next Node made will take, and seq_thread the thread's own id (0 until
+ * it made a Node). Each thread numbers its own Nodes.
  */
 #define MT_EV_SEQ_NODE (1u << 8)
 #define MT_EV_SEQ_CTR (1u << 9)
@@ -272,23 +274,29 @@ struct mt_event {
 	__u64 node_vt; /* its vtable pointer: names its class */
 	__u64 node_stack; /* the Python stack the Node was made in, or 0 */
 	__u64 seq; /* MT_EV_SEQ_NODE or MT_EV_SEQ_CTR: a sequence number */
+	__u64 seq_thread; /* and the forward thread it counts on */
 };
+
+/* bytes of a Node read at once: its vtable, number and thread id */
+#define MT_NODE_HEAD 64
 
 /*
  * Where a process's libtorch_cpu keeps, per thread, the autograd Node the
- * engine evaluates and ATen's sequence counter (docs/autograd-tls.md):
- * each thread's block is dtv[modid] of glibc's DTV, the Node pointer at
- * node_off in it and the counter at ctr_off; a Node's number is at
- * seq_nr_off (a multiple of 8 below 32) in it. Filled by user space from
- * user/python/nodetls.c, per process; without it the autograd probes
- * name backward's Nodes.
+ * engine evaluates, ATen's sequence counter and RecordFunction's thread
+ * id (docs/autograd-tls.md): each thread's block is dtv[modid] of glibc's
+ * DTV, the Node pointer at node_off in it, the counter at ctr_off, the id
+ * at tid_off; a Node's number and its forward thread's id are at
+ * seq_nr_off and thread_id_off (multiples of 8 below MT_NODE_HEAD) in it.
+ * Filled by user space from user/python/nodetls.c, per process; without
+ * it the autograd probes name backward's Nodes.
  */
 struct mt_node_tlsconf {
 	__u64 modid; /* libtorch_cpu's slot in each thread's DTV */
 	__u64 node_off; /* the Node pointer's offset in the block */
 	__u64 ctr_off; /* the counter's offset in the block */
+	__u64 tid_off; /* the thread id's offset in the block */
 	__u32 seq_nr_off; /* Node::sequence_nr_ */
-	__u32 pad;
+	__u32 thread_id_off; /* Node::thread_id_ */
 };
 
 #endif /* __MEMTRACE_H */

@@ -3,7 +3,8 @@
  * libFuzzer target: any bytes, as the file a process maps, read by the ELF
  * symbol reader through a descriptor as the tracer does (a memfd is a
  * regular file): functions, data symbols and a wrapper's jump target,
- * and where a function found is probed. Besides not crashing, it must
+ * where a function found is probed, and libtorch_cpu's autograd
+ * thread-locals decoded from its code. Besides not crashing, it must
  * keep its word: an error says why, a symbol found lies in the file's
  * loaded bytes, and a probe point lies in its function.
  */
@@ -13,6 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "proc/elfsym.h"
+#include "python/nodetls.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -78,5 +80,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* a jump is followed to code, and never to the file's header */
 	if (!ret && tail.vaddr && !tail.offset)
 		abort();
+	err[0] = '\0';
+	{
+		struct mt_node_tls t;
+
+		ret = mt_node_tls_find_fd(memfd, "fuzz", &t, err, sizeof(err));
+		if (ret < 0 && !err[0])
+			abort();
+	}
 	return 0;
 }

@@ -10,8 +10,11 @@
  *   variable's address with __tls_get_addr and adds an immediate;
  * - ATen's sequence counter: at::sequence_number::peek() loads it the
  *   same way;
- * - Node::sequence_nr_: CopySlices' constructor stores what
- *   get_and_increment() returns into this.
+ * - the forward thread's id, at::RecordFunction's: currentThreadId()
+ *   loads it the same way;
+ * - Node::sequence_nr_ and Node::thread_id_: CopySlices' constructor
+ *   stores what get_and_increment() and currentThreadId() return into
+ *   this.
  *
  * Only the x86-64 forms seen in Debian's torch 1.13, 2.6 and 2.14 are
  * accepted; anything else is -ENOEXEC, and the tracer keeps its probes.
@@ -37,6 +40,8 @@ static const char assign_parent[] = "_ZN5torch8autograd4Node13assign_parentEv";
 static const char peek[] = "_ZN2at15sequence_number4peekEv";
 static const char get_and_increment[] =
 	"_ZN2at15sequence_number17get_and_incrementEv";
+static const char current_thread_id[] =
+	"_ZN2at14RecordFunction15currentThreadIdEv";
 /* its parameters change with each release: one name a release */
 static const char *const copy_slices[] = {
 	"_ZN5torch8autograd10CopySlicesC1ERKN2at6TensorENS2_14TensorGeometryESt8functionIFS3_S5_EESt10shared_ptrINS0_4NodeEE",
@@ -254,16 +259,26 @@ static bool accessor_imm(const __u8 *c, size_t from, __u64 *imm)
 	return false;
 }
 
-/* peek(): mov (%rax),%rax or mov imm32(%rax),%rax after the call */
-static bool peek_imm(const __u8 *c, size_t after, __u64 *imm)
+/*
+ * The variable's load after __tls_get_addr returned the block in %rax,
+ * past a copy of %rax to another register: mov (%rax),%reg or
+ * mov imm32(%rax),%reg (peek() and currentThreadId())
+ */
+static bool load_imm(const __u8 *c, size_t after, __u64 *imm)
 {
-	if (c[after] != 0x48 || c[after + 1] != 0x8b)
+	/* mov %rax,%reg */
+	if ((c[after] & 0xfe) == 0x48 && c[after + 1] == 0x89 &&
+	    (c[after + 2] & 0xf8) == 0xc0)
+		after += 3;
+	/* REX.W, with or without REX.R; rm rax, no SIB */
+	if ((c[after] & 0xfb) != 0x48 || c[after + 1] != 0x8b ||
+	    (c[after + 2] & 7) != 0)
 		return false;
-	if (c[after + 2] == 0x00) {
+	if ((c[after + 2] & 0xc0) == 0x00) {
 		*imm = 0;
 		return true;
 	}
-	if (c[after + 2] != 0x80)
+	if ((c[after + 2] & 0xc0) != 0x80)
 		return false;
 	*imm = (__u64)(__s64)mt_code_s32(c + after + 3);
 	return true;
@@ -301,14 +316,15 @@ static const char *slot_symbol(const struct image *im, __u64 slot)
 	return NULL;
 }
 
-/* does a call to target reach get_and_increment (at gai), or its PLT stub */
-static bool calls_gai(const struct image *im, __u64 target, __u64 gai)
+/* does a call to target reach fn (at vaddr), or its PLT stub */
+static bool calls_fn(const struct image *im, __u64 target, __u64 vaddr,
+		     const char *fn)
 {
 	const __u8 *c;
 	const char *sym;
 	size_t i;
 
-	if (target == gai)
+	if (target == vaddr)
 		return true;
 	/* [endbr64] [bnd] jmp *disp32(%rip) */
 	c = at(im, target, sizeof(mt_endbr64) + 7);
@@ -320,19 +336,22 @@ static bool calls_gai(const struct image *im, __u64 target, __u64 gai)
 	if (c[i] != 0xff || c[i + 1] != 0x25)
 		return false;
 	sym = slot_symbol(im, target + i + 6 + (__s64)mt_code_s32(c + i + 2));
-	return sym && mt_elf_name_matches(sym, get_and_increment);
+	return sym && mt_elf_name_matches(sym, fn);
 }
 
-/* Node::sequence_nr_: call get_and_increment; mov %rax,disp8(%reg) */
-static bool seq_nr_off(const struct image *im, __u64 ctor, __u64 gai,
-		       __u32 *off)
+/*
+ * A field of Node that the inlined Node() sets from a call:
+ * call fn (or its PLT stub); mov %rax,disp8(%reg)
+ */
+static bool field_off(const struct image *im, __u64 ctor, __u64 vaddr,
+		      const char *fn, __u32 *off)
 {
 	const __u8 *c = code_at(im, &ctor, CTOR_BYTES);
 
 	for (size_t i = 0; c && i + 9 <= CTOR_BYTES; i++) {
 		__u64 target = ctor + i + 5 + (__s64)mt_code_s32(c + i + 1);
 
-		if (c[i] != 0xe8 || !calls_gai(im, target, gai))
+		if (c[i] != 0xe8 || !calls_fn(im, target, vaddr, fn))
 			continue;
 		/* mod 01, reg rax, no SIB */
 		if (c[i + 5] != 0x48 || c[i + 6] != 0x89 ||
@@ -344,17 +363,29 @@ static bool seq_nr_off(const struct image *im, __u64 ctor, __u64 gai,
 	return false;
 }
 
+/* the functions looked up, in this order, then copy_slices[] */
+enum { S_ASSIGN_PARENT, S_PEEK, S_GAI, S_TID, S_CTORS };
+
+/* a thread-local that fn loads right after __tls_get_addr */
+static bool tls_load(const struct image *im, __u64 fn, __u64 *got, __u64 *imm)
+{
+	const __u8 *c = code_at(im, &fn, FN_BYTES);
+	size_t after = c ? tls_call(c, FN_BYTES - 16, fn, got) : 0;
+
+	return after && load_imm(c, after, imm);
+}
+
 static int decode(const struct image *im, const struct mt_sym *syms,
 		  struct mt_node_tls *out, const char **why)
 {
-	__u64 slot = 0, acc = 0, fn = syms[1].vaddr, ctor = 0;
+	__u64 slot = 0, acc = 0, ctor = 0;
 	const __u8 *c;
 	size_t after;
 
-	out->fn_vaddr = syms[0].vaddr;
-	out->fn_offset = syms[0].offset;
+	out->fn_vaddr = syms[S_ASSIGN_PARENT].vaddr;
+	out->fn_offset = syms[S_ASSIGN_PARENT].offset;
 	*why = "no accessor slot in Node::assign_parent()";
-	if (!accessor_slot(im, syms[0].vaddr, &slot))
+	if (!accessor_slot(im, out->fn_vaddr, &slot))
 		return -ENOEXEC;
 	*why = "no static initializer of the Node's accessor";
 	if (!accessor_of(im, slot, &acc))
@@ -365,15 +396,21 @@ static int decode(const struct image *im, const struct mt_sym *syms,
 	if (!after || !accessor_imm(c, after, &out->node_imm))
 		return -ENOEXEC;
 	*why = "sequence_number::peek() is not of a known form";
-	c = code_at(im, &fn, FN_BYTES);
-	after = c ? tls_call(c, FN_BYTES - 8, fn, &out->ctr_got) : 0;
-	if (!after || !peek_imm(c, after, &out->ctr_imm))
+	if (!tls_load(im, syms[S_PEEK].vaddr, &out->ctr_got, &out->ctr_imm))
 		return -ENOEXEC;
-	for (size_t i = 3; i < 3 + ARRAY_SIZE(copy_slices); i++)
+	*why = "RecordFunction::currentThreadId() is not of a known form";
+	if (!tls_load(im, syms[S_TID].vaddr, &out->tid_got, &out->tid_imm))
+		return -ENOEXEC;
+	for (size_t i = S_CTORS; i < S_CTORS + ARRAY_SIZE(copy_slices); i++)
 		if (syms[i].vaddr)
 			ctor = syms[i].vaddr;
 	*why = "no Node() with get_and_increment() in CopySlices()";
-	if (!ctor || !seq_nr_off(im, ctor, syms[2].vaddr, &out->seq_nr_off))
+	if (!ctor || !field_off(im, ctor, syms[S_GAI].vaddr, get_and_increment,
+				&out->seq_nr_off))
+		return -ENOEXEC;
+	*why = "no Node() with currentThreadId() in CopySlices()";
+	if (!field_off(im, ctor, syms[S_TID].vaddr, current_thread_id,
+		       &out->thread_id_off))
 		return -ENOEXEC;
 	return 0;
 }
@@ -381,10 +418,11 @@ static int decode(const struct image *im, const struct mt_sym *syms,
 int mt_node_tls_find_fd(int fd, const char *name, struct mt_node_tls *out,
 			char *err, size_t errlen)
 {
-	const char *names[3 + ARRAY_SIZE(copy_slices)] = {
-		assign_parent,
-		peek,
-		get_and_increment,
+	const char *names[S_CTORS + ARRAY_SIZE(copy_slices)] = {
+		[S_ASSIGN_PARENT] = assign_parent,
+		[S_PEEK] = peek,
+		[S_GAI] = get_and_increment,
+		[S_TID] = current_thread_id,
 	};
 	struct mt_sym syms[ARRAY_SIZE(names)];
 	struct image im = { 0 };
@@ -393,15 +431,19 @@ int mt_node_tls_find_fd(int fd, const char *name, struct mt_node_tls *out,
 	int ret;
 
 	for (size_t i = 0; i < ARRAY_SIZE(copy_slices); i++)
-		names[3 + i] = copy_slices[i];
+		names[S_CTORS + i] = copy_slices[i];
 	ret = mt_elf_resolve_fd(fd, name, names, ARRAY_SIZE(names), syms, err,
 				errlen);
 	if (ret)
 		return ret;
-	if (!syms[0].vaddr || !syms[1].vaddr || !syms[2].vaddr) {
+	if (!syms[S_ASSIGN_PARENT].vaddr || !syms[S_PEEK].vaddr ||
+	    !syms[S_GAI].vaddr || !syms[S_TID].vaddr) {
 		snprintf(err, errlen, "%s: no %s", name,
-			 !syms[0].vaddr ? "Node::assign_parent()" :
-					  "at::sequence_number");
+			 !syms[S_ASSIGN_PARENT].vaddr ?
+				 "Node::assign_parent()" :
+			 !syms[S_TID].vaddr ?
+				 "RecordFunction::currentThreadId()" :
+				 "at::sequence_number");
 		return -ENOEXEC;
 	}
 	/* mt_elf_resolve_fd set the library's version */
@@ -432,24 +474,29 @@ int mt_node_tls_place(const struct mt_node_tls *t, __u64 bias,
 		      int (*rd)(void *ctx, __u64 addr, void *buf, size_t len),
 		      void *ctx, struct mt_node_tlsconf *c)
 {
-	__u64 node[2], ctr[2];
+	__u64 node[2], ctr[2], tid[2];
 	int ret;
 
 	ret = rd(ctx, bias + t->node_got, node, sizeof(node));
 	if (!ret)
 		ret = rd(ctx, bias + t->ctr_got, ctr, sizeof(ctr));
+	if (!ret)
+		ret = rd(ctx, bias + t->tid_got, tid, sizeof(tid));
 	if (ret)
 		return ret;
-	/* the loader sets both as it relocates the library */
-	if (!node[0] && !ctr[0])
+	/* the loader sets them as it relocates the library */
+	if (!node[0] && !ctr[0] && !tid[0])
 		return -EAGAIN;
-	/* one library: one module id; the probe reads the number in 32 bytes */
-	if (node[0] != ctr[0] || t->seq_nr_off % 8 || t->seq_nr_off >= 32)
+	/* one library: one module id; one read of a Node's head holds both */
+	if (node[0] != ctr[0] || node[0] != tid[0] || t->seq_nr_off % 8 ||
+	    t->seq_nr_off >= MT_NODE_HEAD || t->thread_id_off % 8 ||
+	    t->thread_id_off >= MT_NODE_HEAD)
 		return -ENOEXEC;
 	c->modid = node[0];
 	c->node_off = node[1] + t->node_imm;
 	c->ctr_off = ctr[1] + t->ctr_imm;
+	c->tid_off = tid[1] + t->tid_imm;
 	c->seq_nr_off = t->seq_nr_off;
-	c->pad = 0;
+	c->thread_id_off = t->thread_id_off;
 	return 0;
 }

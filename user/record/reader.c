@@ -556,7 +556,7 @@ static int decode(struct mt_reader *r, struct mt_rec_item *it)
 	coder_step(&r->c, v, ts);
 	r->pos = c.pos;
 	/* field by field: a memset of the whole item costs more per event */
-	_Static_assert(sizeof(*ev) == 152,
+	_Static_assert(sizeof(*ev) == 160,
 		       "decode() sets each field of struct mt_event");
 	ev->ts = ts;
 	for (int i = 0; i < MT_NARGS; i++)
@@ -574,6 +574,7 @@ static int decode(struct mt_reader *r, struct mt_rec_item *it)
 	if (r->comm_len)
 		memcpy(ev->comm, comm, r->comm_len);
 	ev->stack_id = ev->node = ev->node_vt = ev->node_stack = ev->seq = 0;
+	ev->seq_thread = 0;
 	it->default_dev0 = v[F_DD0];
 	it->site = r->site[site];
 	r->evno++;
