@@ -92,6 +92,12 @@ struct thread_vars {
 	 * thread lives: three reads spared at each event.
 	 */
 	__u64 tls_blk, tls_modid;
+	/*
+	 * The thread's id in that block (at::RecordFunction's): 0 until
+	 * PyTorch first asks for it on the thread (at its first Node at the
+	 * latest), then fixed for its life
+	 */
+	__u64 rf_tid;
 	/* the sequence counter at the thread's last walked allocation */
 	__u64 walked_ctr;
 };
@@ -341,6 +347,7 @@ fill(struct mt_event *e, struct pt_regs *ctx, __u64 cookie)
 	e->node_vt = tv ? tv->node.vt : 0;
 	e->node_stack = tv ? tv->node.stack : 0;
 	e->seq = 0;
+	e->seq_thread = 0;
 	__builtin_memcpy(e->comm, task->comm, sizeof(e->comm));
 	return tv;
 }
@@ -1052,6 +1059,7 @@ static __always_inline __u64 tls_block(struct thread_vars *tv,
 		return 0;
 	tv->tls_blk = blk;
 	tv->tls_modid = c->modid;
+	tv->rf_tid = 0;
 	return blk;
 }
 
@@ -1079,14 +1087,15 @@ tls_node(__u32 pid, struct thread_vars **tv, __u64 *blk, __u64 *node)
 /*
  * Backward's Node, read where PyTorch keeps it (docs/autograd-tls.md)
  * instead of from the autograd probes, which are off for this process:
- * in backward the Node and, in one read of its head, its vtable and
- * number; at a walked allocation outside backward the thread's counter,
- * which user space pairs with the stack to name each Node's module.
+ * in backward the Node and, in one read of its head, its vtable, number
+ * and forward thread; at a walked allocation outside backward the
+ * thread's counter and id, which user space pairs with the stack to name
+ * each Node's module.
  */
 static __always_inline void node_tls(struct mt_event *e, struct thread_vars *tv)
 {
 	const struct mt_node_tlsconf *c;
-	__u64 blk, node, head[4];
+	__u64 blk, node, head[MT_NODE_HEAD / 8];
 
 	c = tls_node(e->pid, &tv, &blk, &node);
 	if (!c)
@@ -1096,12 +1105,23 @@ static __always_inline void node_tls(struct mt_event *e, struct thread_vars *tv)
 			return;
 		e->node = node;
 		e->node_vt = head[0];
-		e->seq = head[(c->seq_nr_off / 8) & 3];
+		e->seq = head[(c->seq_nr_off / 8) & (MT_NODE_HEAD / 8 - 1)];
+		e->seq_thread =
+			head[(c->thread_id_off / 8) & (MT_NODE_HEAD / 8 - 1)];
 		e->flags |= MT_EV_SEQ_NODE;
 	} else if ((e->flags & MT_EV_PY) &&
 		   !read_u64(&e->seq, blk + c->ctr_off)) {
 		e->flags |= MT_EV_SEQ_CTR;
 		tv->walked_ctr = e->seq;
+		/*
+		 * Read until set (PyTorch sets it before the thread's first
+		 * Node, often before its first allocation), then kept for
+		 * the thread's life: a pair at counter 0 keyed by it tells
+		 * that the thread's numbering was seen from its start
+		 */
+		if (!tv->rf_tid && read_u64(&tv->rf_tid, blk + c->tid_off))
+			tv->rf_tid = 0;
+		e->seq_thread = tv->rf_tid;
 	}
 }
 

@@ -158,6 +158,38 @@ assert_python() {
 	assert_python 14
 }
 
+# threads_cmd SUITE: forward_threads.py two 3 in SUITE's root (chroot),
+# started by memtrace-bpf --, held at its exit; every weight gradient named
+# after its own thread's layer (attrib.bats does it on the host's torch)
+threads_cmd() {
+	local root="ROOT_${1^^}" d=$BATS_TEST_TMPDIR lines name bytes
+	root_stage "${!root}" "$ROOT/tests/fixtures/forward_threads.py"
+	ln -sfn "${!root}$STAGE/fx.hold" "$d/fx.hold"
+	: >"$d/trace.out"
+	MT_HOLD="$STAGE/fx.hold" "$MT" --keys -o "$d/trace.out" -- \
+		chroot "${!root}" /usr/bin/python3 "$STAGE/forward_threads.py" two 3 \
+		>"$d/fx.out" 2>"$d/trace.err" &
+	MT_PID=$!
+	settle fx '^done'
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	grep -q '^# autograd pid=[0-9]* mode=tls$' "$TRACE"
+	while read -r _ name bytes; do
+		lines=$(sized "$bytes" | grep ' phase=backward ' | grep ' node=AddmmBackward0$' || true)
+		echo "$name ($bytes B): $lines"
+		[ "$(grep -c " module=$name node=" <<<"$lines")" -eq 3 ]
+		[ "$(grep -c . <<<"$lines")" -eq 3 ]
+	done < <(grep '^weight ' "$d/fx.out")
+}
+
+@test "trixie (torch 2.6), chroot: forward on two threads, each Node named after its own thread's layer" {
+	threads_cmd trixie
+}
+
+@test "sid (torch 2.14), chroot: forward on two threads, each Node named after its own thread's layer" {
+	threads_cmd sid
+}
+
 @test "trixie (torch 2.6), container: --module-log nests each module call in its parent's, every step" {
 	MTARGS="--module-log $BATS_TEST_TMPDIR/mod.log" model_p trixie container
 	cat "$BATS_TEST_TMPDIR/mod.log"

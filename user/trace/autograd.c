@@ -40,24 +40,12 @@
  */
 #define FORCE_ENV "MEMTRACE_BPF_AUTOGRAD"
 
-/* threads whose counters are followed, to find a second one making Nodes */
-#define FWD_THREADS 8
-
-struct fwd_thread {
-	__u32 tid;
-	__u64 ctr; /* at its last walked allocation */
-};
-
 struct mt_autograd {
 	struct mt_node_tls found; /* from the file */
 	char *path; /* libtorch_cpu as the process maps it */
 	int tries; /* reads of the GOT pairs so far */
 	bool placed; /* BPF reads the TLS */
 	struct mt_nodeseq seq; /* (counter, stack) of forward allocations */
-	struct fwd_thread fwd[FWD_THREADS];
-	unsigned int fwd_next; /* the slot taken next, the oldest */
-	__u32 maker; /* the first thread seen making Nodes; 0: none yet */
-	bool mixed; /* a second one was seen, and said */
 };
 
 /*
@@ -279,53 +267,6 @@ bool mt_autograd_choose(void *ctx, const struct mt_target *pt, int fd,
 	return false;
 }
 
-/*
- * A thread whose counter moved between two of its walked allocations
- * makes Nodes (a thread that allocates under no_grad, a pin-memory
- * thread, makes none). Each thread numbers its own Nodes from the same
- * start, and the numbers are matched per process: a second thread making
- * Nodes leaves the names of backward's Nodes uncertain, which one line
- * says, in the log and in the record.
- */
-static void watch_threads(struct mt_tracer *tr, struct mt_traced *t,
-			  const struct mt_event *ev)
-{
-	struct mt_autograd *ag = t->autograd;
-	struct fwd_thread *f = NULL;
-	struct mt_sink *k;
-
-	if (ag->mixed)
-		return;
-	for (int i = 0; i < FWD_THREADS && !f; i++) {
-		if (ag->fwd[i].tid == ev->tid)
-			f = &ag->fwd[i];
-	}
-	if (!f) {
-		f = &ag->fwd[ag->fwd_next++ % FWD_THREADS];
-		*f = (struct fwd_thread){ .tid = ev->tid, .ctr = ev->seq };
-		return;
-	}
-	if (f->ctr == ev->seq)
-		return;
-	f->ctr = ev->seq;
-	if (!ag->maker)
-		ag->maker = ev->tid;
-	if (ag->maker == ev->tid)
-		return;
-	ag->mixed = true;
-	k = mt_tracer_sink(tr, t);
-	mt_sink_meta(k, "autograd", "pid=%d forward_threads=%u,%u", t->proc.pid,
-		     ag->maker, ev->tid);
-	if (tr->att.log)
-		fprintf(tr->att.log,
-			"# autograd pid=%d forward_threads=%u,%u: Nodes are "
-			"numbered per thread and matched per process, so "
-			"backward allocations may be named after another "
-			"thread's module (--module-log names them with the "
-			"autograd probes)\n",
-			t->proc.pid, ag->maker, ev->tid);
-}
-
 const struct mt_event *mt_autograd_event(struct mt_tracer *tr,
 					 struct mt_traced *t,
 					 const struct mt_event *ev,
@@ -339,16 +280,14 @@ const struct mt_event *mt_autograd_event(struct mt_tracer *tr,
 		mt_autograd_place(tr, t);
 		return ev;
 	}
-	if (ev->flags & MT_EV_SEQ_CTR) {
-		watch_threads(tr, t, ev);
-		if (mt_nodeseq_put(&ag->seq, ev->seq, ev->stack_id))
-			mt_err("pid %d: out of memory for autograd's numbers",
-			       t->proc.pid);
-	}
+	if ((ev->flags & MT_EV_SEQ_CTR) &&
+	    mt_nodeseq_put(&ag->seq, ev->seq_thread, ev->seq, ev->stack_id))
+		mt_err("pid %d: out of memory for autograd's numbers",
+		       t->proc.pid);
 	if (!(ev->flags & MT_EV_SEQ_NODE))
 		return ev;
 	*copy = *ev;
-	copy->node_stack = mt_nodeseq_origin(&ag->seq, ev->seq);
+	copy->node_stack = mt_nodeseq_origin(&ag->seq, ev->seq_thread, ev->seq);
 	return copy;
 }
 
