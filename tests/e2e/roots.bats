@@ -182,6 +182,28 @@ threads_cmd() {
 	done < <(grep '^weight ' "$d/fx.out")
 }
 
+@test "sid (torch 2.14), chroot, -p: DataParallel-like replicas on new threads each step, each Node named" {
+	local d=$BATS_TEST_TMPDIR pid name bytes lines
+	root_stage "$ROOT_SID" "$ROOT/tests/fixtures/forward_threads.py"
+	# chroot execs python: $! is the target (timeout bounds a failed test)
+	timeout 120 chroot "$ROOT_SID" /usr/bin/python3 "$STAGE/forward_threads.py" replicas 100000 >"$d/fx.out" 2>"$d/fx.err" &
+	wait_for "$d/fx.out" '^weight right_out ' 120
+	pid=$(pgrep -P $!)
+	sleep 0.5
+	"$MT" --keys -p "$pid" -d 2s -o "$d/trace.out" 2>"$d/trace.err" || { cat "$d/trace.err"; kill "$pid"; false; }
+	kill "$pid"
+	TRACE=$d/trace.out
+	grep -q "^# autograd pid=$pid mode=tls\$" "$TRACE"
+	while read -r _ name bytes; do
+		lines=$(sized "$bytes" | grep ' phase=backward ' | grep ' node=AddmmBackward0$' || true)
+		echo "$name ($bytes B): $(sed 's/.* module=//' <<<"$lines" | sort | uniq -c | tr '\n' ' ')"
+		# the step the attach split may have made its Node before
+		[ "$(grep -c " module=$name node=" <<<"$lines")" -gt 16 ]
+		[ "$(grep -vc " module=$name node=" <<<"$lines")" -le 1 ]
+		if grep -v -e " module=$name node=" -e " module=- node=" <<<"$lines"; then return 1; fi
+	done < <(grep '^weight ' "$d/fx.out")
+}
+
 @test "trixie (torch 2.6), chroot: forward on two threads, each Node named after its own thread's layer" {
 	threads_cmd trixie
 }
