@@ -182,7 +182,7 @@ struct mt_hold {
  * forward thread that made it; MT_EV_SEQ_CTR, at a walked allocation
  * outside backward: seq is the thread's sequence counter, the number the
  * next Node made will take, and seq_thread the thread's own id (0 until
- * it made a Node). Each thread numbers its own Nodes.
+ * PyTorch first asks for it there). Each thread numbers its own Nodes.
  */
 #define MT_EV_SEQ_NODE (1u << 8)
 #define MT_EV_SEQ_CTR (1u << 9)

@@ -237,21 +237,6 @@ backward_modules() {
 	grep -q "^# record autograd: pid=$pid mode=tls\$" "$d/report.out"
 }
 
-# thread_grads TRACE FIXTURE_OUT [UNNAMED]: every weight gradient
-# (AddmmBackward0 of a size only that weight has) is named after its own
-# model's layer; UNNAMED (default 0) of each may have no module (a Node
-# made before an attach)
-thread_grads() {
-	local lines
-	while read -r _ name bytes; do
-		lines=$(grep -E "^[^#	].* size=$bytes " "$1" | grep ' phase=backward ' | grep ' node=AddmmBackward0$' || true)
-		echo "$name ($bytes B): $(grep -c . <<<"$lines") weight gradients, named: $(sed 's/.* module=//' <<<"$lines" | sort | uniq -c | tr '\n' ' ')"
-		[ -n "$lines" ]
-		if grep -v -e " module=$name node=" -e " module=- node=" <<<"$lines"; then return 1; fi
-		[ "$(grep -c " module=- node=" <<<"$lines")" -le "${3:-0}" ]
-	done < <(grep '^weight ' "$2")
-}
-
 @test "forward on several threads: each Node is matched to its own thread's forward, replicas on new threads too" {
 	local d=$BATS_TEST_TMPDIR mode
 	# two threads training at once number their Nodes from 0 each
@@ -267,21 +252,7 @@ thread_grads() {
 }
 
 @test "-p on replicas: threads made after the attach, more than a process keeps, each named" {
-	local d=$BATS_TEST_TMPDIR pid n
-	# bounded by timeout should the test fail before it is stopped
-	timeout 120 "$TORCH_PY" "$ROOT/tests/fixtures/forward_threads.py" replicas 100000 >"$d/fx.out" 2>"$d/fx.err" &
-	wait_for "$d/fx.out" '^weight right_out ' 120
-	pid=$(pgrep -P $!)
-	sleep 0.5
-	"$MT" --keys -p "$pid" -d 2s -o "$d/trace.out" 2>"$d/trace.err" || { cat "$d/trace.err"; kill "$pid"; false; }
-	kill "$pid"
-	grep -q "^# autograd pid=$pid mode=tls\$" "$d/trace.out"
-	# the step the attach split may have made its Node before
-	thread_grads "$d/trace.out" "$d/fx.out" 1
-	# more steps than the 16 forward threads kept (two a step)
-	n=$(grep -E "^[^#	].* size=32768 " "$d/trace.out" | grep -c ' node=AddmmBackward0$')
-	echo "steps seen: $n"
-	[ "$n" -gt 16 ]
+	replicas_p "$TORCH_PY" "$ROOT/tests/fixtures/forward_threads.py"
 }
 
 @test "--children: backward's Node read from TLS too, the file probed for every process without the autograd probes" {

@@ -262,3 +262,38 @@ export_of() {
 dry_key() {
 	sed -nE "s/^# dryrun pid=[0-9]+ dev=cuda:0 .*\\b$1=([0-9]+).*/\\1/p" <<<"$output"
 }
+
+# thread_grads TRACE FIXTURE_OUT [UNNAMED [MIN]]: forward_threads.py's
+# weight gradients (AddmmBackward0 of a size only that weight has), at
+# least MIN (default 1) of each, are named after their own model's layer;
+# UNNAMED (default 0) of each may have no module (a Node made before an
+# attach)
+thread_grads() {
+	local lines name bytes
+	while read -r _ name bytes; do
+		lines=$(grep -E "^[^#	].* size=$bytes " "$1" | grep ' phase=backward ' | grep ' node=AddmmBackward0$' || true)
+		echo "$name ($bytes B): $(grep -c . <<<"$lines") weight gradients, named: $(sed 's/.* module=//' <<<"$lines" | sort | uniq -c | tr '\n' ' ')"
+		[ "$(grep -c . <<<"$lines")" -ge "${4:-1}" ]
+		if grep -v -e " module=$name node=" -e " module=- node=" <<<"$lines"; then return 1; fi
+		[ "$(grep -c " module=- node=" <<<"$lines")" -le "${3:-0}" ]
+	done < <(grep '^weight ' "$2")
+}
+
+# replicas_p CMD...: CMD (forward_threads.py, as the target sees it) runs
+# replicas on new threads each step, traced with -p for 2 s once it
+# started; its lines in $BATS_TEST_TMPDIR/fx.out, the trace in trace.out.
+# CMD must exec the python it starts (as chroot does): the target is the
+# child of timeout, which bounds a failed test.
+replicas_p() {
+	local d=$BATS_TEST_TMPDIR pid
+	timeout 120 "$@" replicas 100000 >"$d/fx.out" 2>"$d/fx.err" &
+	wait_for "$d/fx.out" '^weight right_out ' 120
+	pid=$(pgrep -P $!)
+	sleep 0.5
+	"$MT" --keys -p "$pid" -d 2s -o "$d/trace.out" 2>"$d/trace.err" || { cat "$d/trace.err"; kill "$pid"; return 1; }
+	kill "$pid"
+	grep -q "^# autograd pid=$pid mode=tls\$" "$d/trace.out"
+	# the step the attach split may have made its Node before; more
+	# steps than the 16 forward threads kept (two a step)
+	thread_grads "$d/trace.out" "$d/fx.out" 1 17
+}

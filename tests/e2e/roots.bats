@@ -162,7 +162,7 @@ assert_python() {
 # started by memtrace-bpf --, held at its exit; every weight gradient named
 # after its own thread's layer (attrib.bats does it on the host's torch)
 threads_cmd() {
-	local root="ROOT_${1^^}" d=$BATS_TEST_TMPDIR lines name bytes
+	local root="ROOT_${1^^}" d=$BATS_TEST_TMPDIR
 	root_stage "${!root}" "$ROOT/tests/fixtures/forward_threads.py"
 	ln -sfn "${!root}$STAGE/fx.hold" "$d/fx.hold"
 	: >"$d/trace.out"
@@ -174,34 +174,12 @@ threads_cmd() {
 	finish
 	[ "$MT_STATUS" -eq 0 ]
 	grep -q '^# autograd pid=[0-9]* mode=tls$' "$TRACE"
-	while read -r _ name bytes; do
-		lines=$(sized "$bytes" | grep ' phase=backward ' | grep ' node=AddmmBackward0$' || true)
-		echo "$name ($bytes B): $lines"
-		[ "$(grep -c " module=$name node=" <<<"$lines")" -eq 3 ]
-		[ "$(grep -c . <<<"$lines")" -eq 3 ]
-	done < <(grep '^weight ' "$d/fx.out")
+	thread_grads "$TRACE" "$d/fx.out" 0 3
 }
 
 @test "sid (torch 2.14), chroot, -p: DataParallel-like replicas on new threads each step, each Node named" {
-	local d=$BATS_TEST_TMPDIR pid name bytes lines
 	root_stage "$ROOT_SID" "$ROOT/tests/fixtures/forward_threads.py"
-	# chroot execs python: $! is the target (timeout bounds a failed test)
-	timeout 120 chroot "$ROOT_SID" /usr/bin/python3 "$STAGE/forward_threads.py" replicas 100000 >"$d/fx.out" 2>"$d/fx.err" &
-	wait_for "$d/fx.out" '^weight right_out ' 120
-	pid=$(pgrep -P $!)
-	sleep 0.5
-	"$MT" --keys -p "$pid" -d 2s -o "$d/trace.out" 2>"$d/trace.err" || { cat "$d/trace.err"; kill "$pid"; false; }
-	kill "$pid"
-	TRACE=$d/trace.out
-	grep -q "^# autograd pid=$pid mode=tls\$" "$TRACE"
-	while read -r _ name bytes; do
-		lines=$(sized "$bytes" | grep ' phase=backward ' | grep ' node=AddmmBackward0$' || true)
-		echo "$name ($bytes B): $(sed 's/.* module=//' <<<"$lines" | sort | uniq -c | tr '\n' ' ')"
-		# the step the attach split may have made its Node before
-		[ "$(grep -c " module=$name node=" <<<"$lines")" -gt 16 ]
-		[ "$(grep -vc " module=$name node=" <<<"$lines")" -le 1 ]
-		if grep -v -e " module=$name node=" -e " module=- node=" <<<"$lines"; then return 1; fi
-	done < <(grep '^weight ' "$d/fx.out")
+	replicas_p chroot "$ROOT_SID" /usr/bin/python3 "$STAGE/forward_threads.py"
 }
 
 @test "trixie (torch 2.6), chroot: forward on two threads, each Node named after its own thread's layer" {
