@@ -130,6 +130,14 @@ model() {
 	grep -q "^# autograd pid=$PID mode=tls\$" "$TRACE"
 }
 
+@test "cuda: two threads training at once: backward on the autograd thread named after each Node's own forward thread" {
+	# the CUDA engine runs every Node on its device thread: the Node's
+	# thread id, not the allocating thread, says whose forward made it
+	two_threads "$ROOT_CUDA" cuda "$STANDIN" --
+	# both models' weight gradients made on one thread, the engine's
+	[ "$(grep -E '^[^#	].* size=(32768|18432) .* node=AddmmBackward0$' "$TRACE" | awk '{ print $2 }' | sort -u | wc -l)" -eq 1 ]
+}
+
 @test "cuda: --export memviz against PyTorch's _record_memory_history: same segments, blocks and history; _memory_viz renders both" {
 	MTARGS="--export memviz -o $BATS_TEST_TMPDIR/mt.pickle" model -- --steps 2 \
 		--history @STAGE@/torch.pickle

@@ -297,3 +297,25 @@ replicas_p() {
 	# steps than the 16 forward threads kept (two a step)
 	thread_grads "$d/trace.out" "$d/fx.out" 1 17
 }
+
+# two_threads ROOTDIR DEVICE CMD...: forward_threads.py two 3 DEVICE in
+# ROOTDIR, entered by CMD (chroot ROOTDIR, cuda-standin.sh --), started by
+# memtrace-bpf -- and held at its exit (its names are read from the
+# living process): every weight gradient named after its own thread's
+# layer. Sets TRACE.
+two_threads() {
+	local root=$1 dev=$2 d=$BATS_TEST_TMPDIR
+	shift 2
+	root_stage "$root" "$ROOT/tests/fixtures/forward_threads.py"
+	ln -sfn "$root$STAGE/fx.hold" "$d/fx.hold"
+	: >"$d/trace.out"
+	MT_HOLD="$STAGE/fx.hold" "$MT" --keys -o "$d/trace.out" -- \
+		"$@" /usr/bin/python3 "$STAGE/forward_threads.py" two 3 "$dev" \
+		>"$d/fx.out" 2>"$d/trace.err" &
+	MT_PID=$!
+	settle fx '^done'
+	finish
+	[ "$MT_STATUS" -eq 0 ]
+	grep -q '^# autograd pid=[0-9]* mode=tls$' "$TRACE"
+	thread_grads "$TRACE" "$d/fx.out" 0 3
+}

@@ -158,36 +158,17 @@ assert_python() {
 	assert_python 14
 }
 
-# threads_cmd SUITE: forward_threads.py two 3 in SUITE's root (chroot),
-# started by memtrace-bpf --, held at its exit; every weight gradient named
-# after its own thread's layer (attrib.bats does it on the host's torch)
-threads_cmd() {
-	local root="ROOT_${1^^}" d=$BATS_TEST_TMPDIR
-	root_stage "${!root}" "$ROOT/tests/fixtures/forward_threads.py"
-	ln -sfn "${!root}$STAGE/fx.hold" "$d/fx.hold"
-	: >"$d/trace.out"
-	MT_HOLD="$STAGE/fx.hold" "$MT" --keys -o "$d/trace.out" -- \
-		chroot "${!root}" /usr/bin/python3 "$STAGE/forward_threads.py" two 3 \
-		>"$d/fx.out" 2>"$d/trace.err" &
-	MT_PID=$!
-	settle fx '^done'
-	finish
-	[ "$MT_STATUS" -eq 0 ]
-	grep -q '^# autograd pid=[0-9]* mode=tls$' "$TRACE"
-	thread_grads "$TRACE" "$d/fx.out" 0 3
-}
-
 @test "sid (torch 2.14), chroot, -p: DataParallel-like replicas on new threads each step, each Node named" {
 	root_stage "$ROOT_SID" "$ROOT/tests/fixtures/forward_threads.py"
 	replicas_p chroot "$ROOT_SID" /usr/bin/python3 "$STAGE/forward_threads.py"
 }
 
 @test "trixie (torch 2.6), chroot: forward on two threads, each Node named after its own thread's layer" {
-	threads_cmd trixie
+	two_threads "$ROOT_TRIXIE" cpu chroot "$ROOT_TRIXIE"
 }
 
 @test "sid (torch 2.14), chroot: forward on two threads, each Node named after its own thread's layer" {
-	threads_cmd sid
+	two_threads "$ROOT_SID" cpu chroot "$ROOT_SID"
 }
 
 @test "trixie (torch 2.6), container: --module-log nests each module call in its parent's, every step" {
