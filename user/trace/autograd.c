@@ -189,15 +189,15 @@ static int find(struct mt_autograd_lib *lib, int fd, const char *path)
 
 	if (fstat(fd, &st)) {
 		lib->known = false;
-	} else if (lib->known && lib->dev == st.st_dev &&
-		   lib->ino == st.st_ino && lib->size == st.st_size &&
+	} else if (lib->known && lib->id.dev == st.st_dev &&
+		   lib->id.inode == st.st_ino && lib->size == st.st_size &&
 		   lib->mtime.tv_sec == st.st_mtim.tv_sec &&
 		   lib->mtime.tv_nsec == st.st_mtim.tv_nsec) {
 		return lib->ret;
 	} else {
 		lib->known = true;
-		lib->dev = st.st_dev;
-		lib->ino = st.st_ino;
+		lib->id = (struct mt_file_id){ .dev = st.st_dev,
+					       .inode = st.st_ino };
 		lib->size = st.st_size;
 		lib->mtime = st.st_mtim;
 	}
@@ -207,10 +207,11 @@ static int find(struct mt_autograd_lib *lib, int fd, const char *path)
 	return lib->ret;
 }
 
-/* why t's backward Nodes are probed, or NULL: read from their TLS */
-static const char *probes_why(struct mt_tracer *tr, int fd, const char *path,
-			      struct mt_node_tls *found, char *err,
-			      size_t errlen)
+/*
+ * Why t's backward Nodes are probed, or NULL: read from their TLS, as
+ * tr->ag_lib.found says
+ */
+static const char *probes_why(struct mt_tracer *tr, int fd, const char *path)
 {
 	const char *force = getenv(FORCE_ENV);
 
@@ -218,11 +219,8 @@ static const char *probes_why(struct mt_tracer *tr, int fd, const char *path,
 		return "--module-log times every Node";
 	if (force && !strcmp(force, "probes"))
 		return FORCE_ENV "=probes";
-	if (find(&tr->ag_lib, fd, path)) {
-		snprintf(err, errlen, "%s", tr->ag_lib.err);
-		return err;
-	}
-	*found = tr->ag_lib.found;
+	if (find(&tr->ag_lib, fd, path))
+		return tr->ag_lib.err;
 	return NULL;
 }
 
@@ -231,8 +229,6 @@ bool mt_autograd_choose(void *ctx, const struct mt_target *pt, int fd,
 {
 	struct mt_tracer *tr = ctx;
 	struct mt_traced *t = mt_tracer_find(tr, (__u32)pt->pid);
-	struct mt_node_tls found;
-	char err[512];
 	const char *why;
 
 	if (!t || tr->conf->no_python)
@@ -240,7 +236,7 @@ bool mt_autograd_choose(void *ctx, const struct mt_target *pt, int fd,
 	/* a second mapping of the library: the first one's choice holds */
 	if (t->autograd)
 		return true;
-	why = probes_why(tr, fd, path, &found, err, sizeof(err));
+	why = probes_why(tr, fd, path);
 	if (!why) {
 		t->autograd = calloc(1, sizeof(*t->autograd));
 		if (t->autograd)
@@ -254,7 +250,7 @@ bool mt_autograd_choose(void *ctx, const struct mt_target *pt, int fd,
 		say(tr, t, "probes", why);
 		return false;
 	}
-	t->autograd->found = found;
+	t->autograd->found = tr->ag_lib.found;
 	mt_nodeseq_init(&t->autograd->seq, 0);
 	t->autograd->seq.from_start = !t->proc.attached;
 	/* -p: its loader relocated it long ago; else at its next loads */

@@ -22,8 +22,7 @@ struct mt_traced;
  */
 struct mt_autograd_lib {
 	bool known;
-	dev_t dev;
-	ino_t ino;
+	struct mt_file_id id;
 	off_t size;
 	struct timespec mtime;
 	int ret; /* mt_node_tls_find_fd's */
